@@ -1,0 +1,122 @@
+"""doclane's errors: one catalog, one class tree, one classification function.
+
+Every error doclane raises on purpose is a :class:`PipelineError` with a catalog ``code``
+(E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and the catalog's
+``message``/``user_message``/``action``/``retryable``. The tree::
+
+    PipelineError
+    ├── InputError             E1xx  checked locally, before any server call
+    │   ├── SourceNotFound        E101
+    │   ├── UnsupportedFormat     E102
+    │   ├── SourceTooLarge        E103
+    │   ├── UrlRefused            E104
+    │   ├── PathOutsideRoots      E105
+    │   └── EmptySource           E106
+    ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
+    │   ├── ParseError            E200  -32700, bad JSON, bad SSE
+    │   ├── InvalidRequest        E201  -32600
+    │   ├── MethodNotFound        E202  -32601
+    │   ├── InvalidParams         E203  -32602, or our own inputSchema check
+    │   ├── InternalError         E204  -32603                      retryable, trips breaker
+    │   └── UnknownJsonRpcError   E299  any other JSON-RPC code
+    ├── McpRuntimeError        E3xx  the MCP conversation failed
+    │   ├── NotInitialized        E301
+    │   ├── ServerUnavailable     E302  connect errors, HTTP 5xx/429, -32000   retryable, trips
+    │   ├── CallTimeout           E303  deadline, -32001                       retryable, trips
+    │   ├── UnknownTool           E304
+    │   ├── MissingCapability     E305
+    │   ├── ConversionFailed      E306  isError on convert, -32002
+    │   ├── ExportFailed          E307  isError on export, -32003
+    │   ├── SessionExpired        E308  HTTP 404 and re-initialize failed      retryable, trips
+    │   ├── CircuitOpen           E309  breaker open (retry after its reset)  retryable
+    │   ├── Unauthorized          E310  HTTP 401/403
+    │   ├── OutputSchemaMismatch  E311
+    │   └── UnexpectedError       E399  what nothing else explains (a bug)
+    └── StoreError             E4xx
+        └── DatabaseUnavailable   E401                                         retryable
+
+``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
+``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
+where they are caught, with ``raise ... from exc``; this package imports nothing but the stdlib.
+"""
+
+from __future__ import annotations
+
+from errors._catalog import CATALOG, JSONRPC_CODES, CatalogEntry, entry
+from errors._classify import Stage, classify, classify_jsonrpc
+from errors._tree import (
+    ERROR_CLASSES,
+    CallTimeout,
+    CircuitOpen,
+    ConversionFailed,
+    DatabaseUnavailable,
+    EmptySource,
+    ExportFailed,
+    InputError,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    McpRuntimeError,
+    MethodNotFound,
+    MissingCapability,
+    NotInitialized,
+    OutputSchemaMismatch,
+    ParseError,
+    PathOutsideRoots,
+    PipelineError,
+    ProtocolError,
+    ServerUnavailable,
+    SessionExpired,
+    SourceNotFound,
+    SourceTooLarge,
+    StoreError,
+    Unauthorized,
+    UnexpectedError,
+    UnknownJsonRpcError,
+    UnknownTool,
+    UnsupportedFormat,
+    UrlRefused,
+    error_for,
+)
+
+__all__ = [
+    "CATALOG",
+    "ERROR_CLASSES",
+    "JSONRPC_CODES",
+    "CallTimeout",
+    "CatalogEntry",
+    "CircuitOpen",
+    "ConversionFailed",
+    "DatabaseUnavailable",
+    "EmptySource",
+    "ExportFailed",
+    "InputError",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "McpRuntimeError",
+    "MethodNotFound",
+    "MissingCapability",
+    "NotInitialized",
+    "OutputSchemaMismatch",
+    "ParseError",
+    "PathOutsideRoots",
+    "PipelineError",
+    "ProtocolError",
+    "ServerUnavailable",
+    "SessionExpired",
+    "SourceNotFound",
+    "SourceTooLarge",
+    "Stage",
+    "StoreError",
+    "Unauthorized",
+    "UnexpectedError",
+    "UnknownJsonRpcError",
+    "UnknownTool",
+    "UnsupportedFormat",
+    "UrlRefused",
+    "classify",
+    "classify_jsonrpc",
+    "entry",
+    "error_for",
+]

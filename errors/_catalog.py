@@ -1,0 +1,230 @@
+"""The error catalog: one row per code, the single source of truth for what a code means.
+
+Every other part of doclane (the exception classes, the classifier, retry, the breaker, Celery,
+the CLI's ``--json`` output, the job rows) reads the flags here instead of keeping its own list,
+so a code cannot be retryable in one place and final in another.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogEntry:
+    """What one code means, for the machine (flags) and for the person reading it (texts)."""
+
+    code: str
+    title: str
+    user_message: str
+    action: str
+    retryable: bool
+    #: Server-side trouble that should count towards opening a circuit breaker.
+    trips_breaker: bool = False
+
+
+_ENTRIES = (
+    CatalogEntry(
+        "E101",
+        "source not found or unreadable",
+        "The document could not be found or read.",
+        "Check the path or URL and the worker's permission to read it.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E102",
+        "unsupported format",
+        "This kind of document cannot be converted.",
+        "Submit PDF, DOCX, XLSX, PPTX, HTML, Markdown, CSV or an image.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E103",
+        "source too large",
+        "The document is larger than the configured maximum.",
+        "Split the document or raise DOCLANE_MAX_SOURCE_BYTES.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E104",
+        "URL refused",
+        "The URL's scheme or address is not allowed.",
+        "Use http(s) to a public address, or allow private addresses explicitly.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E105",
+        "path outside the allowed roots",
+        "The document lies outside the folders doclane may read.",
+        "Move it under one of DOCLANE_ALLOWED_ROOTS or extend that setting.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E106",
+        "empty source",
+        "The document is empty.",
+        "Submit a document with content.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E200",
+        "parse error",
+        "The conversion server sent a reply that could not be understood.",
+        "Check that the origin points at an MCP server; report the server's version.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E201",
+        "invalid request",
+        "The conversion server rejected the request as invalid.",
+        "Report this: the client and server disagree about the protocol.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E202",
+        "method not found",
+        "The conversion server does not support the requested method.",
+        "Check the server's version and MCP protocol support.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E203",
+        "invalid params",
+        "The arguments do not match what the tool accepts.",
+        "Fix the arguments to match the tool's input schema (`doclane mcp tools`).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E204",
+        "internal error",
+        "The conversion server hit an internal error.",
+        "Retried automatically; if it persists, read the server's log.",
+        retryable=True,
+        trips_breaker=True,
+    ),
+    CatalogEntry(
+        "E299",
+        "unknown JSON-RPC error",
+        "The conversion server answered with an error doclane does not know.",
+        "Read the kept JSON-RPC code and message and the server's log.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E301",
+        "not initialized",
+        "The MCP session was used before it was initialized.",
+        "Report this: doclane called a tool before the handshake finished.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E302",
+        "server unavailable",
+        "The conversion server could not be reached or is overloaded.",
+        "Retried automatically; check that the server is running and reachable.",
+        retryable=True,
+        trips_breaker=True,
+    ),
+    CatalogEntry(
+        "E303",
+        "timeout",
+        "The conversion server did not answer in time.",
+        "Retried automatically; large documents get longer timeouts (DOCLANE_TIMEOUT_*).",
+        retryable=True,
+        trips_breaker=True,
+    ),
+    CatalogEntry(
+        "E304",
+        "unknown tool",
+        "The conversion server does not offer the requested tool.",
+        "Check `doclane mcp tools` and the server's enabled tool groups.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E305",
+        "missing capability",
+        "The conversion server lacks a capability doclane needs.",
+        "Use a server that offers tools over a supported MCP protocol version.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E306",
+        "conversion failed",
+        "The conversion server could not convert the document.",
+        "Check that the document opens; the server's log has the cause.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E307",
+        "export failed",
+        "The converted document could not be exported.",
+        "Read the server's log; resubmit the job.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E308",
+        "session expired",
+        "The conversion server forgot the session and it could not be re-established.",
+        "Retried automatically; the server probably restarted.",
+        retryable=True,
+        trips_breaker=True,
+    ),
+    CatalogEntry(
+        "E309",
+        "circuit open",
+        "Calls to this conversion server are paused after repeated failures.",
+        "Wait for the breaker to reset; check the server's health.",
+        retryable=True,
+    ),
+    CatalogEntry(
+        "E310",
+        "unauthorized",
+        "The conversion server refused doclane's credentials.",
+        "Set DOCLING_MCP_AUTH and its token or key.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E311",
+        "output does not match schema",
+        "The conversion server's answer did not match the tool's declared output.",
+        "Report this with the server's version.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E399",
+        "unexpected error",
+        "doclane hit an error it does not know how to classify.",
+        "Report this with the log; it is a bug in doclane.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E401",
+        "database unavailable",
+        "The job database could not be reached.",
+        "Retried automatically; check PostgreSQL and DOCLANE_DATABASE_URL.",
+        retryable=True,
+    ),
+)
+
+#: Code -> entry. Read-only so nothing can change a flag at run time.
+CATALOG: MappingProxyType[str, CatalogEntry] = MappingProxyType({e.code: e for e in _ENTRIES})
+
+#: JSON-RPC error code -> catalog code. Codes not listed become E299 (the wire code is kept).
+JSONRPC_CODES: MappingProxyType[int, str] = MappingProxyType(
+    {
+        -32700: "E200",
+        -32600: "E201",
+        -32601: "E202",
+        -32602: "E203",
+        -32603: "E204",
+        -32000: "E302",
+        -32001: "E303",
+        -32002: "E306",
+        -32003: "E307",
+    }
+)
+
+
+def entry(code: str) -> CatalogEntry:
+    """The catalog row for ``code``; a KeyError here is a programming error."""
+    return CATALOG[code]

@@ -1,0 +1,225 @@
+"""The exception classes, one per catalog code, grouped by family.
+
+A class carries its code; every flag and text comes from the catalog row, so the classes add
+nothing but a name to catch by. Instances carry what the wire said (JSON-RPC code, HTTP status,
+the server's text) so a job row can keep the cause a Docling server gave, however thin.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from errors._catalog import CatalogEntry, entry
+
+
+class PipelineError(Exception):
+    """Root of every error doclane raises on purpose."""
+
+    code: ClassVar[str] = "E399"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        jsonrpc_code: int | None = None,
+        http_status: int | None = None,
+        detail: Any = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.message = message or self.entry.title
+        self.jsonrpc_code = jsonrpc_code
+        self.http_status = http_status
+        self.detail = detail
+        #: Seconds after which trying again makes sense (an open circuit's reset, a 429's header).
+        self.retry_after = retry_after
+        super().__init__(f"{self.code}: {self.message}")
+
+    @property
+    def entry(self) -> CatalogEntry:
+        return entry(self.code)
+
+    @property
+    def retryable(self) -> bool:
+        return self.entry.retryable
+
+    @property
+    def trips_breaker(self) -> bool:
+        return self.entry.trips_breaker
+
+    @property
+    def user_message(self) -> str:
+        return self.entry.user_message
+
+    @property
+    def action(self) -> str:
+        return self.entry.action
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready view, the shape `--json` output and job rows use."""
+        out: dict[str, Any] = {
+            "code": self.code,
+            "title": self.entry.title,
+            "message": self.message,
+            "user_message": self.user_message,
+            "action": self.action,
+            "retryable": self.retryable,
+        }
+        if self.jsonrpc_code is not None:
+            out["jsonrpc_code"] = self.jsonrpc_code
+        if self.http_status is not None:
+            out["http_status"] = self.http_status
+        if self.retry_after is not None:
+            out["retry_after"] = self.retry_after
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Keep keyword state across pickling (Celery and multiprocessing pickle exceptions).
+        return (_rebuild, (type(self), self.message, self.__dict__.copy()))
+
+
+def _rebuild(cls: type[PipelineError], message: str, state: dict[str, Any]) -> PipelineError:
+    err = cls(message)
+    err.__dict__.update(state)
+    return err
+
+
+# ---- E1xx: the input, checked locally before any server call --------------------------------
+class InputError(PipelineError):
+    """The source itself is unusable; no server was called."""
+
+
+class SourceNotFound(InputError):
+    code = "E101"
+
+
+class UnsupportedFormat(InputError):
+    code = "E102"
+
+
+class SourceTooLarge(InputError):
+    code = "E103"
+
+
+class UrlRefused(InputError):
+    code = "E104"
+
+
+class PathOutsideRoots(InputError):
+    code = "E105"
+
+
+class EmptySource(InputError):
+    code = "E106"
+
+
+# ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
+class ProtocolError(PipelineError):
+    """The server's JSON-RPC layer said no, or said something unreadable."""
+
+
+class ParseError(ProtocolError):
+    code = "E200"
+
+
+class InvalidRequest(ProtocolError):
+    code = "E201"
+
+
+class MethodNotFound(ProtocolError):
+    code = "E202"
+
+
+class InvalidParams(ProtocolError):
+    code = "E203"
+
+
+class InternalError(ProtocolError):
+    code = "E204"
+
+
+class UnknownJsonRpcError(ProtocolError):
+    code = "E299"
+
+
+# ---- E3xx: MCP runtime -----------------------------------------------------------------------
+class McpRuntimeError(PipelineError):
+    """The MCP conversation itself failed: reachability, lifecycle, tools, breaker."""
+
+
+class NotInitialized(McpRuntimeError):
+    code = "E301"
+
+
+class ServerUnavailable(McpRuntimeError):
+    code = "E302"
+
+
+class CallTimeout(McpRuntimeError):
+    code = "E303"
+
+
+class UnknownTool(McpRuntimeError):
+    code = "E304"
+
+
+class MissingCapability(McpRuntimeError):
+    code = "E305"
+
+
+class ConversionFailed(McpRuntimeError):
+    code = "E306"
+
+
+class ExportFailed(McpRuntimeError):
+    code = "E307"
+
+
+class SessionExpired(McpRuntimeError):
+    code = "E308"
+
+
+class CircuitOpen(McpRuntimeError):
+    code = "E309"
+
+
+class Unauthorized(McpRuntimeError):
+    code = "E310"
+
+
+class OutputSchemaMismatch(McpRuntimeError):
+    code = "E311"
+
+
+class UnexpectedError(McpRuntimeError):
+    """Something doclane did not foresee; classified so it is still explained, never lost."""
+
+    code = "E399"
+
+
+# ---- E4xx: the job store ---------------------------------------------------------------------
+class StoreError(PipelineError):
+    """The job database failed."""
+
+
+class DatabaseUnavailable(StoreError):
+    code = "E401"
+
+
+def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:
+    found: dict[str, type[PipelineError]] = {}
+    for sub in root.__subclasses__():
+        if "code" in sub.__dict__:
+            found[sub.code] = sub
+        found.update(_collect(sub))
+    return found
+
+
+#: Code -> the class that raises it.
+ERROR_CLASSES: dict[str, type[PipelineError]] = _collect(PipelineError)
+
+
+def error_for(code: str, message: str | None = None, **kwargs: Any) -> PipelineError:
+    """Build the error for a catalog code."""
+    return ERROR_CLASSES[code](message, **kwargs)

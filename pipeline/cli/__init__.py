@@ -1,0 +1,53 @@
+"""The ``doclane`` command line: the composition root that wires settings, client and store.
+
+Each command group lives in its own module and is registered here; every command takes
+``--json`` so scripts never have to parse prose.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+app = typer.Typer(
+    name="doclane",
+    help="Convert documents through a Docling MCP server, with a fleet of workers.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+#: (module, group name or None for top-level commands). A group's module defines ``app``.
+_GROUPS: tuple[tuple[str, str], ...] = (
+    ("pipeline.cli.mcp_commands", "mcp"),
+    ("pipeline.cli.db_commands", "db"),
+)
+
+
+def _register() -> None:
+    for module_name, group in _GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        app.add_typer(module.app, name=group)
+
+
+@app.command()
+def version(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """Print doclane's version."""
+    import json
+
+    from pipeline import __version__
+
+    typer.echo(json.dumps({"version": __version__}) if as_json else __version__)
+
+
+_register()
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,7 @@
+"""Shared pytest set-up. Fixtures live in tests/fixtures/, one module per real thing they run."""
+
+from __future__ import annotations
+
+pytest_plugins = [
+    "tests.fixtures.waiting",
+]
