@@ -36,6 +36,11 @@ def _register() -> None:
         app.add_typer(module.app, name=group)
 
 
+@app.callback()
+def _root() -> None:
+    """Convert documents through a Docling MCP server, with a fleet of workers."""
+
+
 @app.command()
 def version(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """Print doclane's version."""
