@@ -1,0 +1,136 @@
+"""``doclane db``: create the database, migrate its schema, show where the schema stands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, NoReturn
+
+import typer
+
+from errors import PipelineError
+from pipeline.store import (
+    MigrationError,
+    MigrationState,
+    MigrationStatus,
+    StoreSettings,
+    apply_migrations,
+    ensure_database,
+    load_store_settings,
+    migration_status,
+)
+
+app = typer.Typer(
+    help="Create and migrate doclane's PostgreSQL database.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+_DATABASE_URL = typer.Option(
+    None, "--database-url", help="PostgreSQL URL (default: $DOCLANE_DATABASE_URL)."
+)
+_MIGRATIONS_DIR = typer.Option(
+    None,
+    "--migrations-dir",
+    help="Folder of NNNN_name.sql files (default: $DOCLANE_MIGRATIONS_DIR or the repository's).",
+)
+
+
+@app.command()
+def migrate(
+    as_json: bool = _JSON,
+    database_url: str | None = _DATABASE_URL,
+    migrations_dir: Path | None = _MIGRATIONS_DIR,
+) -> None:
+    """Create the database if it does not exist and apply pending migrations, in order.
+
+    Safe to run from several processes at once; refuses (exit 1) when an applied migration file
+    has changed since.
+    """
+    settings = _settings(database_url, migrations_dir)
+    try:
+        created = ensure_database(settings)
+        applied = apply_migrations(settings)
+        current = migration_status(settings)
+    except (PipelineError, MigrationError) as exc:
+        _fail(exc, settings, as_json)
+    if as_json:
+        report = {
+            "database": settings.redacted_url(),
+            "created_database": created,
+            "applied": [f"{m.version}_{m.name}" for m in applied],
+            "migrations": [_status_dict(s) for s in current],
+        }
+        typer.echo(json.dumps(report))
+        return
+    if created:
+        typer.echo(f"created database {settings.redacted_url()}")
+    for m in applied:
+        typer.echo(f"applied {m.file_name}")
+    typer.echo(f"up to date: {len(current)} migrations applied")
+
+
+@app.command()
+def status(
+    as_json: bool = _JSON,
+    database_url: str | None = _DATABASE_URL,
+    migrations_dir: Path | None = _MIGRATIONS_DIR,
+) -> None:
+    """Show each migration as applied, pending, changed or unknown.
+
+    Exit 0 when every migration is applied and unchanged, 1 otherwise.
+    """
+    settings = _settings(database_url, migrations_dir)
+    try:
+        current = migration_status(settings)
+    except (PipelineError, MigrationError) as exc:
+        _fail(exc, settings, as_json)
+    up_to_date = all(s.state is MigrationState.APPLIED for s in current)
+    if as_json:
+        report = {
+            "database": settings.redacted_url(),
+            "up_to_date": up_to_date,
+            "migrations": [_status_dict(s) for s in current],
+        }
+        typer.echo(json.dumps(report))
+    else:
+        for s in current:
+            when = f"  {s.applied_at:%Y-%m-%d %H:%M:%S%z}" if s.applied_at else ""
+            typer.echo(f"{s.state.value:8} {s.version}_{s.name}{when}")
+    if not up_to_date:
+        raise typer.Exit(1)
+
+
+def _settings(database_url: str | None, migrations_dir: Path | None) -> StoreSettings:
+    overrides: dict[str, Any] = {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if migrations_dir:
+        overrides["migrations_dir"] = migrations_dir
+    return load_store_settings(**overrides)
+
+
+def _status_dict(s: MigrationStatus) -> dict[str, Any]:
+    return {
+        "version": s.version,
+        "name": s.name,
+        "state": s.state.value,
+        "checksum": s.checksum,
+        "applied_checksum": s.applied_checksum,
+        "applied_at": s.applied_at.isoformat() if s.applied_at else None,
+    }
+
+
+def _fail(exc: Exception, settings: StoreSettings, as_json: bool) -> NoReturn:
+    if isinstance(exc, PipelineError):
+        error: dict[str, Any] = exc.to_dict()
+        text = f"{exc.code}: {exc.message}\n{exc.action}"
+    else:
+        error = {"code": None, "title": "migration refused", "message": str(exc)}
+        text = f"migration refused: {exc}"
+    if as_json:
+        typer.echo(json.dumps({"database": settings.redacted_url(), "error": error}))
+    else:
+        typer.echo(text, err=True)
+    raise typer.Exit(1)

@@ -1,0 +1,206 @@
+"""Jobs as the rest of doclane sees them: what a submitter asks for, and what the store keeps.
+
+These are plain values: the job store (``pipeline.store``) reads and writes them, the workers and
+the CLI pass them around, and ``model_dump(mode="json")`` is what ``--json`` prints. The rules of
+the state machine are not here: they live in the database (migration 0003), which refuses an
+illegal transition whoever asks for it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class JobState(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    RETRYING = "retrying"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self in TERMINAL_STATES
+
+
+#: States a job never leaves.
+TERMINAL_STATES = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
+
+#: The legal transitions, mirrored from the database's ``job_state_transitions`` table (migration
+#: 0003) for readers and tests; the database, not this constant, is what enforces them.
+LEGAL_TRANSITIONS: frozenset[tuple[JobState, JobState]] = frozenset(
+    {
+        (JobState.QUEUED, JobState.RUNNING),
+        (JobState.QUEUED, JobState.CANCELLED),
+        (JobState.QUEUED, JobState.FAILED),
+        (JobState.RUNNING, JobState.SUCCEEDED),
+        (JobState.RUNNING, JobState.FAILED),
+        (JobState.RUNNING, JobState.RETRYING),
+        (JobState.RUNNING, JobState.QUEUED),
+        (JobState.RUNNING, JobState.CANCELLED),
+        (JobState.RETRYING, JobState.RUNNING),
+        (JobState.RETRYING, JobState.QUEUED),
+        (JobState.RETRYING, JobState.CANCELLED),
+        (JobState.RETRYING, JobState.FAILED),
+    }
+)
+
+
+class Stage(StrEnum):
+    """Where a running attempt is, shown by ``doclane status`` as progress."""
+
+    VALIDATING = "validating"
+    CONVERTING = "converting"
+    EXPORTING = "exporting"
+    STORING = "storing"
+
+
+class SourceKind(StrEnum):
+    FILE = "file"
+    URL = "url"
+
+
+class EventKind(StrEnum):
+    STATE_CHANGE = "state_change"
+    MCP_CALL = "mcp_call"
+    NOTE = "note"
+
+
+def normalize_formats(formats: Any) -> tuple[str, ...]:
+    """Lower-case, unique and sorted, so that dedup compares ``md,json`` and ``json,md`` equal."""
+    if isinstance(formats, str):
+        formats = formats.split(",")
+    cleaned = sorted({str(f).strip().lower() for f in formats} - {""})
+    if not cleaned:
+        raise ValueError("at least one output format is required")
+    return tuple(cleaned)
+
+
+class NewJob(BaseModel):
+    """What a submitter asks for: one source, converted to some formats, on one queue.
+
+    ``content_sha256`` and ``size_bytes`` are known for files at submission; for a URL they are
+    learnt when the worker downloads it (``JobStore.record_source``). Dedup needs the hash.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    source_kind: SourceKind
+    source_uri: str = Field(min_length=1)
+    queue: str = Field(min_length=1)
+    formats: tuple[str, ...] = ("md",)
+    profile: str = "auto"
+    options: dict[str, Any] = Field(default_factory=dict)
+    size_bytes: int | None = Field(default=None, ge=0)
+    content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    priority: int = Field(default=0, ge=-32768, le=32767)
+    max_attempts: int = Field(default=3, ge=1)
+
+    @field_validator("formats", mode="before")
+    @classmethod
+    def _normalize_formats(cls, value: Any) -> tuple[str, ...]:
+        return normalize_formats(value)
+
+
+class Job(BaseModel):
+    """A row of ``jobs``: the whole truth about one job at one moment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: UUID
+    source_kind: SourceKind
+    source_uri: str
+    size_bytes: int | None
+    content_sha256: str | None
+    profile: str
+    options: dict[str, Any]
+    formats: tuple[str, ...]
+    queue: str
+    priority: int
+    state: JobState
+    stage: Stage | None
+    attempt: int
+    attempts_spent: int
+    max_attempts: int
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    next_attempt_at: datetime | None
+    error_code: str | None
+    error_message: str | None
+    error_detail: dict[str, Any] | None
+    server_origin: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    updated_at: datetime
+
+    @property
+    def attempts_left(self) -> int:
+        """Attempts still chargeable after the current one (a breaker refund gives one back)."""
+        return max(self.max_attempts - self.attempts_spent, 0)
+
+
+class CreatedJob(BaseModel):
+    """The answer to one submission: the job that will carry it, new or a dedup hit."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: UUID
+    deduplicated: bool = False
+
+
+class ResultInfo(BaseModel):
+    """One stored result, without its (possibly huge) content."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job_id: UUID
+    format: str
+    attempt: int
+    size_bytes: int
+    created_at: datetime
+
+
+class JobEvent(BaseModel):
+    """One line of a job's audit trail (``job_events``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: int
+    job_id: UUID
+    attempt: int
+    kind: EventKind
+    from_state: JobState | None
+    to_state: JobState | None
+    tool: str | None
+    duration_ms: float | None
+    outcome: str | None
+    error_code: str | None
+    server_origin: str | None
+    detail: dict[str, Any] | None
+    at: datetime
+
+
+class Cancellation(BaseModel):
+    """A job that ``cancel`` stopped, and the state it was stopped in (running: revoke it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    job: Job
+    previous_state: JobState
+
+
+class ExpiredLeases(BaseModel):
+    """One reconciler sweep over expired leases: requeued jobs need a new message; failed ones
+    had no attempts left."""
+
+    model_config = ConfigDict(frozen=True)
+
+    requeued: tuple[UUID, ...] = ()
+    failed: tuple[UUID, ...] = ()

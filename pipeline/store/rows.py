@@ -1,0 +1,73 @@
+"""How domain values become column values, and rows become domain values, for the store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from functools import partial
+from typing import Any
+from uuid import UUID
+
+from psycopg.types.json import Jsonb
+
+from errors import PipelineError
+from pipeline.jobs import JobState, NewJob
+
+#: Column types of ``copy_jobs``, in its column order (binary COPY needs them spelled out).
+COPY_JOB_TYPES = [
+    *("uuid", "text", "text", "int8", "text", "text"),  # id, source, size, sha256, profile
+    *("jsonb", "text[]", "text", "int2", "int4"),  # options, formats, queue, priority, max
+]
+
+_json_dumps = partial(json.dumps, default=str, separators=(",", ":"))
+
+#: What dedup compares: content hash, profile, options (canonical JSON) and formats.
+DedupKey = tuple[str, str, str, tuple[str, ...]]
+
+
+def counts_by_state(rows: list[dict[str, Any]], states: list[JobState]) -> dict[JobState, int]:
+    counts = dict.fromkeys(states, 0)
+    counts.update({JobState(row["state"]): row["jobs"] for row in rows})
+    return counts
+
+
+def dedup_key(spec: NewJob) -> DedupKey:
+    return (spec.content_sha256 or "", spec.profile, canonical_json(spec.options), spec.formats)
+
+
+def canonical_json(options: Mapping[str, Any]) -> str:
+    return json.dumps(options, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def copy_row(job_id: UUID, spec: NewJob) -> tuple[Any, ...]:
+    return (
+        job_id,
+        spec.source_kind.value,
+        spec.source_uri,
+        spec.size_bytes,
+        spec.content_sha256,
+        spec.profile,
+        Jsonb(spec.options, dumps=_json_dumps),
+        list(spec.formats),
+        spec.queue,
+        spec.priority,
+        spec.max_attempts,
+    )
+
+
+def jsonb(value: Mapping[str, Any] | None) -> Jsonb | None:
+    return None if value is None else Jsonb(dict(value), dumps=_json_dumps)
+
+
+def error_columns(error: PipelineError) -> dict[str, Any]:
+    """A catalog error as the job row keeps it: code, message, and what the wire said."""
+    wire = {
+        key: value
+        for key, value in error.to_dict().items()
+        if key in ("jsonrpc_code", "http_status", "retry_after", "detail")
+    }
+    return {
+        "error_code": error.code,
+        "error_message": error.message,
+        "error_detail": jsonb(wire) if wire else None,
+    }

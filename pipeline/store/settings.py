@@ -1,0 +1,60 @@
+"""Settings of the job store: where PostgreSQL is and how the connection pool behaves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
+
+#: The repository's ``migrations/`` folder (next to ``pipeline/``), where an editable install or a
+#: source checkout (the container image) keeps the numbered SQL files.
+DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+class StoreSettings(BaseSettings):
+    """One per process; the pool it describes must be created after a fork, never before."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    #: libpq URL or key=value string. Secret because it may carry a password.
+    database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)
+    pool_min_size: int = Field(default=1, ge=0)
+    pool_max_size: int = Field(default=4, ge=1)
+    #: How long a store call waits for a connection before giving up with E401.
+    pool_timeout_s: float = Field(default=10.0, gt=0)
+    connect_timeout_s: int = Field(default=5, ge=1)
+    #: Server-side limit on one statement, so a stuck lock cannot hang a worker forever.
+    statement_timeout_s: float = Field(default=60.0, ge=0)
+    application_name: str = "doclane"
+    migrations_dir: Path = DEFAULT_MIGRATIONS_DIR
+
+    def conninfo(self) -> str:
+        return self.database_url.get_secret_value()
+
+    def redacted_url(self) -> str:
+        return redact_conninfo(self.conninfo())
+
+
+def redact_conninfo(conninfo: str) -> str:
+    """The connection string without its password, for messages and ``--json`` output."""
+    try:
+        params: dict[str, Any] = conninfo_to_dict(conninfo)
+    except Exception:  # an unparseable string: show nothing of it rather than a secret
+        return "<unparseable database url>"
+    if "password" in params:
+        params["password"] = "***"
+    return make_conninfo("", **params)
+
+
+def load_store_settings(**overrides: Any) -> StoreSettings:
+    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
+    if isinstance(overrides.get("database_url"), str):
+        overrides["database_url"] = SecretStr(overrides["database_url"])
+    return StoreSettings(**overrides)

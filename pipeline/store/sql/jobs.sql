@@ -1,0 +1,98 @@
+-- The life of one job, as the workers drive it. Every write after the claim is guarded by
+-- (id, attempt, state = 'running'): a stale duplicate matches no row and writes nothing. The
+-- database's triggers (migrations 0003, 0004) refuse illegal transitions and log every change
+-- of state to job_events.
+
+-- name: copy_jobs
+-- Bulk submission: one COPY for any number of jobs (ids are chosen by the caller).
+COPY jobs (id, source_kind, source_uri, size_bytes, content_sha256, profile, options, formats,
+           queue, priority, max_attempts)
+FROM STDIN (FORMAT binary)
+
+-- name: find_succeeded_by_content
+-- Dedup candidates: the newest succeeded job per (content, profile, options, formats) among
+-- the given hashes; the caller matches profile, options and formats exactly.
+SELECT DISTINCT ON (content_sha256, profile, options, formats)
+       id, content_sha256, profile, options, formats
+FROM jobs
+WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
+ORDER BY content_sha256, profile, options, formats, finished_at DESC
+
+-- name: get_job
+SELECT * FROM jobs WHERE id = %(job_id)s
+
+-- name: get_jobs
+SELECT * FROM jobs WHERE id = ANY(%(job_ids)s::uuid[])
+
+-- name: claim_job
+-- queued|retrying -> running: a new attempt (the fencing token) and a lease. A job that is
+-- running elsewhere, finished or cancelled matches nothing.
+UPDATE jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempts_spent = attempts_spent + 1,
+    lease_owner = %(worker)s,
+    lease_expires_at = now() + make_interval(secs => %(lease_s)s),
+    stage = NULL
+WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
+RETURNING *
+
+-- name: renew_lease
+UPDATE jobs
+SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: set_stage
+UPDATE jobs
+SET stage = %(stage)s, server_origin = coalesce(%(origin)s, server_origin)
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: record_source
+-- What the worker learnt about a source it downloaded (a URL's real size and hash).
+UPDATE jobs
+SET size_bytes = %(size_bytes)s, content_sha256 = %(content_sha256)s
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: mark_succeeded
+UPDATE jobs
+SET state = 'succeeded', stage = NULL,
+    error_code = NULL, error_message = NULL, error_detail = NULL
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+RETURNING formats
+
+-- name: copy_results
+-- Accepted only in the transaction that just ran mark_succeeded for this attempt (0003).
+-- Binary COPY, written by pipeline/store/large_values.py: results can be tens of megabytes.
+COPY results (job_id, format, attempt, content) FROM STDIN (FORMAT binary)
+
+-- name: mark_failed
+UPDATE jobs
+SET state = 'failed',
+    error_code = %(error_code)s, error_message = %(error_message)s, error_detail = %(error_detail)s
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: schedule_retry
+-- running -> retrying, or -> failed when a charged attempt was the last one. An uncharged retry
+-- (the circuit breaker was open: the server was never asked) refunds the claim's attempt.
+UPDATE jobs
+SET state = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
+                 THEN 'failed' ELSE 'retrying' END,
+    attempts_spent = attempts_spent - CASE WHEN %(spend)s THEN 0 ELSE 1 END,
+    next_attempt_at = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
+                           THEN NULL ELSE now() + make_interval(secs => %(delay_s)s) END,
+    error_code = %(error_code)s, error_message = %(error_message)s, error_detail = %(error_detail)s
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+RETURNING state
+
+-- name: lock_job_state
+SELECT state FROM jobs WHERE id = %(job_id)s FOR UPDATE
+
+-- name: cancel_job
+UPDATE jobs
+SET state = 'cancelled'
+WHERE id = %(job_id)s AND state IN ('queued', 'running', 'retrying')
+RETURNING *
+
+-- name: set_reason
+-- Why the next change of state happens; read by the event trigger (0004), gone at commit.
+SELECT set_config('doclane.reason', %(reason)s, true)

@@ -1,0 +1,49 @@
+-- The reconciler's two sweeps. Both take a bounded batch with SKIP LOCKED, so a sweep never waits
+-- on a worker that is finishing a job right now, and two reconcilers never take the same row.
+-- %(now)s is NULL in production (the database's clock); tests pass a time to skip ahead.
+
+-- name: requeue_expired_leases
+-- running jobs whose lease expired (the worker died or overran): back to the queue, or failed
+-- with E303 when that was their last attempt.
+UPDATE jobs j
+SET state = CASE WHEN j.attempts_spent >= j.max_attempts THEN 'failed' ELSE 'queued' END,
+    error_code = CASE WHEN j.attempts_spent >= j.max_attempts THEN 'E303' ELSE j.error_code END,
+    error_message = CASE WHEN j.attempts_spent >= j.max_attempts
+        THEN 'lease expired on the last attempt: the worker was lost or exceeded its time limit'
+        ELSE j.error_message END
+FROM (
+    SELECT id FROM jobs
+    WHERE state = 'running' AND lease_expires_at < coalesce(%(now)s::timestamptz, now())
+    ORDER BY lease_expires_at
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+) expired
+WHERE j.id = expired.id
+RETURNING j.id, j.state
+
+-- name: take_stale_waiting
+-- queued or retrying jobs that have waited longer than the threshold past their due time: their
+-- message is presumed lost. Taking them restarts their clock (updated_at), so the next sweep
+-- leaves them alone for another threshold, and notes it in their trail.
+WITH stale AS (
+    UPDATE jobs j
+    SET updated_at = now()
+    FROM (
+        SELECT id FROM jobs
+        WHERE state IN ('queued', 'retrying')
+          AND greatest(next_attempt_at, updated_at)
+              < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
+        ORDER BY greatest(next_attempt_at, updated_at)
+        LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED
+    ) waiting
+    WHERE j.id = waiting.id
+    RETURNING j.id, j.attempt, j.state
+), noted AS (
+    INSERT INTO job_events (job_id, attempt, kind, detail)
+    SELECT id, attempt, 'note',
+           jsonb_build_object('reason', 'waited past the threshold; message presumed lost',
+                              'state', state)
+    FROM stale
+)
+SELECT id FROM stale

@@ -1,0 +1,394 @@
+"""The job store: every write the workers, the reconciler and the CLI make to PostgreSQL.
+
+One ``JobStore`` per process (it owns a connection pool; create it after a fork, e.g. in Celery's
+``worker_process_init``, and ``close()`` it at shutdown). Methods are safe to call from many
+threads. Each method is one short transaction; the rules are the database's:
+
+- only legal state transitions are possible (migration 0003 raises on any other);
+- every write after a claim is guarded by ``(job_id, attempt, state = 'running')``: a stale or
+  duplicate worker matches no row, writes nothing, and gets ``False``/``None`` back;
+- results are accepted only in the transaction that marks their attempt succeeded;
+- every change of state lands in ``job_events`` (a trigger), every MCP call through
+  :meth:`record_mcp_call`.
+
+A database that cannot be reached raises :class:`errors.DatabaseUnavailable` (E401, retryable)
+from every method; the pool replaces dead connections once the database is back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+from typing import Any, BinaryIO
+from uuid import UUID, uuid4
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from errors import PipelineError
+from pipeline.jobs import (
+    TERMINAL_STATES,
+    Cancellation,
+    CreatedJob,
+    ExpiredLeases,
+    Job,
+    JobEvent,
+    JobState,
+    NewJob,
+    ResultInfo,
+    Stage,
+)
+from pipeline.store.connection import create_pool, database_errors
+from pipeline.store.large_values import copy_results_in, copy_single_value
+from pipeline.store.queries import query
+from pipeline.store.rows import (
+    COPY_JOB_TYPES,
+    DedupKey,
+    canonical_json,
+    copy_row,
+    counts_by_state,
+    dedup_key,
+    error_columns,
+    jsonb,
+)
+from pipeline.store.settings import StoreSettings, load_store_settings
+
+
+class JobStore:
+    """Jobs, results and their trail in PostgreSQL, through one connection pool."""
+
+    def __init__(self, settings: StoreSettings | None = None) -> None:
+        self.settings = settings or load_store_settings()
+        self._pool: ConnectionPool = create_pool(self.settings)
+
+    def close(self) -> None:
+        self._pool.close()
+
+    def __enter__(self) -> JobStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- submission ---------------------------------------------------------------------------
+    def create(self, spec: NewJob, *, dedup: bool = True) -> CreatedJob:
+        return self.create_many([spec], dedup=dedup)[0]
+
+    def create_many(self, specs: Iterable[NewJob], *, dedup: bool = True) -> list[CreatedJob]:
+        """Queue many jobs in one transaction (one COPY), in input order.
+
+        With ``dedup``, a spec whose content hash, profile, options and formats equal those of a
+        succeeded job gets that job back (``deduplicated=True``) instead of a new one.
+        """
+        specs = list(specs)
+        if not specs:
+            return []
+        with self._connection("creating jobs") as conn, conn.transaction():
+            known = self._succeeded_by_content(conn, specs) if dedup else {}
+            created: list[CreatedJob] = []
+            rows: list[tuple[Any, ...]] = []
+            for spec in specs:
+                existing = known.get(dedup_key(spec)) if spec.content_sha256 else None
+                if existing is not None:
+                    created.append(CreatedJob(job_id=existing, deduplicated=True))
+                    continue
+                job_id = uuid4()
+                created.append(CreatedJob(job_id=job_id))
+                rows.append(copy_row(job_id, spec))
+            if rows:
+                with conn.cursor().copy(query("copy_jobs")) as copy:
+                    copy.set_types(COPY_JOB_TYPES)
+                    for row in rows:
+                        copy.write_row(row)
+        return created
+
+    # ---- a worker's attempt -------------------------------------------------------------------
+    def claim(self, job_id: UUID, worker: str, lease_s: float) -> Job | None:
+        """Start a new attempt: queued|retrying -> running with ``attempt + 1`` and a lease.
+
+        ``None`` when the job is running elsewhere, finished or cancelled: nothing to do.
+        """
+        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+        return self._fetch_job("claiming a job", query("claim_job"), params)
+
+    def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
+        params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
+        return self._update("renewing a lease", query("renew_lease"), params)
+
+    def set_stage(
+        self, job_id: UUID, attempt: int, stage: Stage, *, origin: str | None = None
+    ) -> bool:
+        """Progress of a running attempt (and the server origin it talks to)."""
+        params = {"job_id": job_id, "attempt": attempt, "stage": stage.value, "origin": origin}
+        return self._update("recording a stage", query("set_stage"), params)
+
+    def record_source(
+        self, job_id: UUID, attempt: int, *, size_bytes: int, content_sha256: str
+    ) -> bool:
+        """What a running attempt learnt about its source (a downloaded URL's size and hash)."""
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "size_bytes": size_bytes,
+            "content_sha256": content_sha256,
+        }
+        return self._update("recording a source", query("record_source"), params)
+
+    def record_mcp_call(
+        self,
+        job_id: UUID,
+        attempt: int,
+        *,
+        tool: str,
+        duration_s: float,
+        outcome: str,
+        error_code: str | None = None,
+        origin: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Append one MCP call to the job's trail (recorded even for a stale attempt: the call
+        happened, and the trail is history, not state)."""
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "tool": tool,
+            "duration_ms": max(duration_s, 0.0) * 1000.0,
+            "outcome": outcome,
+            "error_code": error_code,
+            "origin": origin,
+            "detail": jsonb(detail),
+        }
+        with self._connection("recording an MCP call") as conn:
+            conn.execute(query("insert_mcp_call"), params)
+
+    def add_note(self, job_id: UUID, attempt: int, message: str, **detail: Any) -> None:
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "detail": jsonb({"note": message, **detail}),
+        }
+        with self._connection("adding a note") as conn:
+            conn.execute(query("insert_note"), params)
+
+    def finish(self, job_id: UUID, attempt: int, results: Mapping[str, str]) -> bool:
+        """running -> succeeded with its results, in one transaction; ``False`` (and nothing
+        written) when this attempt is no longer the job's running attempt.
+
+        ``results`` maps each of the job's formats to its content. Contents are streamed in by
+        binary COPY a slice at a time, so a 50 MB markdown costs about one slice of extra
+        memory, not three copies of itself.
+        """
+        if not results:
+            raise ValueError("finish() needs the results of the job's formats")
+        params: dict[str, Any] = {"job_id": job_id, "attempt": attempt}
+        with self._connection("storing results") as conn, conn.transaction():
+            row = conn.execute(query("mark_succeeded"), params).fetchone()
+            if row is None:
+                return False
+            wanted, given = set(row[0]), set(results)
+            if wanted != given:
+                raise ValueError(
+                    f"job {job_id} wants formats {sorted(wanted)}, got results for {sorted(given)}"
+                )
+            with conn.cursor().copy(query("copy_results")) as copy:
+                copy_results_in(copy, job_id, attempt, results)
+        return True
+
+    def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
+        """running -> failed with the error's code; ``False`` for a stale attempt."""
+        params = {"job_id": job_id, "attempt": attempt, **error_columns(error)}
+        return self._update("failing a job", query("mark_failed"), params)
+
+    def schedule_retry(
+        self,
+        job_id: UUID,
+        attempt: int,
+        error: PipelineError,
+        *,
+        delay: timedelta | float,
+        spend_attempt: bool = True,
+    ) -> JobState | None:
+        """running -> retrying, due ``delay`` from now (the database's clock).
+
+        Returns ``RETRYING``; or ``FAILED`` when this charged attempt was the job's last (the
+        caller must not retry then); or ``None`` for a stale attempt. ``spend_attempt=False``
+        (the circuit breaker was open, the server never asked) refunds the attempt the claim
+        charged: ``attempts_spent`` goes back down, while ``attempt``, the fencing token, keeps
+        growing so the stale-write guard stays sound.
+        """
+        delay_s = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "spend": spend_attempt,
+            "delay_s": max(delay_s, 0.0),
+            **error_columns(error),
+        }
+        reason = None if spend_attempt else f"{error.code}: retry without charging an attempt"
+        with self._connection("scheduling a retry") as conn, conn.transaction():
+            if reason:
+                conn.execute(query("set_reason"), {"reason": reason})
+            row = conn.execute(query("schedule_retry"), params).fetchone()
+        return JobState(row[0]) if row else None
+
+    # ---- operators and the reconciler ---------------------------------------------------------
+    def cancel(self, job_id: UUID, *, reason: str = "cancelled") -> Cancellation | None:
+        """queued|retrying|running -> cancelled. ``None`` when the job is already finished (or
+        unknown). A running job's worker finds out at its next guarded write, which fails."""
+        with self._connection("cancelling a job") as conn, conn.transaction():
+            locked = conn.execute(query("lock_job_state"), {"job_id": job_id}).fetchone()
+            if locked is None or JobState(locked[0]).terminal:
+                return None
+            conn.execute(query("set_reason"), {"reason": reason})
+            cur = conn.cursor(row_factory=dict_row)
+            row = cur.execute(query("cancel_job"), {"job_id": job_id}).fetchone()
+        if row is None:
+            return None
+        return Cancellation(job=Job.model_validate(row), previous_state=JobState(locked[0]))
+
+    def requeue_expired_leases(
+        self, *, now: datetime | None = None, limit: int = 1000
+    ) -> ExpiredLeases:
+        """Running jobs whose lease expired go back to ``queued`` (republish them), or to
+        ``failed`` with E303 when that attempt was their last. One batch of at most ``limit``."""
+        params = {"now": now, "limit": limit}
+        with self._connection("requeueing expired leases") as conn, conn.transaction():
+            conn.execute(query("set_reason"), {"reason": "lease expired"})
+            rows = conn.execute(query("requeue_expired_leases"), params).fetchall()
+        return ExpiredLeases(
+            requeued=tuple(r[0] for r in rows if r[1] == JobState.QUEUED),
+            failed=tuple(r[0] for r in rows if r[1] == JobState.FAILED),
+        )
+
+    def stale_queued(
+        self, older_than: timedelta, *, now: datetime | None = None, limit: int = 1000
+    ) -> list[UUID]:
+        """Queued or retrying jobs overdue by more than ``older_than``: their message is presumed
+        lost, the reconciler republishes them. Taking them restarts their clock (and notes it in
+        their trail), so the next sweep does not republish them again before another
+        ``older_than`` has passed."""
+        params = {"now": now, "older_than_s": older_than.total_seconds(), "limit": limit}
+        with self._connection("finding stale jobs") as conn:
+            return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]
+
+    # ---- reading ------------------------------------------------------------------------------
+    def get_job(self, job_id: UUID) -> Job | None:
+        return self._fetch_job("reading a job", query("get_job"), {"job_id": job_id})
+
+    def get_jobs(self, job_ids: Iterable[UUID]) -> list[Job]:
+        """The jobs that exist among ``job_ids``, in the order asked."""
+        ids = list(job_ids)
+        rows = self._fetch_rows("reading jobs", query("get_jobs"), {"job_ids": ids})
+        by_id = {row["id"]: Job.model_validate(row) for row in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def events(self, job_id: UUID) -> list[JobEvent]:
+        rows = self._fetch_rows("reading events", query("job_events"), {"job_id": job_id})
+        return [JobEvent.model_validate(row) for row in rows]
+
+    def list_results(self, job_id: UUID) -> list[ResultInfo]:
+        rows = self._fetch_rows("listing results", query("list_results"), {"job_id": job_id})
+        return [ResultInfo.model_validate(row) for row in rows]
+
+    def get_result(self, job_id: UUID, fmt: str) -> str | None:
+        """One result's content as a ``str`` (one copy in memory besides the driver's buffer)."""
+        with self._connection("reading a result") as conn:
+            row = conn.execute(query("get_result"), {"job_id": job_id, "format": fmt}).fetchone()
+        return row[0] if row else None
+
+    def write_result(self, job_id: UUID, fmt: str, out: BinaryIO) -> int | None:
+        """Write one result's UTF-8 bytes to ``out`` without decoding it into a ``str``: the
+        content goes from the driver's buffer to ``out`` (binary COPY). Bytes written, or
+        ``None`` when there is no such result."""
+        params = {"job_id": job_id, "format": fmt}
+        with (
+            self._connection("reading a result") as conn,
+            conn.cursor() as cur,
+            cur.copy(query("copy_result_out"), params) as copy,
+        ):
+            return copy_single_value(copy, out)
+
+    # ---- admin --------------------------------------------------------------------------------
+    def count_in_flight(self) -> dict[JobState, int]:
+        """Queued, running and retrying jobs right now; cheap at any table size."""
+        rows = self._fetch_rows("counting jobs", query("count_in_flight"), {})
+        return counts_by_state(rows, [s for s in JobState if not s.terminal])
+
+    def count_finished_since(self, since: datetime) -> dict[JobState, int]:
+        """Succeeded, failed and cancelled jobs that finished at or after ``since``."""
+        rows = self._fetch_rows("counting jobs", query("count_finished_since"), {"since": since})
+        return counts_by_state(rows, sorted(TERMINAL_STATES))
+
+    def count_by_state(self) -> dict[JobState, int]:
+        """All-time totals of every state. This reads the whole table (about 0.14 s per
+        million jobs); dashboards want :meth:`count_in_flight` and :meth:`count_finished_since`."""
+        rows = self._fetch_rows("counting jobs", query("count_by_state"), {})
+        return counts_by_state(rows, list(JobState))
+
+    def failures_by_error_code(self, since: datetime) -> dict[str, int]:
+        rows = self._fetch_rows(
+            "counting failures", query("failures_by_error_code"), {"since": since}
+        )
+        return {r["error_code"]: r["jobs"] for r in rows}
+
+    def recent_jobs(
+        self,
+        *,
+        queue: str | None = None,
+        state: JobState | None = None,
+        error_code: str | None = None,
+        limit: int = 50,
+    ) -> list[Job]:
+        """Newest jobs, optionally of one queue, one state or one error code (one filter: each
+        has its own index)."""
+        filters = {"queue": queue, "state": state, "error_code": error_code}
+        given = {name: str(value) for name, value in filters.items() if value is not None}
+        if len(given) > 1:
+            raise ValueError("recent_jobs() takes at most one of queue, state, error_code")
+        name = {
+            "queue": "recent_jobs_of_queue",
+            "state": "recent_jobs_in_state",
+            "error_code": "recent_jobs_with_error",
+        }.get(next(iter(given), ""), "recent_jobs")
+        params: dict[str, Any] = {"limit": limit, **given}
+        rows = self._fetch_rows("listing jobs", query(name), params)
+        return [Job.model_validate(row) for row in rows]
+
+    def ping(self) -> None:
+        """Raise E401 unless the database answers."""
+        with self._connection("pinging the database") as conn:
+            conn.execute("SELECT 1")
+
+    # ---- plumbing -----------------------------------------------------------------------------
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[psycopg.Connection]:
+        with database_errors(action), self._pool.connection() as conn:
+            yield conn
+
+    def _update(self, action: str, sql: str, params: Mapping[str, Any]) -> bool:
+        with self._connection(action) as conn:
+            return conn.execute(sql, params).rowcount == 1
+
+    def _fetch_rows(self, action: str, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        with self._connection(action) as conn:
+            return conn.cursor(row_factory=dict_row).execute(sql, params).fetchall()
+
+    def _fetch_job(self, action: str, sql: str, params: Mapping[str, Any]) -> Job | None:
+        with self._connection(action) as conn:
+            row = conn.cursor(row_factory=dict_row).execute(sql, params).fetchone()
+        return Job.model_validate(row) if row else None
+
+    @staticmethod
+    def _succeeded_by_content(
+        conn: psycopg.Connection, specs: list[NewJob]
+    ) -> dict[DedupKey, UUID]:
+        hashes = sorted({s.content_sha256 for s in specs if s.content_sha256})
+        if not hashes:
+            return {}
+        rows = conn.execute(query("find_succeeded_by_content"), {"hashes": hashes})
+        return {
+            (sha, profile, canonical_json(options), tuple(formats)): job_id
+            for job_id, sha, profile, options, formats in rows
+        }

@@ -1,0 +1,52 @@
+"""Building jobs for the store tests: specs, and driving a job into any state through the store."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+from uuid import uuid4
+
+from errors import ConversionFailed, ServerUnavailable
+from pipeline.jobs import Job, JobState, NewJob, SourceKind
+from pipeline.store import JobStore
+
+
+def new_job(**overrides: Any) -> NewJob:
+    """A job spec with a unique source; override what the test is about."""
+    values: dict[str, Any] = {
+        "source_kind": SourceKind.FILE,
+        "source_uri": f"/inbox/{uuid4()}.docx",
+        "queue": "doclane.small",
+        "formats": ("md",),
+        "size_bytes": 1234,
+    }
+    values.update(overrides)
+    return NewJob(**values)
+
+
+def sha256_of(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def job_in_state(store: JobStore, state: JobState, **overrides: Any) -> Job:
+    """A new job brought to ``state`` the way the pipeline would bring it there."""
+    job_id = store.create(new_job(**overrides), dedup=False).job_id
+    if state is not JobState.QUEUED:
+        if state is JobState.CANCELLED:
+            assert store.cancel(job_id) is not None
+        else:
+            claimed = store.claim(job_id, "worker-a", lease_s=60)
+            assert claimed is not None
+            if state is JobState.SUCCEEDED:
+                results = {fmt: f"# result {fmt}" for fmt in claimed.formats}
+                assert store.finish(job_id, claimed.attempt, results)
+            elif state is JobState.FAILED:
+                assert store.fail(job_id, claimed.attempt, ConversionFailed("bad document"))
+            elif state is JobState.RETRYING:
+                outcome = store.schedule_retry(
+                    job_id, claimed.attempt, ServerUnavailable("HTTP 503"), delay=1.0
+                )
+                assert outcome is JobState.RETRYING
+    job = store.get_job(job_id)
+    assert job is not None and job.state is state
+    return job

@@ -1,0 +1,22 @@
+"""Fixtures of the store tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from pipeline.jobs import Job, JobState
+from pipeline.store import JobStore
+from tests.integration.store.builders import job_in_state
+
+
+@pytest.fixture
+def job_factory(store: JobStore) -> Callable[..., Job]:
+    """``job_factory(JobState.RUNNING, formats=("md", "json"))``: a job of the test's store."""
+
+    def make(state: JobState = JobState.QUEUED, **overrides: Any) -> Job:
+        return job_in_state(store, state, **overrides)
+
+    return make

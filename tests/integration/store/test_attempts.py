@@ -1,0 +1,207 @@
+"""Claims and the writes they guard: one winner per claim, and a stale attempt writes nothing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import psycopg
+import pytest
+from psycopg import errors as pg_errors
+
+from errors import CallTimeout, ConversionFailed
+from pipeline.jobs import Job, JobState, Stage
+from pipeline.store import JobStore
+
+
+def test_a_claim_starts_a_new_attempt_with_a_lease(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.QUEUED)
+    claimed = store.claim(job.id, "worker-a", lease_s=60)
+    assert claimed is not None
+    assert (claimed.state, claimed.attempt, claimed.attempts_spent) == (JobState.RUNNING, 1, 1)
+    assert claimed.lease_owner == "worker-a"
+    assert claimed.lease_expires_at is not None and claimed.started_at is not None
+    assert claimed.lease_expires_at > claimed.started_at
+
+
+@pytest.mark.parametrize(
+    "state", [JobState.RUNNING, JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED]
+)
+def test_nothing_to_claim_unless_queued_or_retrying(
+    job_factory: Callable[..., Job], store: JobStore, state: JobState
+) -> None:
+    job = job_factory(state)
+    assert store.claim(job.id, "worker-b", lease_s=60) is None
+    assert store.get_job(job.id) == job
+
+
+def test_a_retrying_job_can_be_claimed_again(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.RETRYING)
+    claimed = store.claim(job.id, "worker-b", lease_s=60)
+    assert claimed is not None and claimed.attempt == job.attempt + 1
+    assert claimed.next_attempt_at is None
+    assert claimed.started_at == job.started_at  # the job's first start is kept
+
+
+def test_concurrent_claims_have_exactly_one_winner(
+    make_store: Callable[[], JobStore], store: JobStore, job_factory: Callable[..., Job]
+) -> None:
+    """Four workers (each its own pool, like separate processes) race for the same jobs."""
+    workers = [make_store() for _ in range(4)]
+    jobs = [job_factory(JobState.QUEUED) for _ in range(25)]
+    barrier = threading.Barrier(len(workers))
+
+    def race(index: int) -> list[Job | None]:
+        won = []
+        for job in jobs:
+            barrier.wait()
+            won.append(workers[index].claim(job.id, f"worker-{index}", lease_s=60))
+        return won
+
+    with ThreadPoolExecutor(len(workers)) as pool:
+        outcomes = list(pool.map(race, range(len(workers))))
+
+    for position, job in enumerate(jobs):
+        winners = [o[position] for o in outcomes if o[position] is not None]
+        assert len(winners) == 1, f"job {job.id}: {len(winners)} winners"
+        final = store.get_job(job.id)
+        assert final is not None and final.attempt == 1
+        assert final.lease_owner == winners[0].lease_owner
+
+
+def test_a_stale_attempt_can_neither_finish_nor_fail_nor_retry(
+    make_store: Callable[[], JobStore], store: JobStore, job_factory: Callable[..., Job]
+) -> None:
+    """Worker A's lease expires, B claims the job again; A wakes up and tries every write."""
+    worker_a, worker_b = make_store(), make_store()
+    job = job_factory(JobState.QUEUED)
+    first = worker_a.claim(job.id, "worker-a", lease_s=60)
+    assert first is not None
+    assert first.lease_expires_at is not None
+    swept = store.requeue_expired_leases(now=first.lease_expires_at + timedelta(seconds=1))
+    assert swept.requeued == (job.id,)
+    second = worker_b.claim(job.id, "worker-b", lease_s=60)
+    assert second is not None and second.attempt == first.attempt + 1
+
+    stale = first.attempt
+    assert worker_a.finish(job.id, stale, {"md": "# from the stale attempt"}) is False
+    assert worker_a.fail(job.id, stale, ConversionFailed("late")) is False
+    retry = worker_a.schedule_retry(job.id, stale, CallTimeout("late"), delay=1.0)
+    assert retry is None
+    assert worker_a.set_stage(job.id, stale, Stage.EXPORTING) is False
+    assert worker_a.renew_lease(job.id, stale, 60) is False
+    assert store.list_results(job.id) == []
+    assert store.get_job(job.id) == second
+
+    assert worker_b.finish(job.id, second.attempt, {"md": "# from the live attempt"}) is True
+    assert store.get_result(job.id, "md") == "# from the live attempt"
+
+
+def test_a_duplicate_finish_writes_nothing(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.RUNNING, formats=("md", "json"))
+    assert store.finish(job.id, job.attempt, {"md": "# one", "json": "{}"}) is True
+    assert store.finish(job.id, job.attempt, {"md": "# two", "json": "[]"}) is False
+    assert store.get_result(job.id, "md") == "# one"
+    assert [r.format for r in store.list_results(job.id)] == ["json", "md"]
+    assert all(r.attempt == job.attempt for r in store.list_results(job.id))
+
+
+def test_a_cancelled_running_job_is_never_written_as_succeeded(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.RUNNING)
+    cancellation = store.cancel(job.id, reason="cancelled by an operator")
+    assert cancellation is not None
+    assert cancellation.previous_state is JobState.RUNNING
+    assert cancellation.job.state is JobState.CANCELLED
+    assert store.finish(job.id, job.attempt, {"md": "# too late"}) is False
+    assert store.list_results(job.id) == []
+    assert store.events(job.id)[-1].detail == {
+        "reason": "cancelled by an operator",
+        "worker": "worker-a",
+        "attempts_spent": 1,
+        "max_attempts": 3,
+    }
+
+
+@pytest.mark.parametrize("state", [JobState.QUEUED, JobState.RETRYING])
+def test_cancel_stops_a_waiting_job(
+    job_factory: Callable[..., Job], store: JobStore, state: JobState
+) -> None:
+    job = job_factory(state)
+    cancellation = store.cancel(job.id)
+    assert cancellation is not None and cancellation.previous_state is state
+    assert store.claim(job.id, "worker-b", lease_s=60) is None
+
+
+@pytest.mark.parametrize("state", [JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED])
+def test_cancel_leaves_a_finished_job_alone(
+    job_factory: Callable[..., Job], store: JobStore, state: JobState
+) -> None:
+    job = job_factory(state)
+    assert store.cancel(job.id) is None
+    assert store.get_job(job.id) == job
+
+
+def test_finish_with_the_wrong_formats_writes_nothing(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.RUNNING, formats=("md", "json"))
+    with pytest.raises(ValueError, match="wants formats"):
+        store.finish(job.id, job.attempt, {"md": "# only markdown"})
+    after = store.get_job(job.id)
+    assert after is not None and after.state is JobState.RUNNING
+    assert store.list_results(job.id) == []
+
+
+def test_results_cannot_be_inserted_outside_the_finishing_transaction(
+    job_factory: Callable[..., Job], raw_sql: psycopg.Connection
+) -> None:
+    running = job_factory(JobState.RUNNING)
+    succeeded = job_factory(JobState.SUCCEEDED)
+    insert = "INSERT INTO results (job_id, format, attempt, content) VALUES (%s, 'html', %s, 'x')"
+    for job in (running, succeeded):
+        with pytest.raises(pg_errors.CheckViolation, match="may only be stored"):
+            raw_sql.execute(insert, (job.id, job.attempt))
+    with pytest.raises(pg_errors.CheckViolation, match="immutable"):
+        raw_sql.execute("UPDATE results SET content = 'changed' WHERE job_id = %s", (succeeded.id,))
+
+
+def test_results_can_be_written_by_hand_in_the_transaction_that_finishes_the_job(
+    job_factory: Callable[..., Job], store: JobStore, raw_sql: psycopg.Connection
+) -> None:
+    """The database's rule, not the store's: psql can finish a job too, if it does it right."""
+    job = job_factory(JobState.RUNNING)
+    with raw_sql.transaction():
+        raw_sql.execute("UPDATE jobs SET state = 'succeeded' WHERE id = %s", (job.id,))
+        raw_sql.execute(
+            "INSERT INTO results (job_id, format, attempt, content) VALUES (%s, 'md', %s, 'x')",
+            (job.id, job.attempt),
+        )
+    assert store.get_result(job.id, "md") == "x"
+
+
+def test_stage_and_origin_are_recorded_for_the_running_attempt(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    job = job_factory(JobState.RUNNING)
+    assert store.set_stage(job.id, job.attempt, Stage.CONVERTING, origin="http://docling:8000")
+    assert store.set_stage(job.id, job.attempt, Stage.EXPORTING)
+    assert store.record_source(job.id, job.attempt, size_bytes=42, content_sha256="a" * 64)
+    after = store.get_job(job.id)
+    assert after is not None
+    assert (after.stage, after.server_origin) == (Stage.EXPORTING, "http://docling:8000")
+    assert (after.size_bytes, after.content_sha256) == (42, "a" * 64)
+    assert store.renew_lease(job.id, job.attempt, 600)
+    renewed = store.get_job(job.id)
+    assert renewed is not None and renewed.lease_expires_at is not None
+    assert after.lease_expires_at is not None
+    assert renewed.lease_expires_at > after.lease_expires_at

@@ -1,0 +1,56 @@
+"""A database that cannot be reached is E401 (retryable) from every store call, cause kept."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from uuid import uuid4
+
+import psycopg
+import pytest
+
+from errors import DatabaseUnavailable, classify
+from pipeline.jobs import Stage
+from pipeline.store import JobStore, load_store_settings
+from tests.integration.store.builders import new_job
+
+
+@pytest.fixture
+def unreachable_store() -> Iterator[JobStore]:
+    """A store whose database port has nothing listening (a port bound, never listened on)."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        port = held.getsockname()[1]
+        settings = load_store_settings(
+            database_url=f"postgresql://postgres:secret@127.0.0.1:{port}/doclane",
+            pool_timeout_s=0.5,
+            connect_timeout_s=1,
+        )
+        store = JobStore(settings)  # opening does not wait for the database
+        yield store
+        store.close()
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda s: s.create(new_job()),
+        lambda s: s.claim(uuid4(), "worker-a", lease_s=60),
+        lambda s: s.finish(uuid4(), 1, {"md": "x"}),
+        lambda s: s.set_stage(uuid4(), 1, Stage.CONVERTING),
+        lambda s: s.requeue_expired_leases(),
+        lambda s: s.get_job(uuid4()),
+        lambda s: s.ping(),
+    ],
+    ids=["create", "claim", "finish", "set_stage", "requeue", "get_job", "ping"],
+)
+def test_every_call_raises_e401(
+    unreachable_store: JobStore, call: Callable[[JobStore], object]
+) -> None:
+    with pytest.raises(DatabaseUnavailable) as raised:
+        call(unreachable_store)
+    error = raised.value
+    assert error.code == "E401" and error.retryable
+    assert classify(error) is error
+    assert isinstance(error.__cause__, psycopg.OperationalError)
+    assert "secret" not in str(error)

@@ -1,0 +1,82 @@
+"""The store's pool survives PostgreSQL going away and coming back.
+
+This stops the machine's PostgreSQL cluster for a moment, which disturbs every other test using
+it at that time: the ``restarts_postgres`` marker lets a runner schedule it alone
+(``pytest -m restarts_postgres``, or ``-m "not restarts_postgres"`` beside others).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from errors import DatabaseUnavailable
+from pipeline.jobs import Job, JobState
+from pipeline.store import JobStore, StoreSettings
+from tests.fixtures.waiting import wait_for
+
+pytestmark = pytest.mark.restarts_postgres
+
+
+def pg_ctlcluster(action: str) -> None:
+    versions = sorted(os.listdir("/etc/postgresql"))
+    subprocess.run(
+        ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", action],
+        check=True,
+        timeout=120,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def restartable_store(store_settings: StoreSettings) -> Iterator[JobStore]:
+    if shutil.which("pg_ctlcluster") is None or not os.path.isdir("/etc/postgresql"):
+        pytest.fail("needs the machine's own PostgreSQL cluster (pg_ctlcluster)")
+    settings = store_settings.model_copy(update={"pool_timeout_s": 1.0, "pool_min_size": 2})
+    store = JobStore(settings)
+    yield store
+    store.close()
+
+
+def test_calls_fail_with_e401_while_down_and_work_again_on_the_same_pool(
+    restartable_store: JobStore, job_factory: Callable[..., Job]
+) -> None:
+    store = restartable_store
+    job = job_factory(JobState.QUEUED)
+    assert store.get_job(job.id) is not None  # the pool holds live connections now
+
+    pg_ctlcluster("stop")
+    try:
+        with pytest.raises(DatabaseUnavailable) as down:
+            store.claim(job.id, "worker-a", lease_s=60)
+        assert down.value.code == "E401" and down.value.retryable
+        with pytest.raises(DatabaseUnavailable):
+            store.get_job(job.id)
+    finally:
+        pg_ctlcluster("start")
+
+    def claim_once_up() -> Job | None:
+        try:
+            return store.claim(job.id, "worker-a", lease_s=60)
+        except DatabaseUnavailable:
+            return None
+
+    claimed = wait_for(claim_once_up, timeout=60, message="a claim after the restart")
+    assert claimed.state is JobState.RUNNING
+    assert store.finish(job.id, claimed.attempt, {"md": "# after the restart"})
+
+
+def test_after_a_restart_the_very_first_call_works(
+    restartable_store: JobStore, job_factory: Callable[..., Job]
+) -> None:
+    """Dead connections are checked and replaced on borrow, so no caller sees them."""
+    store = restartable_store
+    job = job_factory(JobState.QUEUED)
+    assert store.get_job(job.id) is not None
+    pg_ctlcluster("restart")  # returns once the server accepts connections again
+    again = store.get_job(job.id)
+    assert again is not None and again.id == job.id

@@ -1,0 +1,125 @@
+"""Creating jobs: one, ten thousand at once, and dedup against succeeded jobs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import psycopg
+import pytest
+
+from pipeline.jobs import Job, JobState, SourceKind
+from pipeline.store import JobStore
+from tests.integration.store.builders import new_job, sha256_of
+
+REPORT = sha256_of("the quarterly report")
+
+
+def succeeded_job(store: JobStore, **overrides: object) -> Job:
+    job_id = store.create(new_job(**overrides), dedup=False).job_id
+    claimed = store.claim(job_id, "worker-a", lease_s=60)
+    assert claimed is not None
+    assert store.finish(job_id, claimed.attempt, {f: "# done" for f in claimed.formats})
+    job = store.get_job(job_id)
+    assert job is not None
+    return job
+
+
+def test_a_new_job_is_queued_with_what_was_asked(store: JobStore) -> None:
+    spec = new_job(
+        source_kind=SourceKind.URL,
+        source_uri="https://example.org/a.pdf",
+        formats=["JSON", "md", "json"],
+        options={"ocr": False, "lang": ["en"]},
+        priority=5,
+        queue="doclane.large",
+        size_bytes=None,
+    )
+    created = store.create(spec)
+    assert not created.deduplicated
+    job = store.get_job(created.job_id)
+    assert job is not None
+    assert job.state is JobState.QUEUED and job.attempt == 0
+    assert job.formats == ("json", "md")
+    assert job.options == {"ocr": False, "lang": ["en"]}
+    assert (job.source_kind, job.source_uri) == (SourceKind.URL, "https://example.org/a.pdf")
+    assert (job.priority, job.queue, job.size_bytes, job.max_attempts) == (
+        5,
+        "doclane.large",
+        None,
+        3,
+    )
+
+
+def test_same_content_profile_options_and_formats_returns_the_succeeded_job(
+    store: JobStore,
+) -> None:
+    done = succeeded_job(
+        store, content_sha256=REPORT, formats=("md", "json"), options={"a": 1, "b": [1, 2]}
+    )
+    again = store.create(
+        new_job(content_sha256=REPORT, formats="json,md", options={"b": [1, 2], "a": 1})
+    )
+    assert again.deduplicated and again.job_id == done.id
+
+
+@pytest.mark.parametrize(
+    "difference",
+    [
+        {"profile": "per-format"},
+        {"options": {"a": 2, "b": [1, 2]}},
+        {"formats": ("md",)},
+        {"content_sha256": sha256_of("another document")},
+        {"content_sha256": None},
+    ],
+)
+def test_any_difference_makes_a_new_job(store: JobStore, difference: dict[str, object]) -> None:
+    done = succeeded_job(
+        store, content_sha256=REPORT, formats=("md", "json"), options={"a": 1, "b": [1, 2]}
+    )
+    wanted = {"content_sha256": REPORT, "formats": ("md", "json"), "options": {"a": 1, "b": [1, 2]}}
+    created = store.create(new_job(**{**wanted, **difference}))
+    assert not created.deduplicated and created.job_id != done.id
+
+
+@pytest.mark.parametrize("state", [JobState.QUEUED, JobState.RUNNING, JobState.FAILED])
+def test_only_succeeded_jobs_are_dedup_targets(
+    job_factory: Callable[..., Job], store: JobStore, state: JobState
+) -> None:
+    other = job_factory(state, content_sha256=REPORT)
+    created = store.create(new_job(content_sha256=REPORT))
+    assert not created.deduplicated and created.job_id != other.id
+
+
+def test_no_dedup_always_makes_a_new_job(store: JobStore) -> None:
+    done = succeeded_job(store, content_sha256=REPORT)
+    created = store.create(new_job(content_sha256=REPORT), dedup=False)
+    assert not created.deduplicated and created.job_id != done.id
+
+
+def test_ten_thousand_jobs_in_one_call(store: JobStore, raw_sql: psycopg.Connection) -> None:
+    """The bulk path, with dedup on: jobs 0, 3000, 6000 and 9000 match succeeded jobs."""
+    done = [succeeded_job(store, content_sha256=sha256_of(f"doc {i}")) for i in range(3)]
+    specs = [
+        new_job(content_sha256=sha256_of(f"doc {i // 3000 % 3}" if i % 3000 == 0 else str(i)))
+        for i in range(10_000)
+    ]
+    started = time.perf_counter()
+    created = store.create_many(specs)
+    elapsed = time.perf_counter() - started
+    print(f"\ncreate_many: 10,000 jobs in {elapsed:.3f}s")
+
+    assert len(created) == 10_000
+    deduplicated = [c for c in created if c.deduplicated]
+    assert {c.job_id for c in deduplicated} == {d.id for d in done}
+    assert [created[i].job_id for i in (0, 3000, 6000, 9000)] == [d.id for d in done] + [done[0].id]
+    new_ids = [c.job_id for c in created if not c.deduplicated]
+    assert len(set(new_ids)) == len(new_ids) == 10_000 - 4
+    count = raw_sql.execute("SELECT count(*) FROM jobs WHERE state = 'queued'").fetchone()
+    assert count == (10_000 - 4,)
+    events = raw_sql.execute("SELECT count(*) FROM job_events WHERE to_state = 'queued'")
+    assert events.fetchone() == (10_000 - 4 + 3,)
+    sample = store.get_jobs(new_ids[:3])
+    assert [j.source_uri for j in sample] == [
+        s.source_uri for s, c in zip(specs, created, strict=True) if c.job_id in new_ids[:3]
+    ]
