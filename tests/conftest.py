@@ -5,4 +5,5 @@ from __future__ import annotations
 pytest_plugins = [
     "tests.fixtures.waiting",
     "tests.fixtures.database",
+    "tests.fixtures.docling_server",
 ]

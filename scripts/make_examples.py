@@ -1,0 +1,88 @@
+"""Write the sample documents in examples/: one per format docling-mcp converts offline.
+
+Each has a heading and a small table whose cells the tests and the demo look for in the
+markdown, so a conversion that silently drops content is caught. Deterministic: running it
+again rewrites the same content (Office files carry fixed core-property dates).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from docx import Document
+from openpyxl import Workbook
+from pptx import Presentation
+from pptx.util import Inches
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FIXED = dt.datetime(2026, 1, 1, 12, 0, 0)
+ROWS = [("Region", "Revenue"), ("North", "1200"), ("South", "3400")]
+
+
+def write_docx(path: Path) -> None:
+    doc = Document()
+    doc.add_heading("Quarterly Report", level=1)
+    doc.add_paragraph("Revenue grew in every region this quarter.")
+    table = doc.add_table(rows=len(ROWS), cols=2)
+    for r, row in enumerate(ROWS):
+        for c, cell in enumerate(row):
+            table.cell(r, c).text = cell
+    doc.core_properties.created = FIXED
+    doc.core_properties.modified = FIXED
+    doc.save(str(path))
+
+
+def write_xlsx(path: Path) -> None:
+    book = Workbook()
+    sheet = book.active
+    assert sheet is not None
+    sheet.title = "Inventory"
+    for row in [("Item", "Count"), ("Widgets", 42), ("Gadgets", 7)]:
+        sheet.append(row)
+    book.properties.created = FIXED
+    book.properties.modified = FIXED
+    book.save(str(path))
+
+
+def write_pptx(path: Path) -> None:
+    deck = Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Launch Plan"
+    shape = slide.shapes.add_table(3, 2, Inches(1), Inches(2), Inches(6), Inches(1.5))
+    for r, row in enumerate([("Milestone", "Owner"), ("Beta", "Ana"), ("GA", "Ravi")]):
+        for c, cell in enumerate(row):
+            shape.table.cell(r, c).text = cell
+    deck.core_properties.created = FIXED
+    deck.core_properties.modified = FIXED
+    deck.save(str(path))
+
+
+TEXT_FILES = {
+    "release-notes.md": (
+        "# Release Notes\n\nVersion 2 brings faster exports.\n\n"
+        "| Feature | Status |\n|---|---|\n| Export | Done |\n| Import | Planned |\n"
+    ),
+    "handbook.html": (
+        "<!DOCTYPE html><html><head><title>Handbook</title></head><body>"
+        "<h1>Team Handbook</h1><p>How we <b>work</b> together.</p>"
+        "<table><tr><th>Day</th><th>Meeting</th></tr>"
+        "<tr><td>Monday</td><td>Planning</td></tr><tr><td>Friday</td><td>Demo</td></tr></table>"
+        "</body></html>\n"
+    ),
+    "cities.csv": "City,Population\nLisbon,545000\nPorto,232000\n",
+}
+
+
+def main() -> None:
+    EXAMPLES.mkdir(exist_ok=True)
+    write_docx(EXAMPLES / "quarterly-report.docx")
+    write_xlsx(EXAMPLES / "inventory.xlsx")
+    write_pptx(EXAMPLES / "launch-plan.pptx")
+    for name, text in TEXT_FILES.items():
+        (EXAMPLES / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(TEXT_FILES) + 3} examples to {EXAMPLES}")
+
+
+if __name__ == "__main__":
+    main()
