@@ -4,6 +4,8 @@ from __future__ import annotations
 
 pytest_plugins = [
     "tests.fixtures.waiting",
+    "tests.fixtures.fake_server",
     "tests.fixtures.database",
     "tests.fixtures.docling_server",
+    "tests.fixtures.http_source",
 ]
