@@ -11,7 +11,8 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── SourceTooLarge        E103
     │   ├── UrlRefused            E104
     │   ├── PathOutsideRoots      E105
-    │   └── EmptySource           E106
+    │   ├── EmptySource           E106
+    │   └── SourceUnavailable     E107  the source's server failed for now    retryable
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -69,6 +70,7 @@ from errors._tree import (
     SessionExpired,
     SourceNotFound,
     SourceTooLarge,
+    SourceUnavailable,
     StoreError,
     Unauthorized,
     UnexpectedError,
@@ -107,6 +109,7 @@ __all__ = [
     "SessionExpired",
     "SourceNotFound",
     "SourceTooLarge",
+    "SourceUnavailable",
     "Stage",
     "StoreError",
     "Unauthorized",

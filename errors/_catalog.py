@@ -68,6 +68,13 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E107",
+        "source temporarily unavailable",
+        "The document's server could not be reached right now.",
+        "Retried automatically; check that the URL's server is up.",
+        retryable=True,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",

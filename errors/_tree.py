@@ -114,6 +114,15 @@ class EmptySource(InputError):
     code = "E106"
 
 
+class SourceUnavailable(InputError):
+    """The source's own server failed for now (5xx, 429, timeout): worth another try later.
+
+    Not E302: that code means the *conversion* server and counts towards its breaker.
+    """
+
+    code = "E107"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

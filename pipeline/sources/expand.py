@@ -1,0 +1,196 @@
+"""Expanding a submission (files, folders, globs, URLs) into sources that may become jobs.
+
+What the submitter names explicitly is judged strictly: a named ``notes.txt`` is rejected with
+E102, because they asked for it. What a folder or a glob merely contains is judged leniently:
+dot-files, dot-folders and files whose extension names no document type are passed over and
+only counted (``Expansion.skipped``), because a folder of documents routinely holds a
+``.DS_Store`` or a ``README.txt`` that nobody meant to convert. A file that *claims* to be a
+document (``.docx``) but is not is rejected wherever it was found.
+
+The order is the submission's, and within a folder, sorted by name, a folder's own files before
+its subfolders', so the same submission always gives the same jobs in the same order. A file
+reached twice (named and inside a named folder, or through a link) is listed once.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Final
+
+import httpx
+
+from errors import InputError, SourceNotFound
+from pipeline.sources.addresses import Resolver
+from pipeline.sources.formats import format_for_name
+from pipeline.sources.local import check_allowed_roots, validate_file
+from pipeline.sources.models import Candidate, Expansion, Rejected
+from pipeline.sources.pathmap import PathMap
+from pipeline.sources.settings import SourceSettings
+from pipeline.sources.urls import check_url, looks_like_url
+
+_GLOB_MAGIC: Final = re.compile(r"[*?[]")
+
+SKIPPED_HIDDEN: Final = "hidden"
+SKIPPED_UNSUPPORTED: Final = "unsupported"
+SKIPPED_LINKED_FOLDER: Final = "linked folder"
+
+
+class _Expander:
+    def __init__(
+        self,
+        settings: SourceSettings,
+        cwd: Path,
+        resolver: Resolver | None,
+        path_map: PathMap,
+    ) -> None:
+        self.settings = settings
+        self.cwd = cwd
+        self.resolver = resolver
+        self.path_map = path_map
+        self.result = Expansion()
+        self._seen: set[str] = set()
+
+    def source(self, source: str) -> None:
+        text = source.strip()
+        if not text:
+            self._reject(source, SourceNotFound("(empty): an empty source name"))
+        elif looks_like_url(text):
+            self._url(source, text)
+        else:
+            absolute = self._absolute(text)
+            if _GLOB_MAGIC.search(text) and not os.path.lexists(absolute):
+                self._glob(source, absolute)
+            elif absolute.is_dir():
+                self._folder(source, text, absolute)
+            else:
+                self._file(source, text, absolute, explicit=True)
+
+    def _absolute(self, text: str) -> Path:
+        return Path(os.path.normpath(self.cwd / os.path.expanduser(text)))
+
+    def _url(self, source: str, text: str) -> None:
+        try:
+            key = "url:" + str(httpx.URL(text))
+        except (httpx.InvalidURL, ValueError):
+            key = "url:" + text
+        if not self._first(key):
+            return
+        try:
+            info = check_url(text, self.settings, resolver=self.resolver)
+        except InputError as exc:
+            self._reject(source, exc)
+        else:
+            self.result.items.append(Candidate(source, info))
+
+    def _glob(self, source: str, pattern: Path) -> None:
+        matches = sorted(glob.glob(str(pattern), recursive=True))
+        if not matches:
+            self._reject(
+                source,
+                SourceNotFound(
+                    f"{source}: no file matches this pattern",
+                    detail={"source": source, "reason": "no match"},
+                ),
+            )
+            return
+        for match in matches:
+            path = Path(match)
+            if path.is_dir():
+                self._folder(match, match, path)
+            else:
+                self._file(match, match, path, explicit=False)
+
+    def _folder(self, source: str, text: str, folder: Path) -> None:
+        try:
+            check_allowed_roots(
+                Path(os.path.realpath(folder)),
+                self.settings.allowed_roots,
+                label=source,
+                given=folder,
+            )
+        except InputError as exc:
+            self._reject(source, exc)
+            return
+        for path in _walk(folder, self.result):
+            label = os.path.join(text, os.path.relpath(path, folder))
+            self._file(label, label, path, explicit=False)
+
+    def _file(self, source: str, label: str, path: Path, *, explicit: bool) -> None:
+        if not explicit and format_for_name(path.name) is None:
+            self.result.skip(SKIPPED_UNSUPPORTED)
+            return
+        if not self._first("file:" + os.path.realpath(path)):
+            return
+        try:
+            info = validate_file(path, self.settings, label=label, path_map=self.path_map)
+        except InputError as exc:
+            self._reject(source, exc)
+        except OSError as exc:  # a race with the file system the checks did not foresee
+            self._reject(
+                source,
+                SourceNotFound(
+                    f"{label}: cannot be read ({exc})",
+                    detail={"source": label, "reason": "unreadable"},
+                ),
+            )
+        else:
+            self.result.items.append(Candidate(source, info))
+
+    def _first(self, key: str) -> bool:
+        if key in self._seen:
+            self.result.duplicates += 1
+            return False
+        self._seen.add(key)
+        return True
+
+    def _reject(self, source: str, error: InputError) -> None:
+        self.result.items.append(Rejected(source, error))
+
+
+def _walk(folder: Path, result: Expansion) -> Iterable[Path]:
+    """Files under ``folder``, sorted, a folder's files before its subfolders'; no dot-entries.
+
+    Links to folders are not followed (a link loop would never end, and ``find`` does the
+    same); links to files are listed and then judged by where they lead.
+    """
+    for top, dirnames, filenames in os.walk(folder, followlinks=False):
+        kept: list[str] = []
+        for name in sorted(dirnames):
+            if name.startswith("."):
+                result.skip(SKIPPED_HIDDEN)
+            elif os.path.islink(os.path.join(top, name)):
+                result.skip(SKIPPED_LINKED_FOLDER)
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            if name.startswith("."):
+                result.skip(SKIPPED_HIDDEN)
+            else:
+                yield Path(top, name)
+
+
+def expand(
+    sources: Sequence[str],
+    settings: SourceSettings,
+    *,
+    cwd: Path | None = None,
+    resolver: Resolver | None = None,
+    path_map: PathMap | None = None,
+) -> Expansion:
+    """Turn what a submitter named into candidates and rejections, one rejection never stopping
+    the rest. Files are fully validated (and hashed); URLs are pre-checked (scheme, addresses).
+    """
+    expander = _Expander(
+        settings,
+        Path(cwd) if cwd is not None else Path.cwd(),
+        resolver,
+        path_map if path_map is not None else settings.path_mapper(),
+    )
+    for source in sources:
+        expander.source(source)
+    return expander.result

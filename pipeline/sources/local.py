@@ -1,0 +1,179 @@
+"""Validating a local file before it becomes a job, and again before the worker converts it.
+
+The checks run in the order that answers the submitter's real question first and reads the
+least: where it is (E105, decided on the resolved path so a link cannot lead out of the allowed
+roots), whether it is there (E101), what its name says (E102), how big it is (E106, E103), what
+its bytes say (E102), and finally its SHA-256, streamed in chunks so a 200 MB source costs one
+chunk of memory. The file is opened once and everything after the name check reads that one
+open file, so a file swapped between the checks cannot slip past them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import hashlib
+import os
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+from typing import BinaryIO, Final
+
+from errors import (
+    EmptySource,
+    PathOutsideRoots,
+    SourceNotFound,
+    SourceTooLarge,
+    UnsupportedFormat,
+)
+from pipeline.sources.formats import (
+    HEAD_BYTES,
+    SUFFIXES,
+    UTF8_FORMATS,
+    DocumentFormat,
+    FormatMismatch,
+    check_content,
+    format_for_name,
+)
+from pipeline.sources.models import SourceInfo
+from pipeline.sources.pathmap import PathMap
+from pipeline.sources.settings import SourceSettings
+
+#: Bytes read per step while hashing.
+CHUNK_BYTES: Final = 1024 * 1024
+
+
+def validate_file(
+    path: str | os.PathLike[str],
+    settings: SourceSettings,
+    *,
+    label: str | None = None,
+    path_map: PathMap | None = None,
+) -> SourceInfo:
+    """Check one local file and describe it; raise the E1xx error that explains a refusal.
+
+    ``label`` is how messages name the source (what the submitter wrote); the returned ``uri``
+    is the resolved absolute path, which is what the server will be given.
+    """
+    name = label if label is not None else os.fspath(path)
+    absolute = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
+    resolved = Path(os.path.realpath(absolute))
+    check_allowed_roots(resolved, settings.allowed_roots, label=name, given=absolute)
+    if not os.path.lexists(absolute):
+        raise SourceNotFound(f"{name}: no such file", detail=_detail(name, "missing"))
+    try:
+        info = os.stat(resolved)
+    except OSError as exc:
+        reason = "a link to a missing file" if absolute.is_symlink() else exc.strerror
+        raise SourceNotFound(f"{name}: {reason}", detail=_detail(name, "unreadable")) from exc
+    if stat.S_ISDIR(info.st_mode):
+        raise SourceNotFound(
+            f"{name}: is a folder, not a file", detail=_detail(name, "is a folder")
+        )
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceNotFound(
+            f"{name}: not a regular file", detail=_detail(name, "not a regular file")
+        )
+    fmt = require_known_suffix(resolved, name)
+    try:
+        stream = open(resolved, "rb")  # noqa: SIM115 - closed below, after every check
+    except OSError as exc:
+        raise SourceNotFound(
+            f"{name}: cannot be read ({exc.strerror})", detail=_detail(name, "unreadable")
+        ) from exc
+    with stream:
+        size = os.fstat(stream.fileno()).st_size
+        check_size(size, settings.max_source_bytes, name)
+        head = stream.read(HEAD_BYTES)
+        try:
+            check_content(fmt, head, stream)
+        except FormatMismatch as exc:
+            raise UnsupportedFormat(
+                f"{name}: {exc}", detail=_detail(name, str(exc), format=fmt.value)
+            ) from None
+        stream.seek(0)
+        digest, hashed = hash_stream(stream, fmt, settings.max_source_bytes, name)
+    check_size(hashed, settings.max_source_bytes, name)  # it may have changed since fstat
+    mapper = path_map if path_map is not None else settings.path_mapper()
+    return SourceInfo(
+        kind="file",
+        uri=str(resolved),
+        server_uri=mapper.to_server_path(resolved),
+        path=resolved,
+        size_bytes=hashed,
+        sha256=digest,
+        format=fmt,
+    )
+
+
+def check_allowed_roots(
+    resolved: Path, roots: Sequence[Path], *, label: str, given: Path | None = None
+) -> None:
+    """E105 unless ``resolved`` (links already followed) lies in one of ``roots``."""
+    if not roots or any(resolved.is_relative_to(root) for root in roots):
+        return
+    via = f" (it leads to {resolved})" if given is not None and given != resolved else ""
+    allowed = ", ".join(str(root) for root in roots)
+    raise PathOutsideRoots(
+        f"{label}: outside the allowed roots{via}; allowed: {allowed}",
+        detail={"source": label, "resolved": str(resolved), "allowed_roots": allowed},
+    )
+
+
+def require_known_suffix(path: Path, label: str) -> DocumentFormat:
+    fmt = format_for_name(path.name)
+    if fmt is None:
+        suffix = path.suffix or "no extension"
+        known = ", ".join(sorted(SUFFIXES))
+        raise UnsupportedFormat(
+            f"{label}: {suffix} is not a supported document type (supported: {known})",
+            detail=_detail(label, "unsupported extension", suffix=path.suffix),
+        )
+    return fmt
+
+
+def check_size(size: int, maximum: int, label: str) -> None:
+    if size == 0:
+        raise EmptySource(f"{label}: the file is empty (0 bytes)", detail=_detail(label, "empty"))
+    if size > maximum:
+        raise SourceTooLarge(
+            f"{label}: {size} bytes is more than the maximum of {maximum} bytes "
+            "(DOCLANE_MAX_SOURCE_BYTES)",
+            detail=_detail(label, "too large", size_bytes=size, max_bytes=maximum),
+        )
+
+
+def hash_stream(stream: BinaryIO, fmt: DocumentFormat, maximum: int, label: str) -> tuple[str, int]:
+    """SHA-256 and length of the rest of ``stream``, chunk by chunk.
+
+    Markdown and CSV are also decoded as UTF-8 on the way (the head check saw only the start),
+    so a file that turns binary halfway is refused here rather than by the server.
+    """
+    digest = hashlib.sha256()
+    decoder = codecs.getincrementaldecoder("utf-8")() if fmt in UTF8_FORMATS else None
+    total = 0
+    while chunk := stream.read(CHUNK_BYTES):
+        total += len(chunk)
+        if total > maximum:
+            check_size(total, maximum, label)
+        digest.update(chunk)
+        if decoder is not None:
+            _decode(decoder, chunk, fmt, label, final=False)
+    if decoder is not None:
+        _decode(decoder, b"", fmt, label, final=True)
+    return digest.hexdigest(), total
+
+
+def _decode(
+    decoder: codecs.IncrementalDecoder, data: bytes, fmt: DocumentFormat, label: str, *, final: bool
+) -> None:
+    try:
+        decoder.decode(data, final=final)
+    except UnicodeDecodeError as exc:
+        reason = f"{fmt.label} must be UTF-8 text, and this is not ({exc.reason})"
+        raise UnsupportedFormat(
+            f"{label}: {reason}", detail=_detail(label, reason, format=fmt.value)
+        ) from None
+
+
+def _detail(label: str, reason: str, **extra: object) -> dict[str, object]:
+    return {"source": label, "reason": reason, **extra}

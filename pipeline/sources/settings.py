@@ -1,0 +1,83 @@
+"""Settings of source validation and fetching: what may be read, how big, and from where."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ByteSize, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from pipeline.sources.pathmap import PathMap, PathMapping, parse_path_map
+
+UrlMode = Literal["download", "server"]
+
+DEFAULT_MAX_SOURCE_BYTES = 200 * 1024 * 1024
+DEFAULT_INBOX_DIR = Path("~/.cache/doclane/inbox")
+
+
+class SourceSettings(BaseSettings):
+    """One per process.
+
+    ``allow_private_urls`` unlocks loopback and private networks (RFC 1918, IPv6 unique-local,
+    carrier-grade NAT) for a fleet that fetches from its own intranet; link-local addresses,
+    cloud metadata endpoints, multicast, unspecified and reserved addresses stay refused
+    whatever it says, because nothing legitimate serves documents there.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    #: Folders sources must lie in (after following links); empty means any path.
+    #: From the environment: separated by commas or the OS path separator (``:``), or JSON.
+    allowed_roots: Annotated[tuple[Path, ...], NoDecode] = ()
+    #: The largest source accepted, files and downloads alike ("200MB", "1GiB" or bytes).
+    max_source_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_SOURCE_BYTES), gt=0)
+    allow_private_urls: bool = False
+    #: ``download``: the worker fetches a URL into the inbox and converts the file (docling-mcp
+    #: refuses URLs in its local mode); ``server``: the URL goes to a server that fetches it.
+    url_mode: UrlMode = "download"
+    #: Where downloaded URL sources are kept; it must be readable by the server (path map).
+    inbox_dir: Path = DEFAULT_INBOX_DIR
+    #: ``/worker/path:/server/path``, several separated by commas.
+    path_map: Annotated[tuple[PathMapping, ...], NoDecode] = ()
+    #: The whole download's deadline, and each connect/read's.
+    download_timeout_s: float = Field(default=120.0, gt=0)
+    max_redirects: int = Field(default=5, ge=0, le=20)
+
+    @field_validator("allowed_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                return json.loads(text)
+            return [p.strip() for p in text.replace(os.pathsep, ",").split(",") if p.strip()]
+        return value
+
+    @field_validator("allowed_roots", mode="after")
+    @classmethod
+    def _resolve_roots(cls, value: tuple[Path, ...]) -> tuple[Path, ...]:
+        # Sources are compared after resolving links, so the roots must be resolved too.
+        return tuple(Path(os.path.realpath(root.expanduser())) for root in value)
+
+    @field_validator("path_map", mode="before")
+    @classmethod
+    def _parse_path_map(cls, value: Any) -> Any:
+        return parse_path_map(value) if isinstance(value, str) else value
+
+    @field_validator("inbox_dir", mode="after")
+    @classmethod
+    def _expand_inbox(cls, value: Path) -> Path:
+        return Path(os.path.abspath(value.expanduser()))
+
+    def path_mapper(self) -> PathMap:
+        return PathMap(self.path_map)
+
+
+def load_source_settings(**overrides: Any) -> SourceSettings:
+    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
+    return SourceSettings(**overrides)
