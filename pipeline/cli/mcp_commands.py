@@ -1,0 +1,263 @@
+"""``doclane mcp``: the operator's first tools when the fleet cannot reach its Docling server.
+
+``tools`` lists what the server offers, ``ping`` times a round trip, ``call`` calls one tool
+(``--repeat N`` calls it N times over one session, one line each, to see a flaky server
+flake). They go through the same client as the workers; with ``--json`` every command prints
+JSON (one object per line) and exits non-zero on error, with the catalog error's ``to_dict()``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, NoReturn
+
+import typer
+from pydantic import ValidationError
+
+from errors import PipelineError, Stage, classify
+from pipeline.mcp import McpClient, ToolResult, load_mcp_settings, normalize_endpoint
+
+app = typer.Typer(
+    help="Diagnose the Docling MCP server: list its tools, ping it, call a tool.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+_JSON = typer.Option(False, "--json", help="Print JSON (one object per line).")
+_ORIGIN = typer.Option(
+    None,
+    "--origin",
+    help="Server origin or endpoint URL; /mcp is added when there is no path "
+    "(default: the first of $DOCLING_MCP_ORIGIN).",
+)
+
+
+def call_once(
+    client: McpClient,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    size_bytes: int | None = None,
+    timeout: float | None = None,
+) -> ToolResult:
+    """The one call path of ``doclane mcp call``; a tool's ``isError`` becomes E306/E307.
+
+    Kept to a single function so the resilience layer (retry around breaker) can wrap it in
+    one place, the same way the workers' calls are wrapped.
+    """
+    result = client.call_tool(tool, arguments, size_bytes=size_bytes, timeout=timeout)
+    if result.is_error:
+        raise classify(result.raw, stage=stage_of(tool))
+    return result
+
+
+def stage_of(tool: str) -> Stage:
+    """Which step a tool is, for the E306 (convert) / E307 (export) distinction."""
+    return "export" if "export" in tool else "convert"
+
+
+@app.command()
+def tools(origin: str | None = _ORIGIN, as_json: bool = _JSON) -> None:
+    """List the server's tools (after a full handshake)."""
+    with _session(origin, as_json) as client:
+        listed = client.tools()
+        server = client.server
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "ok": True,
+                    "endpoint": client.endpoint,
+                    "server": _server_dict(client),
+                    "tools": [tool.to_dict() for tool in listed],
+                }
+            )
+        )
+        return
+    name = f"{server.name} {server.version}".strip() if server else "server"
+    typer.echo(f"{name} at {client.endpoint}: {len(listed)} tools")
+    width = max((len(tool.name) for tool in listed), default=0)
+    for tool in listed:
+        typer.echo(f"  {tool.name:<{width}}  {tool.summary}")
+
+
+@app.command()
+def ping(
+    origin: str | None = _ORIGIN,
+    as_json: bool = _JSON,
+    show_trail: bool = typer.Option(False, "--trail", help="Also show the lifecycle trail."),
+) -> None:
+    """Initialize a session and time an MCP ping."""
+    started = time.monotonic()
+    with _session(origin, as_json) as client:
+        handshake_s = time.monotonic() - started
+        try:
+            latency = client.ping()
+        except PipelineError as exc:
+            _fail(exc, as_json)
+        trail = client.trail
+    if as_json:
+        report: dict[str, Any] = {
+            "ok": True,
+            "endpoint": client.endpoint,
+            "latency_s": round(latency, 6),
+            "initialize_s": round(handshake_s, 6),
+            "server": _server_dict(client),
+        }
+        if show_trail:
+            report["trail"] = [step.to_dict() for step in trail]
+        typer.echo(json.dumps(report))
+        return
+    typer.echo(
+        f"pong from {client.endpoint} in {latency * 1000:.1f} ms "
+        f"(handshake {handshake_s * 1000:.1f} ms, protocol {client.negotiated_version})"
+    )
+    if show_trail:
+        for step in trail:
+            typer.echo(f"  {step}")
+
+
+@app.command()
+def call(
+    *,
+    tool: str = typer.Argument(..., help="Tool name, as `doclane mcp tools` lists it."),
+    args: str = typer.Option("{}", "--args", help="The tool's arguments as a JSON object."),
+    size_bytes: int | None = typer.Option(
+        None, "--size-bytes", min=0, help="Document size: picks the timeout tier."
+    ),
+    timeout: float | None = typer.Option(
+        None, "--timeout", min=0.001, help="Seconds; overrides the size tier."
+    ),
+    repeat: int = typer.Option(
+        1, "--repeat", min=1, help="Call N times over one session, one line each."
+    ),
+    origin: str | None = _ORIGIN,
+    as_json: bool = _JSON,
+) -> None:
+    """Call one tool; an isError result is reported as an error (E306, or E307 for exports)."""
+    arguments = _parse_arguments(args)
+    failures = 0
+    with _session(origin, as_json) as client:
+        for number in range(1, repeat + 1):
+            started = time.monotonic()
+            try:
+                result = call_once(client, tool, arguments, size_bytes=size_bytes, timeout=timeout)
+            except PipelineError as exc:
+                failures += 1
+                _report_call(
+                    number,
+                    repeat,
+                    time.monotonic() - started,
+                    result=None,
+                    error=exc,
+                    as_json=as_json,
+                )
+            else:
+                _report_call(
+                    number,
+                    repeat,
+                    time.monotonic() - started,
+                    result=result,
+                    error=None,
+                    as_json=as_json,
+                )
+    if failures:
+        raise typer.Exit(1)
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+@contextmanager
+def _session(origin: str | None, as_json: bool) -> Iterator[McpClient]:
+    """An initialized client, closed (DELETE) afterwards; failures end the command."""
+    try:
+        settings = load_mcp_settings()
+        endpoint = normalize_endpoint(origin) if origin else settings.endpoint
+    except (ValidationError, ValueError) as exc:
+        _usage_error(str(exc), as_json)
+    client = McpClient(endpoint, settings=settings)
+    try:
+        try:
+            client.initialize()
+        except PipelineError as exc:
+            _fail(exc, as_json)
+        yield client
+    finally:
+        client.close()
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise typer.BadParameter(f"not JSON: {exc}", param_hint="--args") from exc
+    if not isinstance(value, dict):
+        raise typer.BadParameter("must be a JSON object", param_hint="--args")
+    return value
+
+
+def _report_call(
+    number: int,
+    repeat: int,
+    latency: float,
+    *,
+    result: ToolResult | None,
+    error: PipelineError | None,
+    as_json: bool,
+) -> None:
+    if as_json:
+        line: dict[str, Any] = {"ok": error is None}
+        if repeat > 1:
+            line["n"] = number
+        line["latency_s"] = round(latency, 6)
+        if result is not None:
+            line["result"] = result.to_dict()
+        if error is not None:
+            line["error"] = error.to_dict()
+        typer.echo(json.dumps(line))
+        return
+    prefix = f"[{number}/{repeat}] " if repeat > 1 else ""
+    if error is not None:
+        typer.echo(f"{prefix}{error.code} {error.entry.title}: {error.message}", err=True)
+        typer.echo(f"{' ' * len(prefix)}{error.action}", err=True)
+        return
+    assert result is not None
+    body = (
+        json.dumps(result.structured, indent=2, ensure_ascii=False)
+        if result.structured is not None
+        else result.text
+    )
+    typer.echo(f"{prefix}{result.tool} answered in {latency * 1000:.1f} ms")
+    if repeat == 1:
+        typer.echo(body)
+
+
+def _server_dict(client: McpClient) -> dict[str, Any]:
+    server = client.server
+    return {
+        "name": server.name if server else None,
+        "version": server.version if server else None,
+        "protocol_version": client.negotiated_version,
+        "session_id": client.session_id,
+    }
+
+
+def _fail(exc: PipelineError, as_json: bool) -> NoReturn:
+    if as_json:
+        typer.echo(json.dumps({"ok": False, "error": exc.to_dict()}))
+    else:
+        typer.echo(f"{exc.code} {exc.entry.title}: {exc.message}", err=True)
+        typer.echo(exc.action, err=True)
+    raise typer.Exit(1)
+
+
+def _usage_error(message: str, as_json: bool) -> NoReturn:
+    if as_json:
+        typer.echo(json.dumps({"ok": False, "error": {"code": None, "message": message}}))
+    else:
+        typer.echo(f"configuration error: {message}", err=True)
+    raise typer.Exit(2)

@@ -1,0 +1,68 @@
+"""doclane's MCP client: Streamable HTTP to a Docling MCP server, for every thread of a worker.
+
+::
+
+    from pipeline.mcp import McpClient, ToolCall, load_mcp_settings
+
+    with McpClient(settings=load_mcp_settings()) as client:
+        client.initialize()                            # E305 / E302 / E310 ...
+        result = client.call_tool("convert_document_into_docling_document",
+                                  {"source": "/data/report.docx"}, size_bytes=48_213)
+        if result.is_error:                            # tool errors are results
+            raise errors.classify(result.raw, stage="convert")   # E306
+
+Modules with a leading underscore are private; what is listed here is the API. Foreign
+exceptions (httpx, httpx-sse, jsonschema) never leave the package: callers catch
+``errors.PipelineError`` and read its code and flags.
+"""
+
+from __future__ import annotations
+
+from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
+from pipeline.mcp._batch import CallOutcome, ToolCall
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._http import StreamableHttpTransport
+from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
+from pipeline.mcp._protocol import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    LogMessage,
+    Progress,
+    ServerInfo,
+    Tool,
+    ToolResult,
+)
+from pipeline.mcp._registry import RegistryStats
+from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
+from pipeline.mcp.settings import McpSettings, load_mcp_settings, normalize_endpoint, origin_of
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "ApiKeyAuth",
+    "BearerAuth",
+    "Binding",
+    "CallOutcome",
+    "CallTimeouts",
+    "LifecycleState",
+    "LogMessage",
+    "McpClient",
+    "McpSettings",
+    "MessageSink",
+    "Progress",
+    "RegistryStats",
+    "Reply",
+    "ServerInfo",
+    "StreamableHttpTransport",
+    "Tool",
+    "ToolCall",
+    "ToolResult",
+    "Transition",
+    "Transport",
+    "auth_from_settings",
+    "format_trail",
+    "load_mcp_settings",
+    "normalize_endpoint",
+    "origin_of",
+]

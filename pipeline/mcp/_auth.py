@@ -1,0 +1,54 @@
+"""Credentials for the Docling MCP server, as ``httpx.Auth`` objects that never show the secret.
+
+The secret lives in a ``pydantic.SecretStr`` and is unwrapped only in ``auth_flow``, at the
+moment the header is set on an outgoing request; reprs, logs, errors and the lifecycle trail
+see ``**********``. httpx logs request lines, not headers, so the wire is the only place the
+secret appears.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import httpx
+from pydantic import SecretStr
+
+from pipeline.mcp.settings import McpSettings
+
+
+class BearerAuth(httpx.Auth):
+    """``Authorization: Bearer <token>``."""
+
+    def __init__(self, token: SecretStr | str) -> None:
+        self._token = token if isinstance(token, SecretStr) else SecretStr(token)
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self._token.get_secret_value()}"
+        yield request
+
+    def __repr__(self) -> str:
+        return "BearerAuth(token=SecretStr('**********'))"
+
+
+class ApiKeyAuth(httpx.Auth):
+    """``<header>: <key>``, e.g. ``X-API-Key``."""
+
+    def __init__(self, key: SecretStr | str, header: str = "X-API-Key") -> None:
+        self._key = key if isinstance(key, SecretStr) else SecretStr(key)
+        self.header = header
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers[self.header] = self._key.get_secret_value()
+        yield request
+
+    def __repr__(self) -> str:
+        return f"ApiKeyAuth(header={self.header!r}, key=SecretStr('**********'))"
+
+
+def auth_from_settings(settings: McpSettings) -> httpx.Auth | None:
+    """The auth ``DOCLING_MCP_AUTH`` asks for, or None for ``none``."""
+    if settings.auth == "none" or settings.token is None:
+        return None
+    if settings.auth == "bearer":
+        return BearerAuth(settings.token)
+    return ApiKeyAuth(settings.token, settings.api_key_header)

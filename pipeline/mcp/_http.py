@@ -1,0 +1,366 @@
+"""Streamable HTTP (MCP 2025-03-26 .. 2025-11-25) on one sync ``httpx.Client``.
+
+One POST per message. A request's reply is either ``application/json`` (one message) or an SSE
+stream (``httpx-sse`` parses it) that may carry notifications and server requests before the
+response. If that stream closes before the response, the reply is resumed with
+``GET`` + ``Last-Event-ID`` after the server's ``retry`` delay (measured from the moment the
+stream closed, since that is what the server times), as many times as the resumed streams keep
+making progress, within the call's deadline.
+
+The deadline bounds every read (httpx's read timeout is what is left of it when the request
+starts) and is checked after every event, so a silent server times out on time; one that keeps
+trickling events past the deadline is cut off at its next event.
+
+Foreign exceptions (httpx, httpx-sse, json) stop here: each becomes a catalog error with
+``raise ... from exc``. The ``httpx.Client`` is thread-safe and keeps connections alive, so one
+transport serves every thread of a worker process.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from httpx_sse import EventSource, SSEError
+
+from errors import (
+    CallTimeout,
+    MethodNotFound,
+    ParseError,
+    ServerUnavailable,
+    SessionExpired,
+    Unauthorized,
+    classify,
+    classify_jsonrpc,
+    error_for,
+)
+from pipeline import __version__
+from pipeline.mcp._protocol import JsonObject, parse_json_messages
+from pipeline.mcp._timeouts import Deadline
+from pipeline.mcp._transport import Binding, MessageSink, Reply
+from pipeline.mcp.settings import redact_url
+
+logger = logging.getLogger("pipeline.mcp.http")
+
+ACCEPT = "application/json, text/event-stream"
+SESSION_HEADER = "Mcp-Session-Id"
+VERSION_HEADER = "MCP-Protocol-Version"
+LAST_EVENT_ID_HEADER = "Last-Event-ID"
+_ERROR_BODY_LIMIT = 64 * 1024
+
+
+@dataclass
+class _StreamState:
+    """What one request's reply streams have told us so far (shared across resumptions)."""
+
+    what: str
+    last_event_id: str | None = None
+    retry_ms: int | None = None
+    events: int = 0
+    complete: bool = False
+
+
+class StreamableHttpTransport:
+    """The Streamable HTTP transport; see the module docstring."""
+
+    def __init__(
+        self,
+        endpoint: str,
+        *,
+        auth: httpx.Auth | None = None,
+        connect_timeout: float = 10.0,
+        default_retry_ms: int = 1000,
+        resume_attempts: int = 3,
+        max_connections: int = 20,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self._endpoint = endpoint
+        self._shown = redact_url(endpoint)
+        self._auth = auth
+        self._connect_timeout = connect_timeout
+        self._default_retry_ms = default_retry_ms
+        self._resume_attempts = resume_attempts
+        self._client = http_client or httpx.Client(
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            headers={"User-Agent": f"doclane/{__version__}"},
+            follow_redirects=False,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        return self._endpoint
+
+    def __repr__(self) -> str:
+        return f"StreamableHttpTransport({self._shown!r})"
+
+    # --- the protocol --------------------------------------------------------------------------
+
+    def post(
+        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+    ) -> Reply:
+        deadline = Deadline(timeout)
+        is_request = "method" in message and "id" in message
+        what = _describe(message)
+        state = _StreamState(what)
+        with self._exchange("POST", binding, deadline, what, json=message) as response:
+            reply = Reply(response.status_code, response.headers.get(SESSION_HEADER))
+            if not is_request:
+                if _content_type(response) != "text/event-stream":  # a stream may stay open
+                    self._read(response, what, limit=_ERROR_BODY_LIMIT)  # keep the connection
+                return reply
+            if response.status_code == 202:
+                raise ParseError(f"{what}: the server accepted the request but sent no reply")
+            kind = _content_type(response)
+            if kind == "application/json":
+                for item in parse_json_messages(self._read(response, what), f"reply to {what}"):
+                    sink(item)
+                return reply
+            if kind != "text/event-stream":
+                raise ParseError(f"{what}: reply of unexpected content type {kind or '(none)'!r}")
+            self._read_stream(response, sink, deadline, state)
+        if not state.complete:
+            self._resume(binding, sink, deadline, state)
+        return reply
+
+    def delete(self, binding: Binding) -> None:
+        if binding.session_id is None:
+            return
+        try:
+            response = self._client.delete(
+                self._endpoint,
+                headers=self._headers(binding),
+                auth=self._auth if self._auth is not None else httpx.USE_CLIENT_DEFAULT,
+                timeout=self._connect_timeout,
+            )
+        except httpx.HTTPError as exc:
+            logger.info("DELETE of the session at %s failed: %s", self._shown, exc)
+            return
+        if response.status_code >= 400 and response.status_code not in (404, 405):
+            logger.info("DELETE of the session at %s: HTTP %s", self._shown, response.status_code)
+
+    def close(self) -> None:
+        self._client.close()
+
+    # --- one HTTP exchange, with every foreign exception translated ----------------------------
+
+    @contextmanager
+    def _exchange(
+        self,
+        verb: str,
+        binding: Binding,
+        deadline: Deadline,
+        what: str,
+        *,
+        json: JsonObject | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+    ) -> Iterator[httpx.Response]:
+        headers = self._headers(binding)
+        headers.update(extra_headers or {})
+        remaining = deadline.remaining()
+        if remaining <= 0:
+            raise CallTimeout(f"{what}: no time left before sending")
+        limits = httpx.Timeout(remaining, connect=min(self._connect_timeout, remaining))
+        try:
+            with self._client.stream(
+                verb,
+                self._endpoint,
+                json=json,
+                headers=headers,
+                timeout=limits,
+                auth=self._auth if self._auth is not None else httpx.USE_CLIENT_DEFAULT,
+            ) as response:
+                self._check_status(response, binding, what)
+                yield response
+        except httpx.ConnectTimeout as exc:
+            raise ServerUnavailable(f"{what}: cannot connect to {self._shown}: timed out") from exc
+        except httpx.TimeoutException as exc:
+            raise CallTimeout(
+                f"{what}: no answer from {self._shown} within {deadline.seconds:g}s"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise ServerUnavailable(
+                f"{what}: cannot reach {self._shown}: {type(exc).__name__}: {exc}"
+            ) from exc
+        except SSEError as exc:  # the content type said SSE, then it was not
+            raise ParseError(f"{what}: bad SSE reply: {exc}") from exc
+
+    def _headers(self, binding: Binding) -> dict[str, str]:
+        headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
+        if binding.protocol_version:
+            headers[VERSION_HEADER] = binding.protocol_version
+        if binding.session_id:
+            headers[SESSION_HEADER] = binding.session_id
+        return headers
+
+    def _check_status(self, response: httpx.Response, binding: Binding, what: str) -> None:
+        status = response.status_code
+        if status < 300:
+            return
+        body = self._read(response, what, limit=_ERROR_BODY_LIMIT)
+        text = body.decode("utf-8", errors="replace").strip()
+        if status == 404 and binding.session_id is not None:
+            raise SessionExpired(
+                f"{what}: HTTP 404, {self._shown} does not know this session "
+                "(it restarted or expired it)",
+                http_status=404,
+            )
+        if status in (401, 403):
+            raise Unauthorized(
+                f"{what}: HTTP {status} from {self._shown}: credentials refused or missing",
+                http_status=status,
+            )
+        if status == 429 or status >= 500:
+            raise ServerUnavailable(
+                f"{what}: HTTP {status} from {self._shown}{_snippet(text)}",
+                http_status=status,
+                retry_after=_retry_after(response),
+            )
+        rpc_error = _jsonrpc_error(body) if _content_type(response) == "application/json" else None
+        if rpc_error is not None:
+            text = str(rpc_error.get("message", "")) or f"HTTP {status}"
+            err = classify_jsonrpc(rpc_error["code"], f"{what}: {text}", rpc_error.get("data"))
+            err.http_status = status
+            raise err
+        if 300 <= status < 400:
+            location = response.headers.get("location", "(no Location)")
+            raise error_for(
+                "E201",
+                f"{what}: HTTP {status} from {self._shown} redirects to {location}; "
+                "use that URL as the endpoint",
+                http_status=status,
+            )
+        if status == 404:
+            raise MethodNotFound(
+                f"{what}: HTTP 404, no MCP endpoint at {self._shown}", http_status=404
+            )
+        raise error_for(
+            classify(status).code,
+            f"{what}: HTTP {status} from {self._shown}{_snippet(text)}",
+            http_status=status,
+        )
+
+    def _read(self, response: httpx.Response, what: str, limit: int | None = None) -> bytes:
+        """The body, or its first ``limit`` bytes; a broken connection is E302 here."""
+        try:
+            if limit is None:
+                return response.read()
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= limit:
+                    break
+            return b"".join(chunks)[:limit]
+        except httpx.TimeoutException:
+            raise
+        except httpx.TransportError as exc:
+            raise ServerUnavailable(f"{what}: the reply broke off: {exc}") from exc
+
+    # --- SSE and resumption ---------------------------------------------------------------------
+
+    def _read_stream(
+        self, response: httpx.Response, sink: MessageSink, deadline: Deadline, state: _StreamState
+    ) -> None:
+        """Deliver the stream's messages until the sink is satisfied or the stream ends."""
+        try:
+            for event in EventSource(response).iter_sse():
+                state.events += 1
+                if event.id:
+                    state.last_event_id = event.id
+                if event.retry is not None:
+                    state.retry_ms = event.retry
+                if not event.data.strip():
+                    continue  # a priming event (id and retry only) or a keep-alive
+                if event.event != "message":
+                    logger.debug("%s: skipping SSE event of type %r", state.what, event.event)
+                    continue
+                for item in parse_json_messages(event.data, f"SSE event of {state.what}"):
+                    if sink(item):
+                        state.complete = True
+                if state.complete:
+                    return
+                deadline.check(state.what)
+        except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
+            logger.info("%s: the reply stream broke off: %s", state.what, exc)
+
+    def _resume(
+        self, binding: Binding, sink: MessageSink, deadline: Deadline, state: _StreamState
+    ) -> None:
+        """GET + ``Last-Event-ID`` until the response arrives (see the module docstring)."""
+        failures = 0
+        while not state.complete:
+            if state.last_event_id is None:
+                raise ServerUnavailable(
+                    f"{state.what}: the reply stream closed before the response "
+                    "and gave no event id to resume from"
+                )
+            if failures >= self._resume_attempts:
+                raise ServerUnavailable(
+                    f"{state.what}: the reply stream closed before the response; "
+                    f"{failures} resumptions brought nothing"
+                )
+            failures += 1
+            delay_ms = state.retry_ms if state.retry_ms is not None else self._default_retry_ms
+            deadline.sleep(delay_ms / 1000.0, state.what)
+            seen = state.events
+            logger.debug("%s: resuming after event %s", state.what, state.last_event_id)
+            with self._exchange(
+                "GET",
+                binding,
+                deadline,
+                state.what,
+                extra_headers={LAST_EVENT_ID_HEADER: state.last_event_id},
+            ) as response:
+                if _content_type(response) != "text/event-stream":
+                    raise ParseError(f"{state.what}: resumed with a non-SSE reply")
+                self._read_stream(response, sink, deadline, state)
+            if state.events > seen:
+                failures = 0
+
+
+def _describe(message: JsonObject) -> str:
+    method = message.get("method")
+    if method == "tools/call":
+        params = message.get("params") or {}
+        return f"tools/call {params.get('name')} (id {message.get('id')})"
+    if method is not None:
+        return f"{method} (id {message['id']})" if "id" in message else str(method)
+    return f"answer to server request {message.get('id')}"
+
+
+def _content_type(response: httpx.Response) -> str:
+    value: str = response.headers.get("content-type", "")
+    return value.partition(";")[0].strip().lower()
+
+
+def _jsonrpc_error(body: bytes) -> dict[str, Any] | None:
+    try:
+        messages = parse_json_messages(body, "error body")
+    except ParseError:
+        return None
+    error = messages[0].get("error")
+    if isinstance(error, dict) and isinstance(error.get("code"), int):
+        return error
+    return None
+
+
+def _snippet(text: str, limit: int = 200) -> str:
+    if not text:
+        return ""
+    return f": {text[:limit]}" + ("..." if len(text) > limit else "")
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """A 429's or 503's ``Retry-After`` in seconds (the delta form; an HTTP date is ignored)."""
+    value = response.headers.get("retry-after", "").strip()
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None

@@ -1,0 +1,71 @@
+"""The seam between the JSON-RPC session and the wire: a tiny protocol any transport implements.
+
+The session hands a transport one outgoing message and a *sink*; the transport delivers every
+message the server sends back for it (notifications, server requests, the response) to the
+sink, in order, until the sink says the awaited response has arrived. How the bytes travel
+(Streamable HTTP POST + SSE + resumption today, stdio later, a scripted fake in unit tests) is
+the transport's business; which message answers which request is the session's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from pipeline.mcp._protocol import JsonObject
+
+#: Receives one incoming message; returns True once the awaited response has been delivered.
+MessageSink = Callable[[JsonObject], bool]
+
+
+def ignore_messages(_message: JsonObject) -> bool:
+    """The sink for messages that expect no answer (notifications, our responses)."""
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """What ties a request to one server session: its id and the negotiated protocol version.
+
+    A binding is replaced as a whole when a session is (re-)established, so a request always
+    carries a consistent pair, and a request that fails with the *old* binding can tell that a
+    newer one already exists.
+    """
+
+    session_id: str | None = None
+    protocol_version: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What the transport learned from the reply's envelope (status and session header)."""
+
+    status: int
+    session_id: str | None = None
+
+
+class Transport(Protocol):
+    """One connection to one MCP endpoint, shared by every thread of a client."""
+
+    @property
+    def endpoint(self) -> str: ...
+
+    def post(
+        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+    ) -> Reply:
+        """Send ``message``; for a request, deliver what comes back to ``sink`` until it is done.
+
+        Raises a catalog error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no
+        answer within ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310 (401/403),
+        E200 (unparseable reply), or the JSON-RPC error an HTTP error body carried.
+        """
+        ...
+
+    def delete(self, binding: Binding) -> None:
+        """End the session on the server (best effort: 404 and 405 are not errors)."""
+        ...
+
+    def close(self) -> None:
+        """Release connections. Idempotent."""
+        ...

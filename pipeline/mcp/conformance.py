@@ -1,0 +1,118 @@
+"""The MCP conformance suite's client scenarios: ``python -m pipeline.mcp.conformance URL``.
+
+The suite (npm ``@modelcontextprotocol/conformance``) starts a scenario server, runs this module
+with the server's URL as the last argument and the scenario's name in
+``MCP_CONFORMANCE_SCENARIO``, and judges what the client did on the wire. The URL is used
+exactly as given (some scenario servers serve MCP at the root path). Scenarios:
+
+* ``initialize``: the handshake only. Its server declares no capabilities at all, so this
+  scenario, and only this one, accepts a server without ``tools``.
+* ``tools_call``: initialize, list the tools, call the one listed (``add_numbers``).
+* ``sse-retry``: the same; the server closes the call's SSE stream after a priming event with
+  ``retry: 500``, and judges that the client resumes with ``GET`` + ``Last-Event-ID`` after that
+  delay, neither early nor late. Nothing special is done here: it is the client's own path.
+
+Exit status: 0 when the scenario's client behaviour completed, 1 on a catalog error (printed as
+JSON on stderr), 2 for a scenario this adapter does not know.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from errors import PipelineError
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.settings import McpSettings, load_mcp_settings
+
+logger = logging.getLogger("pipeline.mcp.conformance")
+
+Scenario = Callable[[str, McpSettings], None]
+
+
+def run_initialize(url: str, settings: McpSettings) -> None:
+    with McpClient(url, settings=settings, require_tools=False) as client:
+        server = client.initialize()
+        logger.info("initialized: %s protocol %s", server.name, server.protocol_version)
+
+
+def run_listed_tool(url: str, settings: McpSettings) -> None:
+    """Initialize, list the tools and call the first with arguments its schema accepts."""
+    with McpClient(url, settings=settings) as client:
+        client.initialize()
+        tools = client.tools()
+        if not tools:
+            raise SystemExit("the scenario server lists no tools")
+        tool = tools[0]
+        arguments = example_arguments(tool.input_schema)
+        result = client.call_tool(tool.name, arguments)
+        logger.info("%s%s -> %s", tool.name, arguments, result.text or result.structured)
+        if result.is_error:
+            raise SystemExit(f"{tool.name} reported an error: {result.text}")
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "initialize": run_initialize,
+    "tools_call": run_listed_tool,
+    "sse-retry": run_listed_tool,
+}
+
+
+def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Values for a schema's required properties: defaults, constants, or one of each type."""
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or []
+    arguments: dict[str, Any] = {}
+    for number, name in enumerate(required, start=1):
+        spec = properties.get(name) or {}
+        arguments[name] = _example_value(spec, number)
+    return arguments
+
+
+def _example_value(spec: Mapping[str, Any], number: int) -> Any:
+    if "default" in spec:
+        return spec["default"]
+    if "const" in spec:
+        return spec["const"]
+    if spec.get("enum"):
+        return spec["enum"][0]
+    kind = spec.get("type")
+    kind = kind[0] if isinstance(kind, list) and kind else kind
+    examples: dict[str, Any] = {
+        "integer": number,
+        "number": number,
+        "boolean": True,
+        "array": [],
+        "object": example_arguments(spec),
+        "null": None,
+    }
+    return examples.get(str(kind), f"value-{number}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s: %(message)s")
+    if not args:
+        print("usage: python -m pipeline.mcp.conformance <server-url>", file=sys.stderr)
+        return 2
+    url = args[-1]
+    name = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    scenario = SCENARIOS.get(name)
+    if scenario is None:
+        known = ", ".join(sorted(SCENARIOS))
+        print(f"unsupported scenario {name!r}; this adapter runs {known}", file=sys.stderr)
+        return 2
+    try:
+        scenario(url, load_mcp_settings())
+    except PipelineError as exc:
+        print(json.dumps({"scenario": name, "error": exc.to_dict()}), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

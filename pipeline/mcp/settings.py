@@ -1,0 +1,184 @@
+"""Settings of the MCP client, read from the environment by :func:`load_mcp_settings`.
+
+Environment variables (all optional):
+
+=====================================  =============================  ===========================
+variable                               default                        meaning
+=====================================  =============================  ===========================
+``DOCLING_MCP_ORIGIN``                 ``http://127.0.0.1:8765``      origin or endpoint URL; a
+                                                                      comma-separated list names
+                                                                      a pool; ``/mcp`` is added
+                                                                      to a URL without a path
+``MCP_PROTOCOL_VERSION``               ``2025-11-25``                 version asked for
+``DOCLING_MCP_AUTH``                   ``none``                       ``none|bearer|api-key``
+``DOCLING_MCP_TOKEN``                  (none)                         the bearer token or API key
+``DOCLING_MCP_API_KEY_HEADER``         ``X-API-Key``                  header of ``api-key`` auth
+``DOCLANE_TIMEOUT_SMALL_S``            60                             call timeout, small tier
+``DOCLANE_TIMEOUT_MEDIUM_S``           180                            call timeout, medium tier
+``DOCLANE_TIMEOUT_LARGE_S``            300                            call timeout, large/unknown
+``DOCLANE_TIMEOUT_SMALL_BELOW_BYTES``  10 MiB                         small tier below this size
+``DOCLANE_TIMEOUT_MEDIUM_BELOW_BYTES`` 50 MiB                         medium tier below this size
+``DOCLANE_MCP_REQUEST_TIMEOUT_S``      30                             initialize, list, ping
+``DOCLANE_MCP_CONNECT_TIMEOUT_S``      10                             TCP connect
+``DOCLANE_MCP_REGISTRY_TTL_S``         300                            tool list cache lifetime
+``DOCLANE_MCP_SSE_RETRY_MS``           1000                           resume delay when the
+                                                                      server gives no ``retry``
+``DOCLANE_MCP_RESUME_ATTEMPTS``        3                              GETs without progress
+``DOCLANE_MCP_MAX_PARALLEL``           4                              threads of a parallel batch
+``DOCLANE_MCP_MAX_CONNECTIONS``        20                             keep-alive pool size
+=====================================  =============================  ===========================
+
+The token is a ``SecretStr``: it prints as ``**********`` in reprs, logs and errors.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import httpx
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.mcp._protocol import LATEST_PROTOCOL_VERSION
+from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+
+DEFAULT_ORIGIN = "http://127.0.0.1:8765"
+DEFAULT_PATH = "/mcp"
+
+AuthKind = Literal["none", "bearer", "api-key"]
+
+
+def _env(name: str) -> Any:
+    """A field read from exactly the environment variable ``name`` (and settable by field name)."""
+    return AliasChoices(name)
+
+
+class McpSettings(BaseSettings):
+    """How to reach the Docling MCP server(s) and how patient to be with them."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", frozen=True, populate_by_name=True
+    )
+
+    origin: str = Field(default=DEFAULT_ORIGIN, validation_alias=_env("DOCLING_MCP_ORIGIN"))
+    protocol_version: str = Field(
+        default=LATEST_PROTOCOL_VERSION, validation_alias=_env("MCP_PROTOCOL_VERSION")
+    )
+    auth: AuthKind = Field(default="none", validation_alias=_env("DOCLING_MCP_AUTH"))
+    token: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_TOKEN"))
+    api_key_header: str = Field(
+        default="X-API-Key", validation_alias=_env("DOCLING_MCP_API_KEY_HEADER")
+    )
+
+    timeout_small_s: float = Field(
+        default=60.0, gt=0, validation_alias=_env("DOCLANE_TIMEOUT_SMALL_S")
+    )
+    timeout_medium_s: float = Field(
+        default=180.0, gt=0, validation_alias=_env("DOCLANE_TIMEOUT_MEDIUM_S")
+    )
+    timeout_large_s: float = Field(
+        default=300.0, gt=0, validation_alias=_env("DOCLANE_TIMEOUT_LARGE_S")
+    )
+    timeout_small_below_bytes: int = Field(
+        default=SMALL_BELOW_BYTES, ge=0, validation_alias=_env("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES")
+    )
+    timeout_medium_below_bytes: int = Field(
+        default=MEDIUM_BELOW_BYTES,
+        ge=0,
+        validation_alias=_env("DOCLANE_TIMEOUT_MEDIUM_BELOW_BYTES"),
+    )
+    request_timeout_s: float = Field(
+        default=30.0, gt=0, validation_alias=_env("DOCLANE_MCP_REQUEST_TIMEOUT_S")
+    )
+    connect_timeout_s: float = Field(
+        default=10.0, gt=0, validation_alias=_env("DOCLANE_MCP_CONNECT_TIMEOUT_S")
+    )
+
+    registry_ttl_s: float = Field(
+        default=300.0, ge=0, validation_alias=_env("DOCLANE_MCP_REGISTRY_TTL_S")
+    )
+    sse_retry_ms: int = Field(default=1000, ge=0, validation_alias=_env("DOCLANE_MCP_SSE_RETRY_MS"))
+    resume_attempts: int = Field(
+        default=3, ge=0, validation_alias=_env("DOCLANE_MCP_RESUME_ATTEMPTS")
+    )
+    max_parallel: int = Field(default=4, ge=1, validation_alias=_env("DOCLANE_MCP_MAX_PARALLEL"))
+    max_connections: int = Field(
+        default=20, ge=1, validation_alias=_env("DOCLANE_MCP_MAX_CONNECTIONS")
+    )
+
+    @field_validator("origin")
+    @classmethod
+    def _valid_origins(cls, value: str) -> str:
+        split_origins(value)  # raises ValueError with the offending entry
+        return value
+
+    @model_validator(mode="after")
+    def _auth_has_secret(self) -> McpSettings:
+        if self.auth != "none" and (self.token is None or not self.token.get_secret_value()):
+            raise ValueError(f"DOCLING_MCP_AUTH={self.auth} needs DOCLING_MCP_TOKEN")
+        if self.timeout_small_below_bytes > self.timeout_medium_below_bytes:
+            raise ValueError("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES exceeds ..._MEDIUM_BELOW_BYTES")
+        return self
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every configured endpoint URL, in order (several make a pool)."""
+        return [normalize_endpoint(origin) for origin in split_origins(self.origin)]
+
+    @property
+    def endpoint(self) -> str:
+        """The first endpoint: the one a single client talks to."""
+        return self.endpoints[0]
+
+
+def environment_variables() -> list[str]:
+    """Every environment variable these settings read, in declaration order."""
+    names: list[str] = []
+    for field in McpSettings.model_fields.values():
+        alias = field.validation_alias
+        if isinstance(alias, AliasChoices):
+            names.extend(str(choice) for choice in alias.choices)
+    return names
+
+
+def split_origins(value: str) -> list[str]:
+    origins = [part.strip() for part in value.split(",") if part.strip()]
+    if not origins:
+        raise ValueError("DOCLING_MCP_ORIGIN is empty")
+    for origin in origins:
+        normalize_endpoint(origin)
+    return origins
+
+
+def normalize_endpoint(origin: str) -> str:
+    """``http://host:port`` -> ``http://host:port/mcp``; a URL with a path is kept as it is."""
+    try:
+        url = httpx.URL(origin.strip())
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"not a URL: {origin!r}") from exc
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ValueError(f"not an http(s) origin or endpoint URL: {origin!r}")
+    if url.path in ("", "/"):
+        url = url.copy_with(path=DEFAULT_PATH)
+    return str(url)
+
+
+def origin_of(endpoint: str) -> str:
+    """``scheme://host[:port]`` of an endpoint: the key of its circuit breaker."""
+    url = httpx.URL(endpoint)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{host}{port}"
+
+
+def redact_url(endpoint: str) -> str:
+    """The URL without user info or query, safe for messages and logs."""
+    url = httpx.URL(endpoint)
+    return str(url.copy_with(userinfo=b"", query=None, fragment=None))
+
+
+def load_mcp_settings(**overrides: Any) -> McpSettings:
+    """Read the environment (and ``.env``); keyword arguments (field names) win."""
+    if isinstance(overrides.get("token"), str):
+        overrides["token"] = SecretStr(overrides["token"])
+    return McpSettings(**overrides)

@@ -1,0 +1,132 @@
+"""``doclane mcp tools|ping|call`` against the fake server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from tests.fixtures.fake_server import FakeServer
+from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
+
+runner = CliRunner()
+
+
+def doclane(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return result.exit_code, result.stdout, result.stderr
+
+
+def json_lines(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_tools_json(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "tools", "--origin", fake_server.origin, "--json")
+    assert code == 0
+    (report,) = json_lines(out)
+    assert report["ok"] is True and report["endpoint"] == fake_server.url
+    assert len(report["tools"]) == 21
+    assert report["server"]["protocol_version"] == "2025-11-25"
+    assert fake_server.stats()["deletes"] == 1  # the CLI ends its session
+
+
+def test_tools_text(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "tools", "--origin", fake_server.url)
+    assert code == 0 and "21 tools" in out and CONVERT in out
+
+
+def test_ping_json_with_trail(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "ping", "--origin", fake_server.url, "--json", "--trail")
+    assert code == 0
+    (report,) = json_lines(out)
+    assert report["ok"] is True and report["latency_s"] >= 0
+    assert [step["to"] for step in report["trail"]] == ["initializing", "ready"]
+
+
+def test_origin_defaults_to_the_environment(
+    fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCLING_MCP_ORIGIN", fake_server.origin)
+    code, out, _ = doclane("mcp", "ping")
+    assert code == 0 and "pong" in out
+
+
+def test_call_prints_the_result(fake_server: FakeServer, docx: str) -> None:
+    arguments = json.dumps({"source": docx})
+    code, out, _ = doclane("mcp", "call", CONVERT, "--args", arguments, "--size-bytes", "40000",
+                           "--origin", fake_server.url, "--json")  # fmt: skip
+    assert code == 0
+    (line,) = json_lines(out)
+    assert line["ok"] is True and line["latency_s"] > 0
+    assert len(line["result"]["structured"]["document_key"]) == 32
+
+
+def test_call_repeat_over_one_session(fake_server: FakeServer, docx: str) -> None:
+    fake_server.configure(fail_next=1, fail_with="http503")
+    code, out, _ = doclane("mcp", "call", CONVERT, "--args", json.dumps({"source": docx}),
+                           "--repeat", "3", "--origin", fake_server.url, "--json")  # fmt: skip
+    assert code == 1  # one of the three failed
+    lines = json_lines(out)
+    assert [line["n"] for line in lines] == [1, 2, 3]
+    assert [line["ok"] for line in lines] == [False, True, True]
+    assert lines[0]["error"]["code"] == "E302" and lines[0]["error"]["retryable"] is True
+    assert all(line["latency_s"] >= 0 for line in lines)
+    stats = fake_server.stats()
+    assert stats["initialize_calls"] == 1 and len(stats["session_ids_seen"]) == 1
+
+
+def test_an_isError_result_is_an_error(fake_server: FakeServer, tmp_path: Path) -> None:
+    missing = str(tmp_path / "missing.docx")
+    code, out, _ = doclane("mcp", "call", CONVERT, "--args", json.dumps({"source": missing}),
+                           "--origin", fake_server.url, "--json")  # fmt: skip
+    assert code == 1
+    (line,) = json_lines(out)
+    assert line["ok"] is False
+    assert line["error"]["code"] == "E306"
+    assert line["error"]["message"] == f"Error executing tool {CONVERT}"
+
+
+def test_a_failed_export_is_E307(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "call", EXPORT, "--args", '{"document_key": "nope"}',
+                           "--origin", fake_server.url, "--json")  # fmt: skip
+    assert code == 1 and json_lines(out)[0]["error"]["code"] == "E307"
+
+
+def test_bad_arguments_are_E203_before_any_call(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "call", CONVERT, "--args", '{"sorce": "x"}',
+                           "--origin", fake_server.url, "--json")  # fmt: skip
+    assert code == 1
+    assert json_lines(out)[0]["error"]["code"] == "E203"
+    assert fake_server.stats()["requests_by_tool"] == {}
+
+
+def test_unreachable_server_json(fake_server: FakeServer) -> None:
+    code, out, _ = doclane("mcp", "ping", "--origin", "http://127.0.0.1:1", "--json")
+    assert code == 1
+    assert json_lines(out) == [{"ok": False, "error": json_lines(out)[0]["error"]}]
+    assert json_lines(out)[0]["error"]["code"] == "E302"
+
+
+def test_args_must_be_a_json_object(fake_server: FakeServer) -> None:
+    code, _, err = doclane("mcp", "call", CONVERT, "--args", "[1]", "--origin", fake_server.url)
+    assert code == 2 and "JSON object" in err
+
+
+def test_the_console_script(fake_server: FakeServer, docx: str) -> None:
+    """The installed entry point, as an operator runs it."""
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("doclane")), "mcp", "call", CONVERT,
+         "--args", json.dumps({"source": docx}), "--origin", fake_server.url, "--json"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert len(json.loads(proc.stdout)["result"]["structured"]["document_key"]) == 32

@@ -1,0 +1,58 @@
+"""Fixtures of the MCP client's unit tests: a scripted server and clients wired to it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.mcp import McpClient, McpSettings
+from pipeline.mcp.settings import environment_variables
+from tests.unit.mcp.scripted import ScriptedServer
+
+MCP_ENVIRONMENT = environment_variables()
+
+
+@pytest.fixture(autouse=True)
+def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No MCP variable from the developer's shell or a ``.env`` file leaks into a test."""
+    for name in MCP_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def server() -> ScriptedServer:
+    return ScriptedServer()
+
+
+MakeClient = Callable[..., McpClient]
+
+
+@pytest.fixture
+def make_client(server: ScriptedServer) -> Iterator[MakeClient]:
+    """``make_client(**client_options)`` -> a client on the scripted server (closed afterwards)."""
+    made: list[McpClient] = []
+
+    def make(
+        transport: Any = None, settings: McpSettings | None = None, **options: Any
+    ) -> McpClient:
+        client = McpClient(
+            transport=transport or server, settings=settings or McpSettings(), **options
+        )
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+@pytest.fixture
+def client(make_client: MakeClient) -> McpClient:
+    """An initialized client on the scripted server."""
+    made = make_client()
+    made.initialize()
+    return made
