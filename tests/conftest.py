@@ -4,6 +4,7 @@ from __future__ import annotations
 
 pytest_plugins = [
     "tests.fixtures.waiting",
+    "tests.fixtures.isolation",
     "tests.fixtures.fake_server",
     "tests.fixtures.database",
     "tests.fixtures.docling_server",

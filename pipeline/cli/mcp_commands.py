@@ -2,23 +2,28 @@
 
 ``tools`` lists what the server offers, ``ping`` times a round trip, ``call`` calls one tool
 (``--repeat N`` calls it N times over one session, one line each, to see a flaky server
-flake). They go through the same client as the workers; with ``--json`` every command prints
-JSON (one object per line) and exits non-zero on error, with the catalog error's ``to_dict()``.
+flake). They go through the same client, retry and circuit breaker as the workers, so a sick
+server trips the fleet's breaker here too and an open circuit answers E309 without a request.
+With ``--json`` every command prints JSON (one object per line) and exits non-zero on error,
+with the catalog error's ``to_dict()``.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
 
 from errors import PipelineError, Stage, classify
 from pipeline.mcp import McpClient, ToolResult, load_mcp_settings, normalize_endpoint
+from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+
+T = TypeVar("T")
 
 app = typer.Typer(
     help="Diagnose the Docling MCP server: list its tools, ping it, call a tool.",
@@ -62,8 +67,8 @@ def stage_of(tool: str) -> Stage:
 @app.command()
 def tools(origin: str | None = _ORIGIN, as_json: bool = _JSON) -> None:
     """List the server's tools (after a full handshake)."""
-    with _session(origin, as_json) as client:
-        listed = client.tools()
+    with _resilient(origin, as_json) as resilient:
+        listed, client = _run(resilient, lambda c: (c.tools(), c), as_json)
         server = client.server
     if as_json:
         typer.echo(
@@ -92,13 +97,11 @@ def ping(
 ) -> None:
     """Initialize a session and time an MCP ping."""
     started = time.monotonic()
-    with _session(origin, as_json) as client:
-        handshake_s = time.monotonic() - started
-        try:
-            latency = client.ping()
-        except PipelineError as exc:
-            _fail(exc, as_json)
+    with _resilient(origin, as_json) as resilient:
+        latency, client = _run(resilient, lambda c: (c.ping(), c), as_json)
+        handshake_s = max(0.0, time.monotonic() - started - latency)
         trail = client.trail
+        breakers = resilient.breakers()
     if as_json:
         report: dict[str, Any] = {
             "ok": True,
@@ -106,6 +109,7 @@ def ping(
             "latency_s": round(latency, 6),
             "initialize_s": round(handshake_s, 6),
             "server": _server_dict(client),
+            "breakers": breakers,
         }
         if show_trail:
             report["trail"] = [step.to_dict() for step in trail]
@@ -140,11 +144,14 @@ def call(
     """Call one tool; an isError result is reported as an error (E306, or E307 for exports)."""
     arguments = _parse_arguments(args)
     failures = 0
-    with _session(origin, as_json) as client:
+    with _resilient(origin, as_json) as resilient:
         for number in range(1, repeat + 1):
             started = time.monotonic()
             try:
-                result = call_once(client, tool, arguments, size_bytes=size_bytes, timeout=timeout)
+                result = resilient.run(
+                    lambda c: call_once(c, tool, arguments, size_bytes=size_bytes, timeout=timeout),
+                    label=f"mcp call {tool}",
+                )
             except PipelineError as exc:
                 failures += 1
                 _report_call(
@@ -172,22 +179,29 @@ def call(
 
 
 @contextmanager
-def _session(origin: str | None, as_json: bool) -> Iterator[McpClient]:
-    """An initialized client, closed (DELETE) afterwards; failures end the command."""
+def _resilient(origin: str | None, as_json: bool) -> Iterator[Resilient]:
+    """The workers' call path (pool, breaker, retry) for ``--origin`` or the settings' origins.
+
+    Sessions are opened lazily inside the breaker and closed (DELETE) afterwards.
+    """
     try:
         settings = load_mcp_settings()
-        endpoint = normalize_endpoint(origin) if origin else settings.endpoint
+        endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints
+        resilience = load_resilience_settings()
     except (ValidationError, ValueError) as exc:
         _usage_error(str(exc), as_json)
-    client = McpClient(endpoint, settings=settings)
+    resilient = build_resilient(settings, resilience, endpoints=endpoints)
     try:
-        try:
-            client.initialize()
-        except PipelineError as exc:
-            _fail(exc, as_json)
-        yield client
+        yield resilient
     finally:
-        client.close()
+        resilient.close()
+
+
+def _run(resilient: Resilient, unit: Callable[[McpClient], T], as_json: bool) -> T:
+    try:
+        return resilient.run(unit, label="doclane mcp")
+    except PipelineError as exc:
+        _fail(exc, as_json)
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:

@@ -70,7 +70,10 @@ def test_call_prints_the_result(fake_server: FakeServer, docx: str) -> None:
     assert len(line["result"]["structured"]["document_key"]) == 32
 
 
-def test_call_repeat_over_one_session(fake_server: FakeServer, docx: str) -> None:
+def test_call_repeat_over_one_session(
+    fake_server: FakeServer, docx: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCLANE_RETRY_MAX_TRIES", "1")  # show each failure, do not retry it
     fake_server.configure(fail_next=1, fail_with="http503")
     code, out, _ = doclane("mcp", "call", CONVERT, "--args", json.dumps({"source": docx}),
                            "--repeat", "3", "--origin", fake_server.url, "--json")  # fmt: skip

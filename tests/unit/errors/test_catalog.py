@@ -63,7 +63,9 @@ def test_jsonrpc_error_objects(wire: int, code: str) -> None:
     assert err.jsonrpc_code == wire
     assert err.message == "boom"
     # a whole response carrying the error is understood too
-    assert classify({"jsonrpc": "2.0", "id": 3, "error": {"code": wire, "message": "m"}}).code == code
+    assert (
+        classify({"jsonrpc": "2.0", "id": 3, "error": {"code": wire, "message": "m"}}).code == code
+    )
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,33 @@
+"""Resilience: retry outside, a fleet-wide circuit breaker inside, over a pool of servers.
+
+::
+
+    from pipeline.resilience import build_resilient
+
+    with build_resilient() as resilient:
+        markdown = resilient.run(lambda client: convert_and_export(client, source))
+
+Errors leave as catalog errors; E309 (``CircuitOpen``) carries ``retry_after`` so a caller such
+as Celery can reschedule without spending an attempt.
+"""
+
+from __future__ import annotations
+
+from .breaker import OriginBreaker
+from .facade import Resilient, build_resilient, redis_for_breakers
+from .pool import ServerPool
+from .retry import RetryRecord, gives_up, retry_call
+from .settings import ResilienceSettings, load_resilience_settings
+
+__all__ = [
+    "OriginBreaker",
+    "ResilienceSettings",
+    "Resilient",
+    "RetryRecord",
+    "ServerPool",
+    "build_resilient",
+    "gives_up",
+    "load_resilience_settings",
+    "redis_for_breakers",
+    "retry_call",
+]

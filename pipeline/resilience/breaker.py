@@ -1,0 +1,223 @@
+"""One circuit breaker per Docling server origin, shared by every process through Redis.
+
+pybreaker keeps the state (closed / open / half-open, the failure count, when it opened) in its
+``CircuitRedisStorage`` and tells listeners about changes; this module decides *when* a call may
+go and what its outcome means. Three things in pybreaker's own ``call()`` do not fit a fleet:
+
+- it holds one lock for the whole wrapped call, which would serialise every conversion of a
+  worker's thread pool through one breaker: here the lock is never held while the call runs;
+- it counts an ``exclude``d error as a success, so a stream of bad documents would keep
+  resetting the failure count of a server that is timing out on everything else: here only
+  server-side trouble (the catalog's ``trips_breaker``: E204, E302, E303, E308) counts as a
+  failure, only a real success resets the count, and any other error counts as neither;
+- its half-open state lets every process that notices the elapsed timeout send a trial: here a
+  Redis ``SET NX`` token admits exactly one trial across the fleet (one per process when Redis is
+  unreachable and the state falls back to memory).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import pybreaker
+import redis
+
+from errors import CircuitOpen, classify
+
+T = TypeVar("T")
+log = logging.getLogger("doclane.resilience.breaker")
+
+CLOSED, OPEN, HALF_OPEN = pybreaker.STATE_CLOSED, pybreaker.STATE_OPEN, pybreaker.STATE_HALF_OPEN
+
+
+class _StateLog(pybreaker.CircuitBreakerListener):
+    """Logs and counts state changes; pybreaker calls it for this process's transitions."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+        self.changes: Counter[str] = Counter()
+
+    def state_change(self, cb: Any, old_state: Any, new_state: Any) -> None:
+        old = getattr(old_state, "name", None) or "none"
+        new = getattr(new_state, "name", None) or "none"
+        self.changes[f"{old}->{new}"] += 1
+        log.warning("circuit of %s: %s -> %s", self.origin, old, new, extra={"origin": self.origin})
+
+
+class OriginBreaker:
+    """The breaker of one origin. Thread-safe; share one per origin in a process."""
+
+    def __init__(
+        self,
+        origin: str,
+        *,
+        fail_max: int,
+        reset_s: float,
+        trial_ttl_s: float,
+        redis_client: redis.Redis | None,
+        namespace: str,
+    ) -> None:
+        self.origin = origin
+        self.fail_max = fail_max
+        self.reset_s = reset_s
+        self._trial_ttl_ms = max(1, int(trial_ttl_s * 1000))
+        self._namespace = f"{namespace}:{origin}"
+        self._redis = redis_client
+        self._storage = self._make_storage()
+        self._listener = _StateLog(origin)
+        self._breaker = pybreaker.CircuitBreaker(
+            fail_max=fail_max,
+            reset_timeout=reset_s,
+            state_storage=self._storage,
+            listeners=[self._listener],
+            name=origin,
+        )
+        self._lock = threading.Lock()  # held for bookkeeping only, never during a call
+        self._local_trial: str | None = None  # the trial token when state lives in memory
+
+    def _make_storage(self) -> pybreaker.CircuitBreakerStorage:
+        if self._redis is not None:
+            try:
+                return pybreaker.CircuitRedisStorage(CLOSED, self._redis, namespace=self._namespace)
+            except redis.RedisError as exc:
+                log.warning(
+                    "Redis unreachable (%s): the circuit of %s lives in this process only",
+                    exc,
+                    self.origin,
+                )
+                self._redis = None
+        return pybreaker.CircuitMemoryStorage(CLOSED)
+
+    @property
+    def shared(self) -> bool:
+        """Whether the state is shared through Redis (False: in-process fallback)."""
+        return self._redis is not None
+
+    # ---- the call ----------------------------------------------------------------------
+    def call(self, func: Callable[[], T]) -> T:
+        """Run ``func`` if the circuit admits it; E309 without running it otherwise."""
+        trial = self._admit()
+        try:
+            result = func()
+        except BaseException as exc:
+            if classify(exc).trips_breaker:
+                self._record_failure(trial)
+            elif trial is not None:
+                self._release_trial(trial)  # neither outcome: the next call may be the trial
+            raise
+        self._record_success(trial)
+        return result
+
+    def _admit(self) -> str | None:
+        """None for a normal call, a trial token for the one half-open trial; else E309."""
+        with self._lock:
+            state = self._breaker.current_state
+            if state == CLOSED:
+                return None
+            if state == OPEN:
+                wait = self.retry_after()
+                if wait > 0:
+                    raise CircuitOpen(
+                        f"circuit of {self.origin} is open; next trial in {wait:.1f}s",
+                        retry_after=wait,
+                        detail={"origin": self.origin},
+                    )
+            trial = self._claim_trial()
+            if trial is None:
+                raise CircuitOpen(
+                    f"circuit of {self.origin} is half-open and its one trial call is running",
+                    retry_after=min(self.reset_s, 5.0),
+                    detail={"origin": self.origin},
+                )
+            if state == OPEN:
+                self._breaker.half_open()
+            log.info("circuit of %s: sending the half-open trial call", self.origin)
+            return trial
+
+    def _record_failure(self, trial: str | None) -> None:
+        with self._lock:
+            if trial is not None:
+                self._breaker.open()  # the trial failed: open again for a full reset period
+                self._release_trial(trial)
+                return
+            self._storage.increment_counter()
+            if self._storage.counter >= self.fail_max and self._breaker.current_state != OPEN:
+                self._breaker.open()
+
+    def _record_success(self, trial: str | None) -> None:
+        with self._lock:
+            if trial is not None:
+                self._breaker.close()  # resets the failure count too
+                self._release_trial(trial)
+            elif self._storage.counter:
+                self._storage.reset_counter()
+
+    # ---- the one trial -----------------------------------------------------------------
+    def _claim_trial(self) -> str | None:
+        token = uuid.uuid4().hex
+        if self._redis is not None:
+            try:
+                won = self._redis.set(
+                    f"{self._namespace}:trial", token, nx=True, px=self._trial_ttl_ms
+                )
+                return token if won else None
+            except redis.RedisError as exc:
+                log.warning("Redis error while claiming the trial of %s: %s", self.origin, exc)
+        if self._local_trial is not None:
+            return None
+        self._local_trial = token
+        return token
+
+    def _release_trial(self, token: str) -> None:
+        if self._local_trial == token:
+            self._local_trial = None
+            return
+        if self._redis is not None:
+            try:
+                key = f"{self._namespace}:trial"
+                if self._redis.get(key) == token.encode():
+                    self._redis.delete(key)
+            except redis.RedisError as exc:  # it expires by itself
+                log.warning("Redis error while releasing the trial of %s: %s", self.origin, exc)
+
+    # ---- what admins read ----------------------------------------------------------------
+    def retry_after(self) -> float:
+        """Seconds until an open circuit lets a trial through (0 when not open)."""
+        if self._breaker.current_state != OPEN:
+            return 0.0
+        opened_at = self._storage.opened_at
+        if opened_at is None:
+            return 0.0
+        # Redis keeps whole seconds: count from the end of that second, never early.
+        opened = opened_at.timestamp() + (1.0 if self.shared else 0.0)
+        return max(0.0, opened + self.reset_s - datetime.now(UTC).timestamp())
+
+    def is_open(self) -> bool:
+        return self._breaker.current_state == OPEN and self.retry_after() > 0
+
+    def snapshot(self) -> dict[str, Any]:
+        """State, failure count and time to reset, as ``doclane mcp ping --json`` shows them."""
+        state = self._breaker.current_state
+        return {
+            "origin": self.origin,
+            "state": state,
+            "failures": self._storage.counter,
+            "fail_max": self.fail_max,
+            "reset_s": self.reset_s,
+            "retry_after_s": round(self.retry_after(), 3),
+            "shared": self.shared,
+            "state_changes_seen": dict(self._listener.changes),
+            "read_at": time.time(),
+        }
+
+    def reset(self) -> None:
+        """Close the circuit by hand (an operator who knows the server is back)."""
+        with self._lock:
+            self._breaker.close()

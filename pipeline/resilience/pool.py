@@ -1,0 +1,87 @@
+"""A pool of Docling MCP servers: one client and one breaker per origin, work spread over them.
+
+A unit of work (convert, then export) runs on one origin from start to end: docling-mcp keeps
+converted documents in a per-process cache, so an export must reach the server that converted.
+Units are spread round-robin over origins whose circuit is not open; a unit whose try failed
+because its server was sick prefers another origin on its next try (the whole unit moves, so
+the cache rule still holds). Clients are created and initialized lazily, inside the breaker's
+call, so an open circuit costs no request at all, not even a handshake.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable, Collection, Sequence
+
+from errors import CircuitOpen
+from pipeline.mcp import McpClient, origin_of
+
+from .breaker import OriginBreaker
+
+
+class ServerPool:
+    """Thread-safe; one per process."""
+
+    def __init__(
+        self,
+        endpoints: Sequence[str],
+        client_factory: Callable[[str], McpClient],
+        breaker_factory: Callable[[str], OriginBreaker],
+    ) -> None:
+        if not endpoints:
+            raise ValueError("a server pool needs at least one endpoint")
+        self.endpoints = list(dict.fromkeys(endpoints))
+        self._client_factory = client_factory
+        self._breakers = {e: breaker_factory(origin_of(e)) for e in self.endpoints}
+        self._clients: dict[str, McpClient] = {}
+        self._lock = threading.Lock()
+        self._turn = itertools.count()
+
+    def breaker(self, endpoint: str) -> OriginBreaker:
+        return self._breakers[endpoint]
+
+    def breakers(self) -> list[OriginBreaker]:
+        return list(self._breakers.values())
+
+    def choose(self, avoid: Collection[str] = ()) -> str:
+        """The next endpoint whose circuit admits calls, preferring those not in ``avoid``.
+
+        Every circuit open: E309 with the soonest reset, so the caller can come back then.
+        """
+        start = next(self._turn)
+        ordered = [
+            self.endpoints[(start + i) % len(self.endpoints)] for i in range(len(self.endpoints))
+        ]
+        usable = [e for e in ordered if not self._breakers[e].is_open()]
+        if not usable:
+            wait = min(self._breakers[e].retry_after() for e in self.endpoints)
+            origins = ", ".join(origin_of(e) for e in self.endpoints)
+            raise CircuitOpen(
+                f"the circuit of every server is open ({origins})",
+                retry_after=wait,
+                detail={"origins": [origin_of(e) for e in self.endpoints]},
+            )
+        preferred = [e for e in usable if e not in avoid]
+        return (preferred or usable)[0]
+
+    def ready_client(self, endpoint: str) -> McpClient:
+        """The endpoint's client, initialized (idempotent; a failed handshake is tried again)."""
+        with self._lock:
+            client = self._clients.get(endpoint)
+            if client is None:
+                client = self._client_factory(endpoint)
+                self._clients[endpoint] = client
+        client.initialize()
+        return client
+
+    def clients(self) -> dict[str, McpClient]:
+        with self._lock:
+            return dict(self._clients)
+
+    def close(self) -> None:
+        """End every session (DELETE); safe to call twice."""
+        with self._lock:
+            clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()

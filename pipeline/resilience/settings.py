@@ -1,0 +1,39 @@
+"""Settings of the resilience layer: how patient retry is and how quickly the breaker trips."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ResilienceSettings(BaseSettings):
+    """Read once per process; every MCP caller (workers, ``doclane mcp``) shares these."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    #: Tries of one unit of work, the first included (1 = no retry).
+    retry_max_tries: int = Field(default=3, ge=1)
+    #: First backoff ceiling; later ones double (1 s, 2 s, 4 s ...), each with full jitter.
+    retry_base_s: float = Field(default=1.0, gt=0)
+    #: No backoff ceiling grows beyond this.
+    retry_max_s: float = Field(default=30.0, gt=0)
+    #: Consecutive server-side failures (E204, E302, E303, E308) that open an origin's circuit.
+    breaker_fail_max: int = Field(default=5, ge=1)
+    #: How long an open circuit refuses calls before it lets one trial through.
+    breaker_reset_s: float = Field(default=30.0, gt=0)
+    #: How long one process may hold the half-open trial before another may try (a crashed
+    #: trial holder must not keep the circuit half-open forever).
+    breaker_trial_ttl_s: float = Field(default=330.0, gt=0)
+    #: Redis key prefix of the shared breaker state; one namespace per origin below it.
+    breaker_namespace: str = "doclane:breaker"
+    #: Where the fleet-wide breaker state lives; unreachable Redis falls back to memory.
+    redis_url: str = "redis://127.0.0.1:6379/0"
+
+
+def load_resilience_settings(**overrides: Any) -> ResilienceSettings:
+    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
+    return ResilienceSettings(**overrides)
