@@ -12,8 +12,8 @@ Layers, outside in:
 * the SDK's Streamable HTTP app and session manager (sessions, SSE/JSON, priming events), with
   ``event_store.FollowingEventStore`` for resumable streams.
 * ``mcp_layer``: the SDK's low-level ``Server`` with a ``ServerMiddleware`` for MCP-level faults
-  (``jsonrpc:<code>``, ``is_error``, ``hang``, ``drop_stream``) and the handshake knobs, and the
-  tool handler (delay, notifications, server-to-client requests).
+  (``jsonrpc:<code>``, ``is_error``, ``bad_output``, ``hang``, ``drop_stream``) and the
+  handshake knobs, and the tool handler (delay, notifications, server-to-client requests).
 * ``profiles``: the tools (``docling`` = docling-mcp 3.3.0, ``per-format`` = the seed's eight).
 * ``control``: ``/_control/*`` endpoints over ``state`` (knobs in ``knobs.Knobs``, stats, cache).
 """

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 #: ``fail_with`` values. ``httpNNN`` is any 4xx/5xx status, ``jsonrpc:<code>`` any JSON-RPC code.
 FAULT_PATTERN = re.compile(
-    r"^(?:http[45]\d\d|jsonrpc:-?\d+|is_error|garbage|garbage_sse|drop_stream|hang)$"
+    r"^(?:http[45]\d\d|jsonrpc:-?\d+|is_error|bad_output|garbage|garbage_sse|drop_stream|hang)$"
 )
 
 #: Faults answered by the ASGI middleware without reaching the MCP server.
@@ -104,7 +104,8 @@ class Knobs(BaseModel):
     def _known_fault(cls, value: str) -> str:
         if not FAULT_PATTERN.match(value):
             raise ValueError(
-                "fail_with must be httpNNN, jsonrpc:<code>, is_error, garbage, garbage_sse, "
+                "fail_with must be httpNNN, jsonrpc:<code>, is_error, bad_output, garbage, "
+                "garbage_sse, "
                 f"drop_stream or hang; got {value!r}"
             )
         return value
@@ -130,7 +131,7 @@ class Knobs(BaseModel):
             return False
         if not self.fail_with.startswith(HTTP_LAYER_FAULTS) and not is_request:
             return False
-        if self.fail_with == "is_error" and method != "tools/call":
+        if self.fail_with in ("is_error", "bad_output") and method != "tools/call":
             return False
         return not (
             method == "tools/call" and self.fail_tools is not None and tool not in self.fail_tools

@@ -114,6 +114,14 @@ class FaultMiddleware:
             )
         if fault == "is_error":
             return failed(knobs.fail_message or f"Error executing tool {exchange.tool}")
+        if fault == "bad_output":
+            # The tool runs, then its structuredContent breaks the tool's outputSchema: every
+            # value becomes a list, which no declared property type of these tools accepts.
+            result = await call_next(ctx)
+            if isinstance(result, dict) and isinstance(result.get("structuredContent"), dict):
+                broken = {key: [] for key in result["structuredContent"]}
+                return {**result, "structuredContent": broken}
+            raise MCPError(code=-32603, message="bad_output needs a tool with structured output")
         if fault == "hang":
             await self.state.hang_release.wait()
             raise MCPError(code=-32603, message="hanging call released by the fake's control API")

@@ -137,6 +137,18 @@ def test_is_error_fault_returns_a_failed_tool_result_without_running_the_tool(
     assert fake_server.stats()["cached_documents"] == []
 
 
+def test_bad_output_fault_runs_the_tool_and_breaks_its_structured_content(
+    fake_server: FakeServer, session: RawSession, sample: str
+) -> None:
+    fake_server.configure(fail_next=1, fail_with="bad_output")
+    result = session.call_tool(CONVERT, {"source": sample}).result
+    assert result["structuredContent"] == {"from_cache": [], "document_key": []}
+    assert result.get("isError") is not True
+    assert len(fake_server.stats()["cached_documents"]) == 1  # the tool really ran
+    healed = session.call_tool(CONVERT, {"source": sample}).result
+    assert isinstance(healed["structuredContent"]["document_key"], str)
+
+
 def test_garbage_faults_send_unparseable_bodies(
     fake_server: FakeServer, session: RawSession, sample: str
 ) -> None:

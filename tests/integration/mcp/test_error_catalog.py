@@ -1,8 +1,6 @@
 """Every E2xx/E3xx code the client raises, each produced from its real trigger on the wire.
 
-(E309, the open circuit, belongs to the resilience layer and is tested there. E311 is produced
-here from the client's own check by a server whose tool breaks its ``outputSchema``; see
-``test_E311``.)
+(E309, the open circuit, belongs to the resilience layer and is tested there.)
 """
 
 from __future__ import annotations
@@ -229,15 +227,10 @@ def test_right_credentials_work_and_never_show(
     assert fake_server.stats()["auth_rejections"] >= 1
 
 
-def test_E311_output_schema_mismatch_is_checked_on_real_results(
-    client: McpClient, docx: str
+def test_E311_a_reply_that_breaks_the_output_schema(
+    client: McpClient, fake_server: FakeServer, docx: str
 ) -> None:
-    """The fake has no knob to break a tool's output, so the check runs on a real result whose
-    tool definition the test tightens: the client must refuse what the schema forbids."""
-    tool = client.tool(CONVERT)
-    strict = dict(tool.output_schema or {})
-    strict["properties"] = {**strict["properties"], "document_key": {"type": "integer"}}
-    object.__setattr__(tool, "output_schema", strict)
-    tool.__dict__.pop("_output_validator", None)
+    inject(fake_server, "bad_output")
     error = call_error(client, CONVERT, source=docx)
-    assert error.code == "E311" and error.detail["field"] == "document_key"
+    assert error.code == "E311"
+    assert error.detail["field"] in ("document_key", "from_cache")
