@@ -47,8 +47,9 @@ class ApiKeyAuth(httpx.Auth):
 
 def auth_from_settings(settings: McpSettings) -> httpx.Auth | None:
     """The auth ``DOCLING_MCP_AUTH`` asks for, or None for ``none``."""
-    if settings.auth == "none" or settings.token is None:
+    secret = settings.secret
+    if settings.auth == "none" or secret is None:
         return None
     if settings.auth == "bearer":
-        return BearerAuth(settings.token)
-    return ApiKeyAuth(settings.token, settings.api_key_header)
+        return BearerAuth(secret)
+    return ApiKeyAuth(secret, settings.api_key_header)

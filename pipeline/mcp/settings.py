@@ -11,7 +11,9 @@ variable                               default                        meaning
                                                                       to a URL without a path
 ``MCP_PROTOCOL_VERSION``               ``2025-11-25``                 version asked for
 ``DOCLING_MCP_AUTH``                   ``none``                       ``none|bearer|api-key``
-``DOCLING_MCP_TOKEN``                  (none)                         the bearer token or API key
+``DOCLING_MCP_TOKEN``                  (none)                         the bearer token
+``DOCLING_MCP_API_KEY``                (none)                         the key of ``api-key`` auth
+                                                                      (falls back to the token)
 ``DOCLING_MCP_API_KEY_HEADER``         ``X-API-Key``                  header of ``api-key`` auth
 ``DOCLANE_TIMEOUT_SMALL_S``            60                             call timeout, small tier
 ``DOCLANE_TIMEOUT_MEDIUM_S``           180                            call timeout, medium tier
@@ -28,7 +30,8 @@ variable                               default                        meaning
 ``DOCLANE_MCP_MAX_CONNECTIONS``        20                             keep-alive pool size
 =====================================  =============================  ===========================
 
-The token is a ``SecretStr``: it prints as ``**********`` in reprs, logs and errors.
+The token and the API key are ``SecretStr``: they print as ``**********`` in reprs, logs and
+errors.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ class McpSettings(BaseSettings):
     )
     auth: AuthKind = Field(default="none", validation_alias=_env("DOCLING_MCP_AUTH"))
     token: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_TOKEN"))
+    api_key: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_API_KEY"))
     api_key_header: str = Field(
         default="X-API-Key", validation_alias=_env("DOCLING_MCP_API_KEY_HEADER")
     )
@@ -114,11 +118,22 @@ class McpSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _auth_has_secret(self) -> McpSettings:
-        if self.auth != "none" and (self.token is None or not self.token.get_secret_value()):
-            raise ValueError(f"DOCLING_MCP_AUTH={self.auth} needs DOCLING_MCP_TOKEN")
+        if self.auth == "bearer" and self.secret is None:
+            raise ValueError("DOCLING_MCP_AUTH=bearer needs DOCLING_MCP_TOKEN")
+        if self.auth == "api-key" and self.secret is None:
+            raise ValueError("DOCLING_MCP_AUTH=api-key needs DOCLING_MCP_API_KEY")
         if self.timeout_small_below_bytes > self.timeout_medium_below_bytes:
             raise ValueError("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES exceeds ..._MEDIUM_BELOW_BYTES")
         return self
+
+    @property
+    def secret(self) -> SecretStr | None:
+        """The credential ``auth`` sends: the token, or for ``api-key`` the key (else the token)."""
+        candidates = (self.api_key, self.token) if self.auth == "api-key" else (self.token,)
+        for candidate in candidates:
+            if candidate is not None and candidate.get_secret_value():
+                return candidate
+        return None
 
     @property
     def endpoints(self) -> list[str]:
@@ -179,6 +194,7 @@ def redact_url(endpoint: str) -> str:
 
 def load_mcp_settings(**overrides: Any) -> McpSettings:
     """Read the environment (and ``.env``); keyword arguments (field names) win."""
-    if isinstance(overrides.get("token"), str):
-        overrides["token"] = SecretStr(overrides["token"])
+    for name in ("token", "api_key"):
+        if isinstance(overrides.get(name), str):
+            overrides[name] = SecretStr(overrides[name])
     return McpSettings(**overrides)

@@ -133,3 +133,34 @@ def test_the_console_script(fake_server: FakeServer, docx: str) -> None:
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert len(json.loads(proc.stdout)["result"]["structured"]["document_key"]) == 32
+
+
+@pytest.mark.parametrize(
+    ("environment", "rule"),
+    [
+        (
+            {"DOCLING_MCP_AUTH": "bearer", "DOCLING_MCP_TOKEN": "cli-tok-81d0"},
+            {"bearer": "cli-tok-81d0"},
+        ),
+        (
+            {"DOCLING_MCP_AUTH": "api-key", "DOCLING_MCP_API_KEY": "cli-key-3c2a",
+             "DOCLING_MCP_API_KEY_HEADER": "X-Docling-Key"},
+            {"header": "X-Docling-Key", "value": "cli-key-3c2a"},
+        ),
+    ],
+)  # fmt: skip
+def test_credentials_from_the_environment(
+    fake_server: FakeServer,
+    monkeypatch: pytest.MonkeyPatch,
+    environment: dict[str, str],
+    rule: dict[str, str],
+) -> None:
+    fake_server.configure(require_auth=rule)
+    code, out, _ = doclane("mcp", "ping", "--origin", fake_server.url, "--json")
+    assert code == 1 and json_lines(out)[0]["error"]["code"] == "E310"
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = doclane("mcp", "ping", "--origin", fake_server.url, "--json", "--trail")
+    assert code == 0, out + err
+    secret = rule.get("bearer") or rule["value"]
+    assert secret not in out + err

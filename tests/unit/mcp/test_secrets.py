@@ -26,23 +26,41 @@ def test_bearer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_api_key_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "api-key")
-    monkeypatch.setenv("DOCLING_MCP_TOKEN", TOKEN)
+    monkeypatch.setenv("DOCLING_MCP_API_KEY", TOKEN)
+    monkeypatch.setenv("DOCLING_MCP_TOKEN", "not-the-key")
     monkeypatch.setenv("DOCLING_MCP_API_KEY_HEADER", "X-Docling-Key")
-    auth = auth_from_settings(load_mcp_settings())
+    settings = load_mcp_settings()
+    auth = auth_from_settings(settings)
     assert isinstance(auth, ApiKeyAuth)
     request = next(auth.auth_flow(httpx.Request("POST", "http://x/mcp")))
     assert request.headers["X-Docling-Key"] == TOKEN
-    assert TOKEN not in repr(auth)
+    assert "Authorization" not in request.headers
+    for text in (repr(settings), str(settings), repr(auth), settings.model_dump_json()):
+        assert TOKEN not in text
+
+
+def test_api_key_falls_back_to_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DOCLING_MCP_AUTH", "api-key")
+    monkeypatch.setenv("DOCLING_MCP_TOKEN", TOKEN)
+    auth = auth_from_settings(load_mcp_settings())
+    assert isinstance(auth, ApiKeyAuth)
+    request = next(auth.auth_flow(httpx.Request("POST", "http://x/mcp")))
+    assert request.headers["X-API-Key"] == TOKEN
 
 
 def test_no_auth_by_default() -> None:
     assert auth_from_settings(load_mcp_settings()) is None
 
 
-@pytest.mark.parametrize("kind", ["bearer", "api-key"])
-def test_auth_without_a_token_is_refused(monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "needed"), [("bearer", "DOCLING_MCP_TOKEN"), ("api-key", "DOCLING_MCP_API_KEY")]
+)
+def test_auth_without_a_secret_is_refused(
+    monkeypatch: pytest.MonkeyPatch, kind: str, needed: str
+) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", kind)
-    with pytest.raises(ValidationError, match="DOCLING_MCP_TOKEN"):
+    monkeypatch.setenv("DOCLING_MCP_API_KEY", "")
+    with pytest.raises(ValidationError, match=needed):
         load_mcp_settings()
 
 
