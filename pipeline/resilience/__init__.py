@@ -8,7 +8,8 @@
         markdown = resilient.run(lambda client: convert_and_export(client, source))
 
 Errors leave as catalog errors; E309 (``CircuitOpen``) carries ``retry_after`` so a caller such
-as Celery can reschedule without spending an attempt.
+as Celery can reschedule without spending an attempt. ``resilient.breakers()`` reads each
+origin's circuit (state, failures, time to reset, fleet-wide transition counts).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ from .facade import Resilient, build_resilient, redis_for_breakers
 from .pool import ServerPool
 from .retry import RetryRecord, gives_up, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
+from .storage import FailoverStorage
 
 __all__ = [
+    "FailoverStorage",
     "OriginBreaker",
     "ResilienceSettings",
     "Resilient",

@@ -13,6 +13,8 @@ go and what its outcome means. Three things in pybreaker's own ``call()`` do not
 - its half-open state lets every process that notices the elapsed timeout send a trial: here a
   Redis ``SET NX`` token admits exactly one trial across the fleet (one per process when Redis is
   unreachable and the state falls back to memory).
+
+Where the state lives, and what happens when Redis goes away, is :mod:`.storage`'s business.
 """
 
 from __future__ import annotations
@@ -27,9 +29,10 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import pybreaker
-import redis
 
 from errors import CircuitOpen, classify
+
+from .storage import BreakerRedis, FailoverStorage
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.resilience.breaker")
@@ -38,17 +41,25 @@ CLOSED, OPEN, HALF_OPEN = pybreaker.STATE_CLOSED, pybreaker.STATE_OPEN, pybreake
 
 
 class _StateLog(pybreaker.CircuitBreakerListener):
-    """Logs and counts state changes; pybreaker calls it for this process's transitions."""
+    """Logs and counts the state changes this process makes (the fleet's sum lives in storage).
 
-    def __init__(self, origin: str) -> None:
+    It names the state entered, not pybreaker's "previous" state: that is this process's cached
+    view, which is stale whenever another process moved the circuit in between.
+    """
+
+    def __init__(self, origin: str, storage: FailoverStorage) -> None:
         self.origin = origin
-        self.changes: Counter[str] = Counter()
+        self.storage = storage
+        self.entered: Counter[str] = Counter()
 
     def state_change(self, cb: Any, old_state: Any, new_state: Any) -> None:
-        old = getattr(old_state, "name", None) or "none"
-        new = getattr(new_state, "name", None) or "none"
-        self.changes[f"{old}->{new}"] += 1
-        log.warning("circuit of %s: %s -> %s", self.origin, old, new, extra={"origin": self.origin})
+        entered = getattr(new_state, "name", None) or "none"
+        self.entered[entered] += 1
+        self.storage.count_transition(entered)
+        level = logging.INFO if entered == HALF_OPEN else logging.WARNING
+        log.log(
+            level, "circuit of %s is now %s", self.origin, entered, extra={"origin": self.origin}
+        )
 
 
 class OriginBreaker:
@@ -61,44 +72,36 @@ class OriginBreaker:
         fail_max: int,
         reset_s: float,
         trial_ttl_s: float,
-        redis_client: redis.Redis | None,
+        redis_client: BreakerRedis | None,
         namespace: str,
+        redis_retry_s: float = 30.0,
+        redis_where: str = "Redis",
     ) -> None:
         self.origin = origin
         self.fail_max = fail_max
         self.reset_s = reset_s
         self._trial_ttl_ms = max(1, int(trial_ttl_s * 1000))
-        self._namespace = f"{namespace}:{origin}"
-        self._redis = redis_client
-        self._storage = self._make_storage()
-        self._listener = _StateLog(origin)
+        self.storage = FailoverStorage(
+            origin,
+            redis_client,
+            namespace=f"{namespace}:{origin}",
+            retry_s=redis_retry_s,
+            where=redis_where,
+        )
+        self._listener = _StateLog(origin, self.storage)
         self._breaker = pybreaker.CircuitBreaker(
             fail_max=fail_max,
             reset_timeout=reset_s,
-            state_storage=self._storage,
+            state_storage=self.storage,
             listeners=[self._listener],
             name=origin,
         )
         self._lock = threading.Lock()  # held for bookkeeping only, never during a call
-        self._local_trial: str | None = None  # the trial token when state lives in memory
-
-    def _make_storage(self) -> pybreaker.CircuitBreakerStorage:
-        if self._redis is not None:
-            try:
-                return pybreaker.CircuitRedisStorage(CLOSED, self._redis, namespace=self._namespace)
-            except redis.RedisError as exc:
-                log.warning(
-                    "Redis unreachable (%s): the circuit of %s lives in this process only",
-                    exc,
-                    self.origin,
-                )
-                self._redis = None
-        return pybreaker.CircuitMemoryStorage(CLOSED)
 
     @property
     def shared(self) -> bool:
-        """Whether the state is shared through Redis (False: in-process fallback)."""
-        return self._redis is not None
+        """Whether the state is shared through Redis right now (False: in-process fallback)."""
+        return self.storage.shared
 
     # ---- the call ----------------------------------------------------------------------
     def call(self, func: Callable[[], T]) -> T:
@@ -110,7 +113,7 @@ class OriginBreaker:
             if classify(exc).trips_breaker:
                 self._record_failure(trial)
             elif trial is not None:
-                self._release_trial(trial)  # neither outcome: the next call may be the trial
+                self.storage.release_trial(trial)  # neither outcome: the next call may be the trial
             raise
         self._record_success(trial)
         return result
@@ -129,8 +132,8 @@ class OriginBreaker:
                         retry_after=wait,
                         detail={"origin": self.origin},
                     )
-            trial = self._claim_trial()
-            if trial is None:
+            trial = uuid.uuid4().hex
+            if not self.storage.claim_trial(trial, self._trial_ttl_ms):
                 raise CircuitOpen(
                     f"circuit of {self.origin} is half-open and its one trial call is running",
                     retry_after=min(self.reset_s, 5.0),
@@ -145,58 +148,28 @@ class OriginBreaker:
         with self._lock:
             if trial is not None:
                 self._breaker.open()  # the trial failed: open again for a full reset period
-                self._release_trial(trial)
+                self.storage.release_trial(trial)
                 return
-            self._storage.increment_counter()
-            if self._storage.counter >= self.fail_max and self._breaker.current_state != OPEN:
+            self.storage.increment_counter()
+            if self.storage.counter >= self.fail_max and self._breaker.current_state != OPEN:
                 self._breaker.open()
 
     def _record_success(self, trial: str | None) -> None:
         with self._lock:
             if trial is not None:
                 self._breaker.close()  # resets the failure count too
-                self._release_trial(trial)
-            elif self._storage.counter:
-                self._storage.reset_counter()
-
-    # ---- the one trial -----------------------------------------------------------------
-    def _claim_trial(self) -> str | None:
-        token = uuid.uuid4().hex
-        if self._redis is not None:
-            try:
-                won = self._redis.set(
-                    f"{self._namespace}:trial", token, nx=True, px=self._trial_ttl_ms
-                )
-                return token if won else None
-            except redis.RedisError as exc:
-                log.warning("Redis error while claiming the trial of %s: %s", self.origin, exc)
-        if self._local_trial is not None:
-            return None
-        self._local_trial = token
-        return token
-
-    def _release_trial(self, token: str) -> None:
-        if self._local_trial == token:
-            self._local_trial = None
-            return
-        if self._redis is not None:
-            try:
-                key = f"{self._namespace}:trial"
-                if self._redis.get(key) == token.encode():
-                    self._redis.delete(key)
-            except redis.RedisError as exc:  # it expires by itself
-                log.warning("Redis error while releasing the trial of %s: %s", self.origin, exc)
+                self.storage.release_trial(trial)
+            elif self.storage.counter:
+                self.storage.reset_counter()
 
     # ---- what admins read ----------------------------------------------------------------
     def retry_after(self) -> float:
         """Seconds until an open circuit lets a trial through (0 when not open)."""
         if self._breaker.current_state != OPEN:
             return 0.0
-        opened_at = self._storage.opened_at
-        if opened_at is None:
+        opened = self.storage.opened_no_later_than()
+        if opened is None:
             return 0.0
-        # Redis keeps whole seconds: count from the end of that second, never early.
-        opened = opened_at.timestamp() + (1.0 if self.shared else 0.0)
         return max(0.0, opened + self.reset_s - datetime.now(UTC).timestamp())
 
     def is_open(self) -> bool:
@@ -204,16 +177,17 @@ class OriginBreaker:
 
     def snapshot(self) -> dict[str, Any]:
         """State, failure count and time to reset, as ``doclane mcp ping --json`` shows them."""
-        state = self._breaker.current_state
         return {
             "origin": self.origin,
-            "state": state,
-            "failures": self._storage.counter,
+            "state": self._breaker.current_state,
+            "failures": self.storage.counter,
             "fail_max": self.fail_max,
             "reset_s": self.reset_s,
             "retry_after_s": round(self.retry_after(), 3),
             "shared": self.shared,
-            "state_changes_seen": dict(self._listener.changes),
+            # how often the circuit entered each state: the fleet's sums while shared
+            "transitions": self.storage.transitions(),
+            "transitions_here": dict(self._listener.entered),
             "read_at": time.time(),
         }
 

@@ -7,19 +7,19 @@ error codes as a conversion does. The size-based timeout is innermost, inside th
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import redis
-
-from errors import classify
+from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
 
 from .breaker import OriginBreaker
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
+from .storage import BreakerRedis, breaker_redis, redacted
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.resilience")
@@ -31,9 +31,16 @@ Unit = Callable[[McpClient], T]
 class Resilient:
     """Runs units of work with retry outside, the origin's breaker inside."""
 
-    def __init__(self, pool: ServerPool, settings: ResilienceSettings) -> None:
+    def __init__(
+        self,
+        pool: ServerPool,
+        settings: ResilienceSettings,
+        *,
+        redis_client: BreakerRedis | None = None,
+    ) -> None:
         self.pool = pool
         self.settings = settings
+        self._redis = redis_client  # closed with the pool
 
     def run(
         self,
@@ -50,16 +57,24 @@ class Resilient:
         sick: set[str] = set()
 
         def one_try() -> T:
-            endpoint = self.pool.choose(avoid=sick)
-            breaker = self.pool.breaker(endpoint)
-            try:
-                return breaker.call(lambda: unit(self.pool.ready_client(endpoint)))
-            except Exception as exc:
-                if classify(exc).trips_breaker:
-                    sick.add(endpoint)
-                raise
+            refused: dict[str, float] = {}
+            while True:
+                endpoint = self.pool.choose(avoid=sick, refused=refused)
+                breaker = self.pool.breaker(endpoint)
+                try:
+                    return breaker.call(functools.partial(self._on, endpoint, unit))
+                except CircuitOpen as exc:  # refused at admission: nothing was sent
+                    refused[endpoint] = exc.retry_after or 0.0
+                except Exception as exc:
+                    if classify(exc).trips_breaker:
+                        sick.add(endpoint)
+                    raise
 
         return retry_call(one_try, self.settings, label=label, record=record)
+
+    def _on(self, endpoint: str, unit: Callable[[McpClient], T]) -> T:
+        """The unit on ``endpoint``'s client; the handshake counts as part of the call."""
+        return unit(self.pool.ready_client(endpoint))
 
     def breakers(self) -> list[dict[str, Any]]:
         """Each origin's circuit: state, failures, time to reset (for ping --json and stats)."""
@@ -67,6 +82,8 @@ class Resilient:
 
     def close(self) -> None:
         self.pool.close()
+        if self._redis is not None:
+            self._redis.close()
 
     def __enter__(self) -> Resilient:
         return self
@@ -75,25 +92,16 @@ class Resilient:
         self.close()
 
 
-def redis_for_breakers(settings: ResilienceSettings) -> redis.Redis | None:
-    """A Redis client for breaker state (bytes, not decoded: pybreaker stores integers)."""
-    client = redis.Redis.from_url(
-        settings.redis_url,
-        decode_responses=False,
-        socket_connect_timeout=1.0,
-        socket_timeout=2.0,
-    )
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        log.warning(
-            "Redis at %s unreachable (%s): circuit breakers fall back to per-process memory",
-            settings.redis_url.rsplit("@", 1)[-1],
-            exc,
-        )
-        client.close()
+def redis_for_breakers(settings: ResilienceSettings) -> BreakerRedis | None:
+    """The Redis client that shares breaker state (None when no Redis is configured).
+
+    It connects lazily: an unreachable Redis is found, logged and tried again by each
+    origin's storage, so a worker that starts before Redis still joins the fleet's state later.
+    """
+    if not settings.redis_url.strip():
+        log.warning("no DOCLANE_REDIS_URL: circuit breakers live in per-process memory only")
         return None
-    return client
+    return breaker_redis(settings.redis_url)
 
 
 def build_resilient(
@@ -116,8 +124,10 @@ def build_resilient(
             trial_ttl_s=res.breaker_trial_ttl_s,
             redis_client=shared,
             namespace=res.breaker_namespace,
+            redis_retry_s=res.breaker_redis_retry_s,
+            redis_where=f"Redis at {redacted(res.redis_url)}",
         )
 
     factory = client_factory or (lambda endpoint: McpClient(endpoint, settings=mcp))
     pool = ServerPool(endpoints or mcp.endpoints, factory, make_breaker)
-    return Resilient(pool, res)
+    return Resilient(pool, res, redis_client=shared)

@@ -4,15 +4,19 @@ A unit of work (convert, then export) runs on one origin from start to end: docl
 converted documents in a per-process cache, so an export must reach the server that converted.
 Units are spread round-robin over origins whose circuit is not open; a unit whose try failed
 because its server was sick prefers another origin on its next try (the whole unit moves, so
-the cache rule still holds). Clients are created and initialized lazily, inside the breaker's
-call, so an open circuit costs no request at all, not even a handshake.
+the cache rule still holds, and a server that just failed is the likeliest to fail again; with
+one origin the unit simply stays). An origin whose breaker refuses at admission (half-open with
+its one trial running elsewhere, or opened a moment ago by another process) costs the unit
+nothing: the same try moves on to the next origin, and only when none is left does E309 leave.
+Clients are created and initialized lazily, inside the breaker's call, so an open circuit costs
+no request at all, not even a handshake.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from errors import CircuitOpen
 from pipeline.mcp import McpClient, origin_of
@@ -44,23 +48,28 @@ class ServerPool:
     def breakers(self) -> list[OriginBreaker]:
         return list(self._breakers.values())
 
-    def choose(self, avoid: Collection[str] = ()) -> str:
+    def choose(self, avoid: Collection[str] = (), refused: Mapping[str, float] = {}) -> str:
         """The next endpoint whose circuit admits calls, preferring those not in ``avoid``.
 
-        Every circuit open: E309 with the soonest reset, so the caller can come back then.
+        ``refused`` maps endpoints whose breaker just answered E309 (e.g. half-open with its
+        one trial running elsewhere) to their ``retry_after``; they are not chosen again. No
+        endpoint left: E309 with the soonest reset, so the caller can come back then.
         """
         start = next(self._turn)
         ordered = [
             self.endpoints[(start + i) % len(self.endpoints)] for i in range(len(self.endpoints))
         ]
-        usable = [e for e in ordered if not self._breakers[e].is_open()]
+        usable = [e for e in ordered if e not in refused and not self._breakers[e].is_open()]
         if not usable:
-            wait = min(self._breakers[e].retry_after() for e in self.endpoints)
-            origins = ", ".join(origin_of(e) for e in self.endpoints)
+            wait = min(
+                refused[e] if e in refused else self._breakers[e].retry_after()
+                for e in self.endpoints
+            )
+            origins = [origin_of(e) for e in self.endpoints]
             raise CircuitOpen(
-                f"the circuit of every server is open ({origins})",
+                f"the circuit of every server is open ({', '.join(origins)})",
                 retry_after=wait,
-                detail={"origins": [origin_of(e) for e in self.endpoints]},
+                detail={"origins": origins},
             )
         preferred = [e for e in usable if e not in avoid]
         return (preferred or usable)[0]

@@ -31,7 +31,11 @@ class ResilienceSettings(BaseSettings):
     #: Redis key prefix of the shared breaker state; one namespace per origin below it.
     breaker_namespace: str = "doclane:breaker"
     #: Where the fleet-wide breaker state lives; unreachable Redis falls back to memory.
+    #: Empty: no Redis at all, every process keeps its own breakers (development only).
     redis_url: str = "redis://127.0.0.1:6379/0"
+    #: While Redis is unreachable, how often a process tries it again (then the fleet's
+    #: shared state applies again).
+    breaker_redis_retry_s: float = Field(default=30.0, gt=0)
 
 
 def load_resilience_settings(**overrides: Any) -> ResilienceSettings:

@@ -82,22 +82,68 @@ def test_failures_from_two_processes_open_the_circuit_for_a_third(fake_server: F
     assert requests_seen(fake_server) == seen
 
 
+def doclane_call_started(server: FakeServer, **env: str) -> subprocess.Popen[str]:
+    """``doclane mcp call --json`` in its own process, left running."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "mcp", "call", CONVERT,
+         "--args", json.dumps({"source": DOCX}), "--origin", server.url, "--json"],
+        cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def open_the_circuit(server: FakeServer, env: dict[str, str]) -> Any:
+    """One failing process opens the circuit (fail_max 1); an observer waits out the reset."""
+    server.configure(fail_next=1, fail_with="http503", fail_methods=["initialize"])
+    assert doclane_call(server, **env)["error"]["code"] == "E302"
+    observer = breaker_of(
+        server, breaker_fail_max=1, breaker_reset_s=float(env["DOCLANE_BREAKER_RESET_S"])
+    )
+    assert observer.snapshot()["state"] == "open"
+    wait_for(lambda: observer.retry_after() == 0, timeout=10, message="reset time passed")
+    return observer
+
+
+ONE_SHOT = {"DOCLANE_RETRY_MAX_TRIES": "1", "DOCLANE_BREAKER_FAIL_MAX": "1",
+            "DOCLANE_BREAKER_RESET_S": "1"}  # fmt: skip
+
+
 def test_after_the_reset_one_trial_goes_through_and_success_closes(
     fake_server: FakeServer,
 ) -> None:
-    env = {"DOCLANE_RETRY_MAX_TRIES": "1", "DOCLANE_BREAKER_FAIL_MAX": "1",
-           "DOCLANE_BREAKER_RESET_S": "1"}  # fmt: skip
-    fake_server.configure(fail_next=1, fail_with="http503", fail_methods=["initialize"])
-    assert doclane_call(fake_server, **env)["error"]["code"] == "E302"
-    assert doclane_call(fake_server, **env)["error"]["code"] == "E309"
-    observer = breaker_of(fake_server, breaker_fail_max=1, breaker_reset_s=1)
-    wait_for(lambda: observer.retry_after() == 0, timeout=10, message="reset time passed")
+    observer = open_the_circuit(fake_server, ONE_SHOT)
     initialized = fake_server.stats()["initialize_calls"]
-    trial = doclane_call(fake_server, **env)
+    trial = doclane_call(fake_server, **ONE_SHOT)
     assert trial["ok"] is True
-    assert fake_server.stats()["initialize_calls"] == initialized + 1  # exactly one trial
-    assert observer.snapshot()["state"] == "closed"
-    assert observer.snapshot()["failures"] == 0
+    assert fake_server.stats()["initialize_calls"] == initialized + 1
+    snapshot = observer.snapshot()
+    assert (snapshot["state"], snapshot["failures"]) == ("closed", 0)
+    # the fleet's count of what the circuit went through, across all those processes
+    assert snapshot["transitions"] == {"open": 1, "half-open": 1, "closed": 1}
+
+
+def test_half_open_lets_one_trial_through_across_processes(fake_server: FakeServer) -> None:
+    """pybreaker's own half-open state would admit every process; the fleet sends one trial."""
+    observer = open_the_circuit(fake_server, ONE_SHOT)
+    fake_server.configure(fail_next=1, fail_with="hang", fail_methods=["tools/call"])
+    trial = doclane_call_started(fake_server, **ONE_SHOT)
+    try:
+        wait_for(
+            lambda: any(f["fault"] == "hang" for f in fake_server.stats()["faults_injected"]),
+            timeout=30,
+            message="the trial call to reach the server",
+        )
+        assert observer.snapshot()["state"] == "half-open"
+        seen = requests_seen(fake_server)
+        second = doclane_call(fake_server, **ONE_SHOT)  # another process, during the trial
+        assert second["error"]["code"] == "E309" and second["error"]["retry_after"] > 0
+        assert requests_seen(fake_server) == seen  # refused without a request
+    finally:
+        fake_server.reset()  # releases the hanging call: the server answers -32603
+        out, err = trial.communicate(timeout=60)
+    assert json.loads(out)["error"]["code"] == "E204", err
+    assert observer.snapshot()["state"] == "open"  # a failed trial opens the circuit again
+    assert observer.retry_after() > 0
 
 
 def test_retries_grow_and_succeed_through_the_real_client(fake_server: FakeServer) -> None:
@@ -155,7 +201,7 @@ def test_without_redis_the_breaker_lives_in_memory_and_says_so(
     with build_resilient(load_mcp_settings(), settings, endpoints=[fake_server.url]) as r:
         assert not r.run(lambda c: c.call_tool(CONVERT, {"source": DOCX})).is_error
         assert r.breakers()[0]["shared"] is False
-    assert "fall back to per-process memory" in caplog.text
+    assert "falls back to per-process memory" in caplog.text
 
 
 def test_ping_json_shows_the_breakers(fake_server: FakeServer) -> None:

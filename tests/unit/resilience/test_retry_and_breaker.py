@@ -119,6 +119,33 @@ def test_a_bad_document_counts_as_neither_failure_nor_success() -> None:
     assert cb.is_open()
 
 
+def test_pybreaker_counts_an_excluded_error_as_a_success() -> None:
+    """Why doclane keeps its own bookkeeping: pybreaker's exclude resets the failure count."""
+    plain = pybreaker.CircuitBreaker(
+        fail_max=2, exclude=[lambda exc: not errors.classify(exc).trips_breaker]
+    )
+    with pytest.raises(errors.ServerUnavailable):
+        plain.call(failing(errors.ServerUnavailable("1")))
+    with pytest.raises(errors.ConversionFailed):
+        plain.call(failing(errors.ConversionFailed("bad document")))
+    assert plain.fail_counter == 0  # the sick server's count was wiped by a bad document
+
+
+def test_a_neither_outcome_of_the_trial_lets_the_next_call_be_the_trial() -> None:
+    cb = breaker(fail_max=1, reset_s=0.05)
+    with pytest.raises(errors.ServerUnavailable):
+        cb.call(failing(errors.ServerUnavailable("down")))
+    wait_for(lambda: cb.retry_after() == 0, timeout=5, message="reset time passed")
+    with pytest.raises(errors.InvalidParams):  # says nothing about the server's health
+        cb.call(failing(errors.InvalidParams("source: required")))
+    assert cb.snapshot()["state"] == "half-open"
+    assert cb.call(failing()) == "ok"  # the next call was admitted as the trial
+    snapshot = cb.snapshot()
+    assert snapshot["state"] == "closed"
+    assert snapshot["transitions"] == {"open": 1, "half-open": 1, "closed": 1}
+    assert snapshot["transitions_here"] == snapshot["transitions"]  # memory: this process only
+
+
 def test_a_success_resets_the_failure_count() -> None:
     cb = breaker(fail_max=2)
     with pytest.raises(errors.CallTimeout):
