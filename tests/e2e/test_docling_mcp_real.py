@@ -1,66 +1,101 @@
 """doclane's client against the real docling-mcp 3.3.0 (local conversion mode, offline).
 
+These are the facts the rest of doclane builds on: the handshake the server really answers, its
+21 tools, the two-step convert + export on every sample format, and the shape of its failures
+(``isError`` results with no cause text, which only ``errors.classify`` turns into E306/E307).
 PDF is not here: docling's layout model must be downloaded, and these machines cannot.
 """
 
 from __future__ import annotations
 
+import json
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import errors
-from pipeline.mcp import McpClient, load_mcp_settings
+from pipeline.mcp import LifecycleState, McpClient, load_mcp_settings
 from tests.fixtures.docling_server import DoclingServer
+from tests.fixtures.examples import EXPECTED_MARKDOWN, example
 
 pytestmark = pytest.mark.docling
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
-REAL_TOOL_NAMES = {
-    "convert_document_into_docling_document",
-    "convert_directory_files_into_docling_document",
-    "export_docling_document_to_markdown",
-    "save_docling_document",
-    "list_cached_documents",
-    "check_document_in_local_cache",
-}
+SAVE = "save_docling_document"
+TOOLS_JSON = Path(__file__).resolve().parents[1] / "fakes" / "docling_mcp_3_3_0_tools.json"
 
 
 @pytest.fixture
-def client(docling_server: DoclingServer) -> McpClient:
+def client(docling_server: DoclingServer) -> Iterator[McpClient]:
     with McpClient(docling_server.url, settings=load_mcp_settings()) as c:
         c.initialize()
         yield c
 
 
-def test_initialize_negotiates_and_finds_tools(client: McpClient) -> None:
+def test_initialize_negotiates_the_latest_revision_and_sees_tools(
+    client: McpClient, docling_server: DoclingServer
+) -> None:
+    assert client.state is LifecycleState.READY
     assert client.negotiated_version == "2025-11-25"
-    assert client.server is not None and client.server.name == "docling"
-    names = {tool.name for tool in client.tools()}
-    assert len(names) == 21
-    assert names >= REAL_TOOL_NAMES
+    assert client.origin == docling_server.origin
+    info = client.server
+    assert info is not None
+    assert info.name == "docling"
+    assert info.protocol_version == "2025-11-25"
+    assert info.has_tools
+    assert re.fullmatch(r"[0-9a-f]{32}", client.session_id or "")
 
 
-@pytest.mark.parametrize(
-    ("name", "expected"),
-    [
-        ("quarterly-report.docx", ["Quarterly Report", "North", "3400"]),
-        ("handbook.html", ["# Team Handbook", "Monday", "Planning"]),
-    ],
-)
-def test_convert_then_export(client: McpClient, name: str, expected: list[str]) -> None:
-    path = EXAMPLES / name
+def test_the_tool_list_is_the_measured_one(client: McpClient) -> None:
+    measured = json.loads(TOOLS_JSON.read_text())["tools"]
+    listed = {tool.name: tool for tool in client.tools()}
+    assert len(listed) == 21
+    assert sorted(listed) == sorted(tool["name"] for tool in measured)
+    assert listed[CONVERT].input_schema["required"] == ["source"]
+    assert client.registry_stats().size == 21
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_MARKDOWN))
+def test_convert_then_export_keeps_headings_and_cells(client: McpClient, name: str) -> None:
+    path = example(name)
     converted = client.call_tool(CONVERT, {"source": str(path)}, size_bytes=path.stat().st_size)
     assert not converted.is_error, converted.text
+    assert converted.structured is not None
     key = converted.structured["document_key"]
-    assert len(key) == 32
+    assert re.fullmatch(r"[0-9a-f]{32}", key)
+
     exported = client.call_tool(EXPORT, {"document_key": key})
-    assert not exported.is_error
+    assert not exported.is_error, exported.text
+    assert exported.structured is not None
     markdown = exported.structured["markdown"]
-    for text in expected:
-        assert text in markdown
+    for text in EXPECTED_MARKDOWN[name]:
+        assert text in markdown, f"{text!r} missing from the markdown of {name}:\n{markdown}"
+
+
+def test_the_same_file_converts_to_the_same_key_from_the_cache(client: McpClient) -> None:
+    source = {"source": str(example("handbook.html"))}
+    first = client.call_tool(CONVERT, source)
+    second = client.call_tool(CONVERT, source)
+    assert first.structured is not None and second.structured is not None
+    assert second.structured["document_key"] == first.structured["document_key"]
+    assert second.structured["from_cache"] is True
+
+
+def test_save_writes_markdown_and_docling_json_into_the_cache_dir(
+    client: McpClient, docling_server: DoclingServer
+) -> None:
+    converted = client.call_tool(CONVERT, {"source": str(example("quarterly-report.docx"))})
+    assert converted.structured is not None
+    saved = client.call_tool(SAVE, {"document_key": converted.structured["document_key"]})
+    assert not saved.is_error, saved.text
+    assert saved.structured is not None
+    json_file = Path(saved.structured["json_file"])
+    assert json_file.parent == docling_server.cache_dir
+    assert json.loads(json_file.read_text())["schema_name"] == "DoclingDocument"
+    assert "Quarterly Report" in Path(saved.structured["md_file"]).read_text()
 
 
 def test_a_missing_file_is_an_isError_result_classified_E306(
@@ -68,16 +103,23 @@ def test_a_missing_file_is_an_isError_result_classified_E306(
 ) -> None:
     result = client.call_tool(CONVERT, {"source": str(tmp_path / "missing.docx")})
     assert result.is_error
+    # The server hides the cause: the text names the tool and nothing else.
+    assert result.text == f"Error executing tool {CONVERT}"
     error = errors.classify(result.raw, stage="convert")
-    assert error.code == "E306" and CONVERT in error.message
+    assert error.code == "E306"
+    assert not error.retryable
+    assert CONVERT in error.message
 
 
 def test_an_unknown_key_is_an_isError_export_classified_E307(client: McpClient) -> None:
     result = client.call_tool(EXPORT, {"document_key": "0" * 32})
     assert result.is_error
-    assert errors.classify(result.raw, stage="export").code == "E307"
+    error = errors.classify(result.raw, stage="export")
+    assert error.code == "E307"
+    assert not error.retryable
 
 
 def test_a_missing_argument_is_refused_before_sending(client: McpClient) -> None:
-    with pytest.raises(errors.InvalidParams):
+    with pytest.raises(errors.InvalidParams) as caught:
         client.call_tool(CONVERT, {})
+    assert caught.value.code == "E203"
