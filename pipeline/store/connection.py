@@ -8,6 +8,8 @@ refusals the caller must see as they are, so they pass through untouched.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -17,6 +19,8 @@ from psycopg_pool import ConnectionPool
 
 from errors import DatabaseUnavailable
 from pipeline.store.settings import StoreSettings
+
+logger = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -44,24 +48,68 @@ def connection_kwargs(settings: StoreSettings) -> dict[str, Any]:
     return kwargs
 
 
+class RestartAwareCheck:
+    """The pool's check on borrow, which sweeps every idle connection once it meets a dead one.
+
+    One dead connection almost always means PostgreSQL restarted and every idle connection died
+    with it. Left alone, the borrower would meet them one after another, and psycopg_pool backs off
+    0, 1, 2, 4 s between failed checks: four dead connections cost 7 s of a 10 s pool timeout, and
+    a slower machine's first call after a restart fails with E401. ``ConnectionPool.check()``
+    throws every dead idle connection away at once and starts their replacements, so the borrower
+    waits only for one fresh connection.
+    """
+
+    def __init__(self) -> None:
+        self.pool: ConnectionPool | None = None
+        self._sweeping = threading.Lock()
+
+    def __call__(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            ConnectionPool.check_connection(conn)
+        except Exception:
+            self._sweep()
+            raise
+
+    def _sweep(self) -> None:
+        pool = self.pool
+        if pool is None or not self._sweeping.acquire(blocking=False):
+            return  # another thread is sweeping: its result is ours too
+        try:
+            lost_before = pool.get_stats().get("connections_lost", 0)
+            pool.check()
+            more_dead = pool.get_stats().get("connections_lost", 0) - lost_before
+        except Exception:  # a sweep is an optimisation; the borrow loop still copes without it
+            logger.exception("could not sweep the PostgreSQL pool after a dead connection")
+            return
+        finally:
+            self._sweeping.release()
+        logger.warning(
+            "a pooled PostgreSQL connection was dead (database restarted?); "
+            "swept the pool: %d more idle connection(s) dead, replacements started",
+            more_dead,
+        )
+
+
 def create_pool(settings: StoreSettings) -> ConnectionPool:
     """A pool that survives a database restart.
 
     Connections are autocommit (multi-statement units use ``conn.transaction()``, a real BEGIN)
-    and checked on every borrow, so after a restart the dead ones are thrown away and replaced
-    instead of failing the next call. Opening does not wait: a process may start while the
-    database is down; its calls fail with E401 until it is back.
+    and checked on every borrow (``RestartAwareCheck``), so after a restart the dead ones are
+    thrown away and replaced instead of failing the next call. Opening does not wait: a process
+    may start while the database is down; its calls fail with E401 until it is back.
     """
+    check = RestartAwareCheck()
     pool: ConnectionPool = ConnectionPool(
         settings.conninfo(),
         min_size=settings.pool_min_size,
         max_size=max(settings.pool_max_size, settings.pool_min_size),
         kwargs=connection_kwargs(settings),
-        check=ConnectionPool.check_connection,
+        check=check,
         timeout=settings.pool_timeout_s,
         name="doclane-store",
         open=False,
     )
+    check.pool = pool
     pool.open(wait=False)
     return pool
 

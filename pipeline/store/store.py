@@ -17,7 +17,7 @@ from every method; the pool replaces dead connections once the database is back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
@@ -112,6 +112,16 @@ class JobStore:
         """
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self._fetch_job("claiming a job", query("claim_job"), params)
+
+    def seconds_until_due(self, job_id: UUID) -> float | None:
+        """How long a retrying job still waits before it may be claimed (None: not waiting)."""
+        params = {"job_id": job_id}
+        rows = self._fetch_rows("reading a due time", query("seconds_until_due"), params)
+        return float(rows[0]["wait_s"]) if rows else None
+
+    def make_due(self, job_id: UUID) -> bool:
+        """Let a retrying job be claimed now instead of at its next_attempt_at."""
+        return self._update("making a job due", query("make_due"), {"job_id": job_id})
 
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
         params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
@@ -263,13 +273,23 @@ class JobStore:
         )
 
     def stale_queued(
-        self, older_than: timedelta, *, now: datetime | None = None, limit: int = 1000
+        self,
+        older_than: timedelta,
+        *,
+        now: datetime | None = None,
+        limit: int = 1000,
+        queues: Sequence[str] | None = None,
     ) -> list[UUID]:
         """Queued or retrying jobs overdue by more than ``older_than``: their message is presumed
         lost, the reconciler republishes them. Taking them restarts their clock (and notes it in
         their trail), so the next sweep does not republish them again before another
-        ``older_than`` has passed."""
-        params = {"now": now, "older_than_s": older_than.total_seconds(), "limit": limit}
+        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue)."""
+        params = {
+            "now": now,
+            "older_than_s": older_than.total_seconds(),
+            "limit": limit,
+            "queues": list(queues) if queues is not None else None,
+        }
         with self._connection("finding stale jobs") as conn:
             return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]
 

@@ -26,7 +26,8 @@ SELECT * FROM jobs WHERE id = ANY(%(job_ids)s::uuid[])
 
 -- name: claim_job
 -- queued|retrying -> running: a new attempt (the fencing token) and a lease. A job that is
--- running elsewhere, finished or cancelled matches nothing.
+-- running elsewhere, finished or cancelled matches nothing; so does a retrying job before its
+-- next_attempt_at (a duplicate message must not skip the backoff).
 UPDATE jobs
 SET state = 'running',
     attempt = attempt + 1,
@@ -34,8 +35,22 @@ SET state = 'running',
     lease_owner = %(worker)s,
     lease_expires_at = now() + make_interval(secs => %(lease_s)s),
     stage = NULL
-WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
+WHERE id = %(job_id)s
+  AND (state = 'queued'
+       OR (state = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= now())))
 RETURNING *
+
+-- name: seconds_until_due
+-- How long a retrying job still waits (by the database's clock, the one claim_job reads).
+SELECT greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8 AS wait_s
+FROM jobs
+WHERE id = %(job_id)s AND state = 'retrying' AND next_attempt_at > now()
+
+-- name: make_due
+-- A retrying job made due now (an operator's "retry now").
+UPDATE jobs
+SET next_attempt_at = now()
+WHERE id = %(job_id)s AND state = 'retrying'
 
 -- name: renew_lease
 UPDATE jobs

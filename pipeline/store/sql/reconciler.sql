@@ -24,13 +24,15 @@ RETURNING j.id, j.state
 -- name: take_stale_waiting
 -- queued or retrying jobs that have waited longer than the threshold past their due time: their
 -- message is presumed lost. Taking them restarts their clock (updated_at), so the next sweep
--- leaves them alone for another threshold, and notes it in their trail.
+-- leaves them alone for another threshold, and notes it in their trail. %(queues)s (NULL: all)
+-- limits the sweep to queues the reconciler found empty in the broker.
 WITH stale AS (
     UPDATE jobs j
     SET updated_at = now()
     FROM (
         SELECT id FROM jobs
         WHERE state IN ('queued', 'retrying')
+          AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))
           AND greatest(next_attempt_at, updated_at)
               < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
         ORDER BY greatest(next_attempt_at, updated_at)

@@ -44,7 +44,7 @@ def job_in_state(store: JobStore, state: JobState, **overrides: Any) -> Job:
                 assert store.fail(job_id, claimed.attempt, ConversionFailed("bad document"))
             elif state is JobState.RETRYING:
                 outcome = store.schedule_retry(
-                    job_id, claimed.attempt, ServerUnavailable("HTTP 503"), delay=1.0
+                    job_id, claimed.attempt, ServerUnavailable("HTTP 503"), delay=60.0
                 )
                 assert outcome is JobState.RETRYING
     job = store.get_job(job_id)

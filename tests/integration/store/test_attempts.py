@@ -43,6 +43,11 @@ def test_a_retrying_job_can_be_claimed_again(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
     job = job_factory(JobState.RETRYING)
+    assert store.claim(job.id, "worker-b", lease_s=60) is None, "not before its due time"
+    wait = store.seconds_until_due(job.id)
+    assert wait is not None and wait > 0
+    assert store.make_due(job.id)
+    assert store.seconds_until_due(job.id) is None
     claimed = store.claim(job.id, "worker-b", lease_s=60)
     assert claimed is not None and claimed.attempt == job.attempt + 1
     assert claimed.next_attempt_at is None

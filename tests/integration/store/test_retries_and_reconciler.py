@@ -46,7 +46,7 @@ def test_an_open_circuit_does_not_spend_attempts(store: JobStore) -> None:
         assert claimed is not None
         assert (claimed.attempt, claimed.attempts_spent) == (attempt, 1)
         outcome = store.schedule_retry(
-            job_id, attempt, CircuitOpen("open", retry_after=30), delay=30, spend_attempt=False
+            job_id, attempt, CircuitOpen("open", retry_after=0), delay=0, spend_attempt=False
         )
         assert outcome is JobState.RETRYING
     job = store.get_job(job_id)
