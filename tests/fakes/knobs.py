@@ -98,6 +98,16 @@ class Knobs(BaseModel):
 
     # --- documents -----------------------------------------------------------------------------
     cache_max_documents: int = Field(default=10, ge=1, description="LRU size of the document cache")
+    evict_next: int = Field(
+        default=0,
+        ge=0,
+        description="empty the document cache just before the next N calls of evict_tools, as "
+        "ten other conversions would between a client's convert and its export",
+    )
+    evict_tools: list[str] = Field(
+        default_factory=lambda: ["export_docling_document_to_markdown"],
+        description="the tools whose calls evict_next applies to",
+    )
 
     @field_validator("fail_with")
     @classmethod

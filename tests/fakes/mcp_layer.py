@@ -221,10 +221,18 @@ class FakeMcp:
             delay = self.state.knobs.delays(params.name)
             if delay:
                 await anyio.sleep(delay)
+            self._maybe_evict(params.name)
             await self._before_result(ctx)
             return await self.profile.call(params.name, params.arguments or {})
         finally:
             stats.tool_calls_in_flight -= 1
+
+    def _maybe_evict(self, tool: str) -> None:
+        """The ``evict_next`` knob: the cache is emptied before this call looks into it."""
+        knobs = self.state.knobs
+        if knobs.evict_next and tool in knobs.evict_tools:
+            self.state.knobs = knobs.updated({"evict_next": knobs.evict_next - 1})
+            self.state.cache.evictions += self.state.cache.clear()
 
     async def _before_result(self, ctx: ServerRequestContext[Any, Any]) -> None:
         """The messages a knob asks for, sent on this call's stream before its result."""

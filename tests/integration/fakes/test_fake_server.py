@@ -23,6 +23,7 @@ from mcp import Client
 
 from tests.fakes.profiles import DOCLING_TOOLS_FILE
 from tests.fixtures.fake_server import REPO_ROOT, FakeServer, FakeServerError, FakeServerFactory
+from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 from tests.integration.fakes.raw_mcp import RawSession
 
@@ -99,14 +100,6 @@ def test_server_announces_its_url_on_stdout_once_listening(tmp_path: Path) -> No
         process.wait(timeout=10)
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-
-
 def test_server_exits_with_its_parent(tmp_path: Path) -> None:
     url_file = tmp_path / "url"
     parent = (
@@ -123,7 +116,7 @@ def test_server_exits_with_its_parent(tmp_path: Path) -> None:
         [sys.executable, "-c", parent], cwd=REPO_ROOT, capture_output=True, check=True, timeout=60
     )
     child = int(output.stdout.decode().strip())
-    wait_for(lambda: _gone(child), timeout=15, message="orphaned fake server to exit")
+    wait_for(lambda: process_gone(child), timeout=15, message="orphaned fake server to exit")
 
 
 def test_restart_keeps_the_port_and_loses_sessions_and_documents(
@@ -139,7 +132,7 @@ def test_restart_keeps_the_port_and_loses_sessions_and_documents(
         server.restart()
         assert (server.port, server.url) == (port, f"http://127.0.0.1:{port}/mcp")
         assert server.pid != pid
-        assert _gone(pid)
+        assert process_gone(pid)
         reply = session.call_tool(EXPORT, {"document_key": key})
         assert reply.status == 404
         session.session_id = None
