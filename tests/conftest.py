@@ -10,4 +10,6 @@ pytest_plugins = [
     "tests.fixtures.database",
     "tests.fixtures.docling_server",
     "tests.fixtures.http_source",
+    "tests.fixtures.brokers",
+    "tests.fixtures.workers",
 ]

@@ -18,10 +18,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-#: (module, group name or None for top-level commands). A group's module defines ``app``.
-_GROUPS: tuple[tuple[str, str], ...] = (
+#: (module, group name or None for top-level commands). A group's module defines ``app``;
+#: with None, its commands join the root (``doclane submit``, not ``doclane jobs submit``).
+_GROUPS: tuple[tuple[str, str | None], ...] = (
     ("pipeline.cli.mcp_commands", "mcp"),
     ("pipeline.cli.db_commands", "db"),
+    ("pipeline.cli.jobs_commands", None),
+    ("pipeline.cli.worker_commands", None),
 )
 
 
@@ -33,7 +36,10 @@ def _register() -> None:
             if exc.name != module_name:
                 raise
             continue
-        app.add_typer(module.app, name=group)
+        if group is None:
+            app.add_typer(module.app)
+        else:
+            app.add_typer(module.app, name=group)
 
 
 @app.callback()

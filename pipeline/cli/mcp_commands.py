@@ -14,7 +14,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from errors import PipelineError, Stage, classify
 from pipeline.mcp import McpClient, ToolResult, load_mcp_settings, normalize_endpoint
 from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+
+from .output import fail, usage_error
 
 T = TypeVar("T")
 
@@ -189,7 +191,7 @@ def _resilient(origin: str | None, as_json: bool) -> Iterator[Resilient]:
         endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints
         resilience = load_resilience_settings()
     except (ValidationError, ValueError) as exc:
-        _usage_error(str(exc), as_json)
+        usage_error(f"configuration error: {exc}", as_json)
     resilient = build_resilient(settings, resilience, endpoints=endpoints)
     try:
         yield resilient
@@ -201,7 +203,7 @@ def _run(resilient: Resilient, unit: Callable[[McpClient], T], as_json: bool) ->
     try:
         return resilient.run(unit, label="doclane mcp")
     except PipelineError as exc:
-        _fail(exc, as_json)
+        fail(exc, as_json)
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
@@ -258,20 +260,3 @@ def _server_dict(client: McpClient) -> dict[str, Any]:
         "protocol_version": client.negotiated_version,
         "session_id": client.session_id,
     }
-
-
-def _fail(exc: PipelineError, as_json: bool) -> NoReturn:
-    if as_json:
-        typer.echo(json.dumps({"ok": False, "error": exc.to_dict()}))
-    else:
-        typer.echo(f"{exc.code} {exc.entry.title}: {exc.message}", err=True)
-        typer.echo(exc.action, err=True)
-    raise typer.Exit(1)
-
-
-def _usage_error(message: str, as_json: bool) -> NoReturn:
-    if as_json:
-        typer.echo(json.dumps({"ok": False, "error": {"code": None, "message": message}}))
-    else:
-        typer.echo(f"configuration error: {message}", err=True)
-    raise typer.Exit(2)

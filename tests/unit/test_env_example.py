@@ -11,14 +11,18 @@ from pydantic import AliasChoices
 from pydantic_settings import BaseSettings
 
 import pipeline
+import workers
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def settings_classes() -> list[type[BaseSettings]]:
-    for module in pkgutil.walk_packages(pipeline.__path__, "pipeline."):
-        if module.name.endswith(".settings"):
-            importlib.import_module(module.name)
+    # Settings classes live in *.settings modules and beside their component (joblog,
+    # reconcile): import every module, so the answer does not depend on what ran before.
+    for package in (pipeline, workers):
+        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
+            if not module.name.endswith("__main__"):
+                importlib.import_module(module.name)
     found: list[type[BaseSettings]] = []
     pending = list(BaseSettings.__subclasses__())
     while pending:

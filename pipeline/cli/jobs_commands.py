@@ -1,0 +1,353 @@
+"""``doclane submit | status | result | cancel | retry``: a submitter's commands.
+
+``submit`` validates every source, commits the jobs, then publishes their ids; ``--wait``
+follows them to the end with a progress bar (on stderr, so ``--json`` stays clean on stdout).
+Exit codes for scripts: 0 when every source became a job (and, with ``--wait``, every job
+succeeded), 1 when some source was refused or some job did not succeed, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Annotated, Any, NoReturn
+from uuid import UUID
+
+import typer
+from tqdm import tqdm
+
+from errors import PipelineError
+from pipeline.enqueue import Submission, check_formats, enqueue
+from pipeline.jobs import Job, JobEvent, JobState
+from pipeline.publishing import JobMessage
+from pipeline.store import JobStore, load_store_settings
+
+from .output import fail, usage_error
+from .wiring import celery_publisher
+
+app = typer.Typer(add_completion=False)
+
+_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+
+
+# ---- submit ------------------------------------------------------------------------------------
+@app.command()
+def submit(
+    sources: Annotated[
+        list[str], typer.Argument(help="Files, folders (recursive), globs or http(s) URLs.")
+    ],
+    *,
+    to: str = typer.Option("md", "--to", help="Output formats, comma-separated: md, json, html."),
+    priority: int = typer.Option(
+        0,
+        "--priority",
+        help="Higher runs first: waiting jobs leave the broker by priority, 0 (default) to 9"
+        " (above 9 counts as 9, below 0 as 0); a running job is never interrupted.",
+    ),
+    no_dedup: bool = typer.Option(
+        False, "--no-dedup", help="Convert again even if the same content already succeeded."
+    ),
+    wait: bool = typer.Option(False, "--wait", help="Wait until every job has finished."),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="With --wait: give up waiting after this many seconds."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Submit documents for conversion; prints one job id per source (or why it was refused)."""
+    try:
+        formats = check_formats(to)
+    except ValueError as exc:
+        usage_error(str(exc), as_json)
+    with _store(as_json) as store, celery_publisher() as publisher:
+        try:
+            submission = enqueue(
+                sources,
+                formats,
+                priority=priority,
+                no_dedup=no_dedup,
+                publisher=publisher,
+                store=store,
+            )
+        except PipelineError as exc:
+            fail(exc, as_json)
+        jobs = None
+        if wait:
+            show_bar = not as_json or sys.stderr.isatty()
+            jobs = _wait(store, submission, timeout, show_bar=show_bar)
+    ok = not submission.rejected and (jobs is None or all(_succeeded(j) for j in jobs))
+    if as_json:
+        out = {"ok": ok, **submission.to_dict()}
+        if jobs is not None:
+            out["jobs"] = [_job_summary(j) for j in jobs]
+        typer.echo(json.dumps(out))
+    else:
+        _print_submission(submission, jobs)
+    if not ok:
+        raise typer.Exit(1)
+
+
+def _wait(
+    store: JobStore, submission: Submission, timeout: float | None, *, show_bar: bool
+) -> list[Job]:
+    ids = list(dict.fromkeys(submission.job_ids))
+    deadline = None if timeout is None else time.monotonic() + timeout
+    bar = tqdm(total=len(ids), unit="job", desc="converting", file=sys.stderr, disable=not show_bar)
+    try:
+        while True:
+            jobs = store.get_jobs(ids)
+            done = sum(1 for j in jobs if j.state.terminal)
+            bar.update(done - bar.n)
+            failed = sum(1 for j in jobs if j.state is not JobState.SUCCEEDED and j.state.terminal)
+            bar.set_postfix(failed=failed, refresh=False)
+            if done == len(ids) or (deadline is not None and time.monotonic() >= deadline):
+                return jobs
+            time.sleep(0.5)  # polling the database for the progress bar
+    finally:
+        bar.close()
+
+
+def _succeeded(job: Job) -> bool:
+    return job.state is JobState.SUCCEEDED
+
+
+def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
+    states = {j.id: j for j in jobs or []}
+    for item in submission.accepted:
+        job = states.get(item.job_id)
+        note = " (deduplicated)" if item.deduplicated else ""
+        if not item.published and not item.deduplicated:
+            note += " (not yet published: the reconciler will)"
+        shown = f" {_state_text(job)}" if job is not None else f" {item.queue}"
+        typer.echo(f"{item.job_id}{shown}  {item.source}{note}")
+    for refused in submission.rejected:
+        typer.echo(f"refused {refused.code}  {refused.source}: {refused.message}", err=True)
+    if submission.skipped:
+        skipped = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
+        typer.echo(f"skipped in folders: {skipped}", err=True)
+
+
+# ---- status ------------------------------------------------------------------------------------
+@app.command()
+def status(
+    job_id: str = typer.Argument(..., help="The job's id."),
+    events: bool = typer.Option(True, "--events/--no-events", help="Show the job's history."),
+    as_json: bool = _JSON,
+) -> None:
+    """Show a job: state, stage, attempt, error, results and its history."""
+    jid = _job_id(job_id, as_json)
+    with _store(as_json) as store:
+        job = _get(store, jid, as_json)
+        results = store.list_results(jid)
+        trail = store.events(jid) if events else []
+    if as_json:
+        out: dict[str, Any] = {
+            "ok": True,
+            "job": job.model_dump(mode="json"),
+            "results": [r.model_dump(mode="json") for r in results],
+        }
+        if events:
+            out["events"] = [e.model_dump(mode="json") for e in trail]
+        typer.echo(json.dumps(out))
+        return
+    typer.echo(f"job      {job.id}")
+    typer.echo(f"state    {_state_text(job)}")
+    typer.echo(f"source   {job.source_kind.value} {job.source_uri}")
+    typer.echo(f"queue    {job.queue}   formats {', '.join(job.formats)}   priority {job.priority}")
+    typer.echo(
+        f"attempt  {job.attempt} ({job.attempts_spent} of {job.max_attempts} charged)"
+        + (f"   worker {job.lease_owner}" if job.lease_owner else "")
+        + (f"   server {job.server_origin}" if job.server_origin else "")
+    )
+    if job.next_attempt_at:
+        typer.echo(f"next try {job.next_attempt_at.isoformat(timespec='seconds')}")
+    if job.error_code:
+        typer.echo(f"error    {job.error_code}: {job.error_message}")
+    for r in results:
+        typer.echo(f"result   {r.format}: {r.size_bytes} bytes (attempt {r.attempt})")
+    if events:
+        typer.echo("history")
+        for event in trail:
+            typer.echo(f"  {_event_text(event)}")
+
+
+def _state_text(job: Job) -> str:
+    if job.state is JobState.RUNNING and job.stage is not None:
+        return f"running ({job.stage.value})"
+    if job.state in (JobState.FAILED, JobState.RETRYING) and job.error_code:
+        return f"{job.state.value} ({job.error_code})"
+    return job.state.value
+
+
+def _event_text(event: JobEvent) -> str:
+    at = event.at.isoformat(timespec="milliseconds")
+    if event.kind.value == "state_change":
+        before = event.from_state.value if event.from_state else "new"
+        after = event.to_state.value if event.to_state else "?"
+        text = f"{before} -> {after}"
+        if event.error_code:
+            text += f" {event.error_code}"
+        reason = (event.detail or {}).get("reason") or (event.detail or {}).get("error_message")
+        if reason:
+            text += f" ({reason})"
+    elif event.kind.value == "mcp_call":
+        text = f"{event.tool} {event.outcome} {event.duration_ms or 0:.0f} ms"
+        if event.error_code:
+            text += f" {event.error_code}"
+        if event.server_origin:
+            text += f" @ {event.server_origin}"
+    else:
+        detail = event.detail or {}
+        text = str(detail.get("note") or detail.get("reason") or detail)
+    return f"{at}  #{event.attempt}  {text}"
+
+
+# ---- result ------------------------------------------------------------------------------------
+@app.command()
+def result(
+    job_id: str = typer.Argument(..., help="The job's id."),
+    fmt: str = typer.Option("md", "--format", "-f", help="Which result: md, json, html."),
+    as_json: bool = _JSON,
+) -> None:
+    """Print one result of a succeeded job (streamed as stored, byte for byte)."""
+    jid = _job_id(job_id, as_json)
+    with _store(as_json) as store:
+        if as_json:
+            content = store.get_result(jid, fmt)
+            if content is None:
+                _no_result(store, jid, fmt, as_json)
+            typer.echo(
+                json.dumps({"ok": True, "job_id": str(jid), "format": fmt, "content": content})
+            )
+            return
+        sys.stdout.flush()
+        written = store.write_result(jid, fmt, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+        if written is None:
+            _no_result(store, jid, fmt, as_json)
+
+
+def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
+    job = _get(store, jid, as_json)
+    if job.state is JobState.SUCCEEDED:
+        message = f"job {jid} has no {fmt} result (it has: {', '.join(job.formats)})"
+    else:
+        message = f"job {jid} is {_state_text(job)}: no results"
+    usage_error(message, as_json, code=1)
+
+
+# ---- cancel and retry --------------------------------------------------------------------------
+@app.command()
+def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = _JSON) -> None:
+    """Cancel a queued, retrying or running job; a running one is stopped and never stored."""
+    jid = _job_id(job_id, as_json)
+    with _store(as_json) as store:
+        cancellation = store.cancel(jid, reason="cancelled by doclane cancel")
+        if cancellation is None:
+            job = _get(store, jid, as_json)
+            usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
+    running = cancellation.previous_state is JobState.RUNNING
+    revoked = True
+    try:
+        with celery_publisher() as publisher:
+            publisher.revoke(jid, terminate=running)
+    except Exception as exc:  # the row is cancelled whatever the broker says
+        revoked = False
+        typer.echo(f"warning: could not reach the workers to stop it ({exc})", err=True)
+    if as_json:
+        out = {
+            "ok": True,
+            "job_id": str(jid),
+            "previous_state": cancellation.previous_state.value,
+            "state": cancellation.job.state.value,
+            "revoked": revoked,
+        }
+        typer.echo(json.dumps(out))
+    else:
+        typer.echo(f"{jid} cancelled (was {cancellation.previous_state.value})")
+
+
+@app.command()
+def retry(job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = _JSON) -> None:
+    """Run a job again: a waiting one now, a failed or cancelled one as a new job.
+
+    Finished jobs never change (their history stays as it was); retrying one submits its source
+    again with the same formats and priority, and prints the new job's id.
+    """
+    jid = _job_id(job_id, as_json)
+    with _store(as_json) as store, celery_publisher() as publisher:
+        job = _get(store, jid, as_json)
+        if job.state in (JobState.QUEUED, JobState.RETRYING):
+            store.make_due(job.id)  # a retrying job's backoff is waived: "now" means now
+            publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
+            out: dict[str, Any] = {"ok": True, "job_id": str(job.id), "action": "published"}
+        elif job.state in (JobState.FAILED, JobState.CANCELLED):
+            submission = enqueue(
+                [job.source_uri],
+                job.formats,
+                priority=job.priority,
+                publisher=publisher,
+                store=store,
+            )
+            if submission.rejected:
+                refused = submission.rejected[0]
+                usage_error(f"{refused.code}: {refused.message}", as_json, code=1)
+            out = {
+                "ok": True,
+                "job_id": str(submission.accepted[0].job_id),
+                "retry_of": str(job.id),
+                "action": "resubmitted",
+            }
+        else:
+            usage_error(f"job {jid} is {job.state.value}: nothing to retry", as_json, code=1)
+    if as_json:
+        typer.echo(json.dumps(out))
+    elif out["action"] == "published":
+        typer.echo(f"{jid} published again")
+    else:
+        typer.echo(f"{out['job_id']} submitted again (retry of {jid})")
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+@contextmanager
+def _store(as_json: bool) -> Iterator[JobStore]:
+    try:
+        store = JobStore(load_store_settings())
+    except PipelineError as exc:
+        fail(exc, as_json)
+    try:
+        yield store
+    except PipelineError as exc:
+        fail(exc, as_json)
+    finally:
+        store.close()
+
+
+def _get(store: JobStore, jid: UUID, as_json: bool) -> Job:
+    job = store.get_job(jid)
+    if job is None:
+        usage_error(f"no job {jid}", as_json, code=1)
+    return job
+
+
+def _job_id(text: str, as_json: bool) -> UUID:
+    try:
+        return UUID(text)
+    except ValueError:
+        usage_error(f"not a job id: {text!r}", as_json)
+
+
+def _job_summary(job: Job) -> dict[str, Any]:
+    return {
+        "job_id": str(job.id),
+        "source": job.source_uri,
+        "state": job.state.value,
+        "attempt": job.attempt,
+        "error_code": job.error_code,
+        "error_message": job.error_message,
+    }
+
+
+__all__: Sequence[str] = ("app",)

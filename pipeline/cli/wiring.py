@@ -1,0 +1,44 @@
+"""Where the CLI (the composition root) reaches ``workers/``: the Celery publisher and runners.
+
+``pipeline`` never imports Celery; these few functions load ``workers`` by name at run time,
+so the library stays Celery-free and type-checks without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, cast
+
+from pipeline.publishing import Publisher
+
+
+@contextmanager
+def celery_publisher() -> Iterator[Publisher]:
+    """A publisher on the configured broker (``DOCLANE_BROKER_URL``), closed on exit."""
+    app_module = importlib.import_module("workers.app")
+    publisher_module = importlib.import_module("workers.publisher")
+    app: Any = app_module.create_app()
+    try:
+        yield cast(Publisher, publisher_module.CeleryPublisher(app))
+    finally:
+        app.close()
+
+
+def run_worker(
+    *,
+    queues: Sequence[str] | None,
+    concurrency: int | None,
+    beat: bool | None,
+    loglevel: str | None,
+) -> int:
+    main = importlib.import_module("workers.main")
+    return int(
+        main.run_worker(queues=queues, concurrency=concurrency, beat=beat, loglevel=loglevel)
+    )
+
+
+def run_beat(*, loglevel: str | None) -> None:
+    main = importlib.import_module("workers.main")
+    main.run_beat(loglevel=loglevel)

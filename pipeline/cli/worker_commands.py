@@ -1,0 +1,75 @@
+"""``doclane worker | beat | reconcile``: an operator's commands for the fleet.
+
+``worker`` runs a Celery worker (prefork, one MCP client per process) with beat embedded by
+default, so one command on one host is a complete pipeline; a large fleet runs its workers with
+``--no-beat`` and one ``doclane beat``. ``reconcile`` runs one reconciler pass by hand.
+"""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from errors import PipelineError
+from pipeline.reconcile import reconcile_once
+from pipeline.store import JobStore, load_store_settings
+
+from .output import fail
+from .wiring import celery_publisher, run_beat, run_worker
+
+app = typer.Typer(add_completion=False)
+
+
+@app.command()
+def worker(
+    queues: str | None = typer.Option(
+        None,
+        "--queues",
+        "-Q",
+        help="Comma-separated queues (default: doclane.small,doclane.medium,doclane.large "
+        "and doclane.control).",
+    ),
+    concurrency: int | None = typer.Option(
+        None, "--concurrency", "-c", min=1, help="Worker processes (default: 2)."
+    ),
+    beat: bool | None = typer.Option(
+        None,
+        "--beat/--no-beat",
+        help="Run the reconciler's clock in this worker (default: yes, $DOCLANE_WORKER_BEAT).",
+    ),
+    loglevel: str | None = typer.Option(None, "--loglevel", "-l", help="DEBUG, INFO, WARNING."),
+) -> None:
+    """Run a worker until SIGTERM (warm shutdown: running jobs finish first)."""
+    chosen = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
+    code = run_worker(queues=chosen, concurrency=concurrency, beat=beat, loglevel=loglevel)
+    raise typer.Exit(code)
+
+
+@app.command(name="beat")
+def beat_command(
+    loglevel: str | None = typer.Option(None, "--loglevel", "-l", help="DEBUG, INFO, WARNING."),
+) -> None:
+    """Run beat alone: it sends a reconciler pass to the workers every interval."""
+    run_beat(loglevel=loglevel)
+
+
+@app.command()
+def reconcile(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+    """One reconciler pass now: requeue expired leases, republish lost messages."""
+    try:
+        with JobStore(load_store_settings()) as store, celery_publisher() as publisher:
+            report = reconcile_once(store, publisher)
+    except PipelineError as exc:
+        fail(exc, as_json)
+    if as_json:
+        typer.echo(json.dumps({"ok": not report.publish_failures, **report.to_dict()}))
+    else:
+        failures = len(report.publish_failures)
+        typer.echo(
+            f"requeued {len(report.requeued)} expired lease(s), failed {len(report.failed)} "
+            f"on their last attempt, published {len(report.republished)} message(s)"
+            + (f", {failures} publish failure(s)" if failures else "")
+        )
+    if report.publish_failures:
+        raise typer.Exit(1)

@@ -1,0 +1,22 @@
+"""Processing one job: claim, validate, convert through the resilience layer, store.
+
+Celery-free: ``workers/`` turns an :class:`Outcome` into an acknowledgement or a retry.
+"""
+
+from __future__ import annotations
+
+from pipeline.processing.lease import LeaseKeeper
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.processor import AttemptLost, JobProcessor, UnitRunner
+from pipeline.processing.settings import ProcessingSettings, load_processing_settings
+
+__all__ = [
+    "AttemptLost",
+    "JobProcessor",
+    "LeaseKeeper",
+    "Outcome",
+    "OutcomeKind",
+    "ProcessingSettings",
+    "UnitRunner",
+    "load_processing_settings",
+]

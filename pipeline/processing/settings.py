@@ -1,0 +1,43 @@
+"""Settings of the job processor: leases, job-level retry pacing, and who this worker is."""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ProcessingSettings(BaseSettings):
+    """How one worker process runs jobs.
+
+    The lease is short and renewed while the job runs (every third of it), so a worker killed
+    mid-conversion frees its job one lease later, whatever the document's size tier. Job-level
+    retries (a whole new attempt, after the in-unit retries gave up) back off exponentially
+    from ``job_retry_base_s`` up to ``job_retry_max_s``, with jitter so a fleet does not come
+    back in step.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
+    )
+
+    #: Who holds a lease (host:pid by default); shows in ``doclane status`` and the trail.
+    worker_id: str | None = None
+    lease_s: float = Field(default=60.0, gt=0)
+    job_retry_base_s: float = Field(default=10.0, gt=0)
+    job_retry_max_s: float = Field(default=600.0, gt=0)
+    #: When the breaker gives no ``retry_after``: how long an E309 job waits.
+    circuit_retry_s: float = Field(default=30.0, gt=0)
+    #: How long to wait before trying again when the database is unreachable (E401).
+    db_retry_s: float = Field(default=15.0, gt=0)
+
+    def resolved_worker_id(self) -> str:
+        return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"
+
+
+def load_processing_settings(**overrides: Any) -> ProcessingSettings:
+    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
+    return ProcessingSettings(**overrides)

@@ -1,0 +1,44 @@
+"""Tool profiles: how one document becomes tool calls on a given kind of server.
+
+The server's tool list (read at initialize) decides which contract applies: ``docling-mcp``
+(convert into the server's cache, then export) or ``per-format`` (the design seed's eight
+tools). :func:`select_profile` picks one for the formats a job wants, or raises E305.
+"""
+
+from __future__ import annotations
+
+from pipeline.profiles.base import (
+    KNOWN_FORMATS,
+    CallReporter,
+    Conversion,
+    ConversionRequest,
+    Format,
+    McpCallRecord,
+    Profile,
+    ToolClient,
+    call_tool,
+    ignore_call,
+)
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.per_format import PerFormatProfile
+from pipeline.profiles.selection import available_profiles, select_profile
+from pipeline.profiles.settings import ProfileSettings, load_profile_settings
+
+__all__ = [
+    "KNOWN_FORMATS",
+    "CallReporter",
+    "Conversion",
+    "ConversionRequest",
+    "DoclingMcpProfile",
+    "Format",
+    "McpCallRecord",
+    "PerFormatProfile",
+    "Profile",
+    "ProfileSettings",
+    "ToolClient",
+    "available_profiles",
+    "call_tool",
+    "ignore_call",
+    "load_profile_settings",
+    "select_profile",
+]

@@ -1,0 +1,207 @@
+"""The ``docling-mcp`` profile: the real server's two-step contract.
+
+``convert_document_into_docling_document{source}`` gives a ``document_key``; the document then
+lives in the server process's LRU cache (10 documents by default), from which
+``export_docling_document_to_markdown`` and ``save_docling_document`` read it. Under load another
+conversion can evict the key between the two calls, and the server then answers ``isError``
+with no useful text. So an export that fails is followed by ``check_document_in_local_cache``:
+if the key is gone, the document is converted again, once; if it is still there, the export
+really failed (E307).
+
+Docling JSON has no export tool: ``save_docling_document`` writes ``<key>.json`` into the
+server's cache folder and returns its path on the server. It is offered only when
+``DOCLANE_SERVER_CACHE_DIR`` tells where the worker can read that folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path, PurePath
+
+from errors import ExportFailed
+from pipeline.profiles.base import (
+    CallReporter,
+    Conversion,
+    ConversionRequest,
+    ToolClient,
+    ToolResultView,
+    call_tool,
+    require_str,
+    structured,
+    text_of,
+)
+
+CONVERT = "convert_document_into_docling_document"
+EXPORT_MARKDOWN = "export_docling_document_to_markdown"
+SAVE = "save_docling_document"
+CHECK_CACHE = "check_document_in_local_cache"
+
+
+class _KeyVanished(Exception):
+    """The server no longer holds the document key (evicted or restarted)."""
+
+    def __init__(self, tool: str, server_text: str) -> None:
+        super().__init__(tool)
+        self.tool = tool
+        self.server_text = server_text
+
+
+class DoclingMcpProfile:
+    """Convert once, export every wanted format from the cached document."""
+
+    name = "docling-mcp"
+
+    def __init__(
+        self,
+        *,
+        server_cache_dir: Path | None = None,
+        to_worker_path: Callable[[str], str] | None = None,
+        offers_save: bool = True,
+        offers_check: bool = True,
+    ) -> None:
+        self._cache_dir = server_cache_dir
+        self._to_worker_path = to_worker_path or (lambda path: path)
+        self._offers_save = offers_save
+        self._offers_check = offers_check
+
+    @classmethod
+    def for_tools(
+        cls,
+        tool_names: frozenset[str],
+        *,
+        server_cache_dir: Path | None = None,
+        to_worker_path: Callable[[str], str] | None = None,
+    ) -> DoclingMcpProfile:
+        return cls(
+            server_cache_dir=server_cache_dir,
+            to_worker_path=to_worker_path,
+            offers_save=SAVE in tool_names,
+            offers_check=CHECK_CACHE in tool_names,
+        )
+
+    @staticmethod
+    def fits(tool_names: frozenset[str]) -> bool:
+        return {CONVERT, EXPORT_MARKDOWN} <= tool_names
+
+    def missing_formats(self, formats: Sequence[str]) -> list[str]:
+        can = {"md"}
+        if self._cache_dir is not None and self._offers_save:
+            can.add("json")
+        return [fmt for fmt in formats if fmt not in can]
+
+    def convert(
+        self, client: ToolClient, request: ConversionRequest, report: CallReporter
+    ) -> Conversion:
+        key = self._convert(client, request, report)
+        conversion = Conversion(profile=self.name, outputs={}, document_key=key)
+        try:
+            conversion.outputs = self._export_all(client, key, request, report)
+        except _KeyVanished as gone:
+            conversion.notes.append(f"document key {key} evicted after convert; converted again")
+            key = self._convert(client, request, report)
+            conversion.document_key = key
+            conversion.conversions += 1
+            try:
+                conversion.outputs = self._export_all(client, key, request, report)
+            except _KeyVanished as again:
+                raise ExportFailed(
+                    f"{again.tool}: document key vanished twice from the server's cache"
+                    + (f" ({again.server_text})" if again.server_text else ""),
+                    detail={"tool": again.tool, "first_tool": gone.tool, "document_key": key},
+                ) from None
+        return conversion
+
+    def _convert(self, client: ToolClient, request: ConversionRequest, report: CallReporter) -> str:
+        result = call_tool(
+            client,
+            CONVERT,
+            {"source": request.source},
+            stage="convert",
+            report=report,
+            size_bytes=request.size_bytes,
+        )
+        return require_str(structured(result, CONVERT), "document_key", CONVERT)
+
+    def _export_all(
+        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
+    ) -> dict[str, str]:
+        outputs: dict[str, str] = {}
+        for fmt in request.formats:
+            if fmt == "md":
+                outputs["md"] = self._markdown(client, key, request, report)
+            elif fmt == "json":
+                outputs["json"] = self._json(client, key, request, report)
+        return outputs
+
+    def _markdown(
+        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
+    ) -> str:
+        result = self._export_call(client, EXPORT_MARKDOWN, key, request, report)
+        return require_str(structured(result, EXPORT_MARKDOWN), "markdown", EXPORT_MARKDOWN)
+
+    def _json(
+        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
+    ) -> str:
+        assert self._cache_dir is not None  # missing_formats() refused json otherwise
+        result = self._export_call(client, SAVE, key, request, report)
+        server_path = require_str(structured(result, SAVE), "json_file", SAVE)
+        local = self._readable_path(server_path)
+        try:
+            return local.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ExportFailed(
+                f"{SAVE}: the server saved {server_path}, but the worker cannot read it at "
+                f"{local} ({exc.strerror or exc}); check DOCLANE_SERVER_CACHE_DIR and "
+                "DOCLANE_PATH_MAP",
+                detail={"tool": SAVE, "server_path": server_path, "worker_path": str(local)},
+            ) from exc
+
+    def _readable_path(self, server_path: str) -> Path:
+        """Where the worker reads a file the server wrote into its cache folder.
+
+        The path map is tried first; a server path it does not cover (the cache folder is often
+        mounted somewhere else) is looked up by name in the configured cache folder. Either way
+        the result must lie inside that folder: the server does not get to name other files.
+        """
+        assert self._cache_dir is not None
+        root = self._cache_dir.resolve()
+        mapped = Path(self._to_worker_path(server_path)).resolve()
+        if mapped.is_relative_to(root):
+            return mapped
+        return root / PurePath(server_path).name
+
+    def _export_call(
+        self,
+        client: ToolClient,
+        tool: str,
+        key: str,
+        request: ConversionRequest,
+        report: CallReporter,
+    ) -> ToolResultView:
+        result = call_tool(
+            client,
+            tool,
+            {"document_key": key},
+            stage="export",
+            report=report,
+            size_bytes=request.size_bytes,
+            raise_on_error=False,
+        )
+        if not result.is_error:
+            return result
+        server_text = text_of(result)
+        if not self._key_in_cache(client, key, report):
+            raise _KeyVanished(tool, server_text)
+        raise ExportFailed(
+            f"{tool}: {server_text or 'the server reported an error'}",
+            detail={"tool": tool, "document_key": key, "tool_text": server_text},
+        )
+
+    def _key_in_cache(self, client: ToolClient, key: str, report: CallReporter) -> bool:
+        """Whether the server still holds ``key``; without the check tool, assume it does not."""
+        if not self._offers_check:
+            return False
+        result = call_tool(
+            client, CHECK_CACHE, {"document_key": key}, stage="export", report=report
+        )
+        return structured(result, CHECK_CACHE).get("in_cache") is True

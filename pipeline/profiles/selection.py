@@ -1,0 +1,70 @@
+"""Choosing the profile for a server and a job's wanted formats (E305 when none fits)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+
+from errors import MissingCapability
+from pipeline.profiles.base import KNOWN_FORMATS, Profile
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.per_format import PerFormatProfile
+from pipeline.profiles.settings import ProfileSettings
+
+
+def available_profiles(
+    tool_names: Iterable[str],
+    settings: ProfileSettings,
+    to_worker_path: Callable[[str], str] | None = None,
+) -> list[Profile]:
+    """Every profile whose contract the server's tools satisfy, in order of preference."""
+    names = frozenset(tool_names)
+    found: list[Profile] = []
+    if settings.profile in ("auto", "docling-mcp") and DoclingMcpProfile.fits(names):
+        found.append(
+            DoclingMcpProfile.for_tools(
+                names, server_cache_dir=settings.server_cache_dir, to_worker_path=to_worker_path
+            )
+        )
+    if settings.profile in ("auto", "per-format") and PerFormatProfile.fits(names):
+        found.append(PerFormatProfile(names))
+    return found
+
+
+def select_profile(
+    tool_names: Iterable[str],
+    formats: Sequence[str],
+    settings: ProfileSettings,
+    to_worker_path: Callable[[str], str] | None = None,
+) -> Profile:
+    """The first profile that fits the tools and can produce every wanted format."""
+    names = frozenset(tool_names)
+    unknown = [fmt for fmt in formats if fmt not in KNOWN_FORMATS]
+    if unknown:
+        raise MissingCapability(
+            f"unknown output format(s): {', '.join(unknown)}",
+            detail={"formats": list(formats), "known": sorted(KNOWN_FORMATS)},
+        )
+    candidates = available_profiles(names, settings, to_worker_path)
+    reasons: list[str] = []
+    for profile in candidates:
+        missing = profile.missing_formats(formats)
+        if not missing:
+            return profile
+        reasons.append(f"{profile.name} cannot give {', '.join(missing)}")
+    if not candidates:
+        if settings.profile == "auto":
+            message = "the server's tools fit no profile (docling-mcp, per-format)"
+        else:
+            message = f"the server's tools do not fit the {settings.profile} profile"
+    else:
+        message = "no profile gives every wanted format: " + "; ".join(reasons)
+        if any(p.name == "docling-mcp" for p in candidates) and "json" in formats:
+            message += " (Docling JSON needs DOCLANE_SERVER_CACHE_DIR)"
+    raise MissingCapability(
+        message,
+        detail={
+            "formats": list(formats),
+            "profile_setting": settings.profile,
+            "tools": sorted(names)[:50],
+        },
+    )

@@ -1,0 +1,35 @@
+"""Settings for choosing and running a tool profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+ProfileChoice = Literal["auto", "docling-mcp", "per-format"]
+
+
+class ProfileSettings(BaseSettings):
+    """How doclane talks to the server's tools.
+
+    ``profile`` forces one contract; ``auto`` picks the first that fits the server's tool list.
+    ``server_cache_dir`` is where the *worker* can read the docling-mcp server's ``CACHE_DIR``
+    (same host, or a shared volume); without it Docling JSON is not offered.
+    """
+
+    model_config = SettingsConfigDict(
+        env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
+    )
+
+    profile: ProfileChoice = Field(
+        "auto", validation_alias=AliasChoices("DOCLANE_PROFILE", "profile")
+    )
+    server_cache_dir: Path | None = Field(
+        None, validation_alias=AliasChoices("DOCLANE_SERVER_CACHE_DIR", "server_cache_dir")
+    )
+
+
+def load_profile_settings(**overrides: object) -> ProfileSettings:
+    return ProfileSettings(**overrides)  # type: ignore[arg-type]

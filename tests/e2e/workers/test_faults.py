@@ -1,0 +1,338 @@
+"""What fleets meet: killed workers, servers that go away or forget, a broker that loses its
+messages, duplicate deliveries, evicted keys. Every job must end succeeded, exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
+
+from pipeline.jobs import EventKind, Job, JobState, Stage
+from pipeline.publishing import JobMessage
+from tests.fixtures.brokers import Broker
+from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.processes import parent_of, process_gone
+from tests.fixtures.waiting import wait_for
+from tests.fixtures.workers import Cluster, WorkerProcess
+from tests.integration.workers.samples import write_mixed, write_sample
+
+CONVERT = "convert_document_into_docling_document"
+EXPORT = "export_docling_document_to_markdown"
+
+
+def running_in_stage(cluster: Cluster, job_id: UUID, stage: Stage) -> Job | None:
+    job = cluster.store.get_job(job_id)
+    return job if job and job.state is JobState.RUNNING and job.stage is stage else None
+
+
+def pool_process_of(job: Job, worker: WorkerProcess) -> int:
+    """The pid of the worker's pool process holding the job's lease (``host:pid``)."""
+    assert job.lease_owner is not None
+    pid = int(job.lease_owner.rsplit(":", 1)[1])
+    assert parent_of(pid) == worker.pid, "the lease holder is a pool process of our worker"
+    return pid
+
+
+def assert_one_result_set(cluster: Cluster, jobs: list[Job]) -> None:
+    for job in jobs:
+        assert job.state is JobState.SUCCEEDED, (job.id, job.state, job.error_code)
+        results = cluster.store.list_results(job.id)
+        assert [r.format for r in results] == list(job.formats)
+        assert {r.attempt for r in results} == {job.attempt}
+
+
+def succeeded_count(cluster: Cluster, job_ids: list[UUID]) -> int:
+    return sum(1 for j in cluster.jobs(job_ids) if j.state is JobState.SUCCEEDED)
+
+
+def test_a_pool_process_killed_mid_conversion_its_job_completes_elsewhere_once(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    worker = cluster.start_worker(concurrency=2)
+    fake_server.configure(delay_s=3, delay_tools=[CONVERT])
+    job_id = cluster.submit([write_sample(tmp_path, "docx", 1)]).job_ids[0]
+    job = wait_for(
+        lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="mid-conversion"
+    )
+    victim = pool_process_of(job, worker)
+
+    os.kill(victim, signal.SIGKILL)
+    fake_server.configure(delay_s=0)
+    [done] = cluster.wait_terminal([job_id], timeout=60)
+
+    assert_one_result_set(cluster, [done])
+    assert done.attempt == 2 and done.lease_owner is None
+    reasons = [
+        (e.detail or {}).get("reason")
+        for e in cluster.store.events(job_id)
+        if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.QUEUED and e.attempt == 1
+    ]
+    assert reasons == ["lease expired"]
+    assert worker.popen.poll() is None, "the worker replaced its lost pool process"
+
+
+def test_sigterm_lets_the_running_job_finish_and_the_worker_exit(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    worker = cluster.start_worker(concurrency=1)
+    fake_server.configure(delay_s=2, delay_tools=[CONVERT])
+    job_id = cluster.submit([write_sample(tmp_path, "md", 2)]).job_ids[0]
+    wait_for(lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="running")
+
+    worker.terminate()
+    code = worker.wait(timeout=60)
+
+    assert code == 0, worker.tail()
+    job = cluster.store.get_job(job_id)
+    assert job is not None
+    assert_one_result_set(cluster, [job])
+    assert job.attempt == 1
+    assert "Warm shutdown" in worker.log()
+    assert fake_server.stats()["deletes"] >= 1, "the pool process closed its MCP session"
+
+
+def test_a_server_down_longer_than_the_breaker_reset_fails_no_job(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    cluster.start_worker(concurrency=2)
+    fake_server.configure(delay_s=0.2, delay_tools=[CONVERT])
+    ids = cluster.submit([str(p) for p in write_mixed(tmp_path / "docs", 12)]).job_ids
+    wait_for(lambda: succeeded_count(cluster, ids) >= 2, message="some jobs done")
+
+    fake_server.stop()
+
+    def circuit_waited_twice() -> bool:
+        for job_id in ids:
+            e309 = [
+                e
+                for e in cluster.store.events(job_id)
+                if e.kind is EventKind.STATE_CHANGE
+                and e.to_state is JobState.RETRYING
+                and e.error_code == "E309"
+            ]
+            if len(e309) >= 2:
+                return True
+        return False
+
+    # Two open-circuit retries of one job: the breaker stayed open past its reset at least once.
+    wait_for(circuit_waited_twice, timeout=60, message="a job rescheduled twice by the breaker")
+    fake_server.start()
+    jobs = cluster.wait_terminal(ids, timeout=120)
+
+    assert_one_result_set(cluster, jobs)
+    for job in jobs:  # the open circuit's waits were free; only real tries were charged
+        retries = [
+            e.error_code
+            for e in cluster.store.events(job.id)
+            if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.RETRYING
+        ]
+        charged = sum(1 for code in retries if code != "E309")
+        assert job.attempts_spent == 1 + charged, (job.id, retries)
+
+
+def test_a_server_that_forgets_sessions_and_restarts_fails_no_job(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    cluster.start_worker(concurrency=2)
+    fake_server.configure(delay_s=0.1, delay_tools=[CONVERT, EXPORT])
+    ids = cluster.submit([str(p) for p in write_mixed(tmp_path / "docs", 30)]).job_ids
+
+    wait_for(lambda: succeeded_count(cluster, ids) >= 5, message="a few done")
+    forgotten = fake_server.forget_sessions()
+    wait_for(lambda: succeeded_count(cluster, ids) >= 15, message="half done")
+    fake_server.restart()
+    fake_server.configure(delay_s=0.1, delay_tools=[CONVERT, EXPORT])
+    jobs = cluster.wait_terminal(ids, timeout=120)
+
+    assert forgotten >= 1
+    assert_one_result_set(cluster, jobs)
+    assert fake_server.stats()["initialize_calls"] >= 1, "sessions were opened again"
+
+
+def test_a_flushed_broker_loses_messages_and_the_reconciler_finishes_every_job(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    cluster.start_worker(concurrency=2)
+    fake_server.configure(delay_s=0.15, delay_tools=[CONVERT])
+    ids = cluster.submit([str(p) for p in write_mixed(tmp_path / "docs", 40)]).job_ids
+    wait_for(lambda: succeeded_count(cluster, ids) >= 5, message="a few done")
+
+    any_broker.flush()
+    waiting_after_flush = len(ids) - succeeded_count(cluster, ids)
+    jobs = cluster.wait_terminal(ids, timeout=120)
+
+    assert waiting_after_flush >= 1, "the flush came mid-run"
+    assert_one_result_set(cluster, jobs)
+    republished = [
+        e
+        for job_id in ids
+        for e in cluster.store.events(job_id)
+        if e.kind is EventKind.NOTE and "presumed lost" in str((e.detail or {}).get("reason"))
+    ]
+    assert republished, "the reconciler republished lost messages"
+
+
+def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url, DOCLANE_LOG_FORMAT="json")
+    worker = cluster.start_worker(concurrency=1)
+    job_id = cluster.submit([write_sample(tmp_path, "csv", 3)]).job_ids[0]
+    [done] = cluster.wait_terminal([job_id])
+    events_before = cluster.store.events(job_id)
+    calls_before = fake_server.stats()["requests_by_tool"]
+
+    cluster.publisher().publish(JobMessage(job_id, done.queue))
+
+    def skipped() -> list[dict[str, object]]:
+        lines = [json.loads(x) for x in worker.log().splitlines() if x.startswith("{")]
+        return [
+            x for x in lines if x["job_id"] == str(job_id) and "nothing to claim" in x["message"]
+        ]
+
+    wait_for(skipped, message="the duplicate delivered and skipped")
+    claimed = [
+        json.loads(x) for x in worker.log().splitlines() if x.startswith("{") and "claimed" in x
+    ]
+    assert claimed and claimed[0]["job_id"] == str(job_id) and claimed[0]["attempt"] == 1
+    converted = [
+        json.loads(x) for x in worker.log().splitlines() if x.startswith("{") and CONVERT in x
+    ]
+    assert converted and converted[0]["origin"] == fake_server.origin
+
+    after = cluster.store.get_job(job_id)
+    assert after is not None and (after.state, after.attempt) == (JobState.SUCCEEDED, 1)
+    assert len(cluster.store.list_results(job_id)) == 1
+    assert cluster.store.events(job_id) == events_before
+    assert fake_server.stats()["requests_by_tool"] == calls_before
+
+
+def test_a_key_evicted_between_convert_and_export_is_converted_again(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    """The server empties its cache just before the first export, as ten other conversions
+    between this job's convert and export would: the key is gone, the worker converts again."""
+    cluster = make_cluster(any_broker, fake_server.url)
+    cluster.start_worker(concurrency=1)
+    fake_server.configure(evict_next=1, evict_tools=[EXPORT])
+
+    job_id = cluster.submit([write_sample(tmp_path, "html", 10)]).job_ids[0]
+    [done] = cluster.wait_terminal([job_id])
+
+    assert_one_result_set(cluster, [done])
+    assert done.attempt == 1, "no attempt was spent on the eviction"
+    calls = [
+        (e.tool, e.outcome) for e in cluster.store.events(job_id) if e.kind is EventKind.MCP_CALL
+    ]
+    assert calls == [
+        (CONVERT, "ok"),
+        (EXPORT, "error"),
+        ("check_document_in_local_cache", "ok"),
+        (CONVERT, "ok"),
+        (EXPORT, "ok"),
+    ]
+    assert fake_server.stats()["cache_evictions"] >= 1
+    assert "# Page 10" in (cluster.store.get_result(job_id, "md") or "")
+
+
+def test_a_job_cancelled_while_running_is_stopped_and_never_succeeds(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(any_broker, fake_server.url)
+    worker = cluster.start_worker(concurrency=1)
+    # Far longer than the test waits: only the revoke can end this conversion in time.
+    fake_server.configure(delay_s=600, delay_tools=[CONVERT])
+    job_id = cluster.submit([write_sample(tmp_path, "docx", 20)]).job_ids[0]
+    job = wait_for(lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="running")
+    converting = pool_process_of(job, worker)
+
+    out = cluster.cli_json("cancel", str(job_id))
+    wait_for(
+        lambda: process_gone(converting),
+        timeout=60,
+        message="the revoke to stop the pool process converting the cancelled job",
+    )
+    fake_server.configure(delay_s=0)
+    # The single pool process is free again only once the cancelled attempt has ended.
+    after_id = cluster.submit([write_sample(tmp_path, "md", 21)]).job_ids[0]
+    cluster.wait_terminal([after_id])
+
+    assert (out["previous_state"], out["state"]) == ("running", "cancelled")
+    job = cluster.store.get_job(job_id)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert cluster.store.list_results(job_id) == []
+    assert not any(e.to_state is JobState.SUCCEEDED for e in cluster.store.events(job_id))
+
+
+def test_a_url_source_is_fetched_by_the_worker(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    http_source: object,
+) -> None:
+    body = b"# From the web\n\n| k | v |\n|---|---|\n| a | 1 |\n"
+    http_source.serve("/page.md", body, content_type="text/markdown")  # type: ignore[attr-defined]
+    cluster = make_cluster(redis_broker, fake_server.url)
+    cluster.start_worker(concurrency=1)
+
+    url = http_source.url("/page.md")  # type: ignore[attr-defined]
+    job_id = cluster.submit([url]).job_ids[0]
+    [done] = cluster.wait_terminal([job_id])
+
+    assert_one_result_set(cluster, [done])
+    assert done.size_bytes == len(body) and done.queue == "doclane.large"
+    assert "# From the web" in (cluster.store.get_result(job_id, "md") or "")
+
+
+def test_the_per_format_profile_through_workers(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server_factory: Callable[..., FakeServer],
+    tmp_path: Path,
+) -> None:
+    server = fake_server_factory(profile="per-format")
+    cluster = make_cluster(redis_broker, server.url)
+    cluster.start_worker(concurrency=2)
+    paths = [write_sample(tmp_path, kind, n) for n, kind in enumerate(("docx", "xlsx", "pptx"))]
+
+    ids = cluster.submit([str(p) for p in paths], formats=("md", "html", "json")).job_ids
+    jobs = cluster.wait_terminal(ids)
+
+    assert_one_result_set(cluster, jobs)
+    for job, path in zip(jobs, paths, strict=True):
+        assert path.stem in (cluster.store.get_result(job.id, "md") or "")
+        tools = [e.tool for e in cluster.store.events(job.id) if e.kind is EventKind.MCP_CALL]
+        assert tools[0] == f"convert_{path.suffix[1:]}"

@@ -1,0 +1,130 @@
+"""In-process job processing against the fake server and a real database (no Celery)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+from uuid import UUID
+
+import pytest
+
+from pipeline.enqueue import Submission, enqueue
+from pipeline.mcp import McpClient, load_mcp_settings
+from pipeline.processing import JobProcessor, load_processing_settings
+from pipeline.profiles import load_profile_settings
+from pipeline.publishing import RecordingPublisher
+from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+from pipeline.sources import load_source_settings
+from pipeline.store import JobStore
+from tests.fixtures.fake_server import FakeServer
+
+T = TypeVar("T")
+
+
+@dataclass
+class HookedRunner:
+    """The real resilience layer, with a hook around each unit (to act between two calls)."""
+
+    resilient: Resilient
+    wrap_client: Callable[[McpClient], Any] | None = None
+    after_unit: Callable[[], None] | None = None
+
+    def run(self, unit: Callable[[McpClient], T], *, label: str = "conversion") -> T:
+        def hooked(client: McpClient) -> T:
+            if self.wrap_client is not None:
+                client = self.wrap_client(client)
+            result = unit(client)
+            if self.after_unit is not None:
+                self.after_unit()
+            return result
+
+        return self.resilient.run(hooked, label=label)
+
+
+@dataclass
+class Bench:
+    """Everything one processor test needs: a store, a processor, a publisher, a folder."""
+
+    store: JobStore
+    processor: JobProcessor
+    runner: HookedRunner
+    publisher: RecordingPublisher
+    folder: Path
+    server: FakeServer
+    source_settings: Any
+    closers: list[Callable[[], None]] = field(default_factory=list)
+
+    def submit(self, *sources: str | Path, formats: tuple[str, ...] = ("md",)) -> Submission:
+        return enqueue(
+            [str(s) for s in sources],
+            formats,
+            publisher=self.publisher,
+            store=self.store,
+            source_settings=self.source_settings,
+        )
+
+    def submit_one(self, source: str | Path, formats: tuple[str, ...] = ("md",)) -> UUID:
+        submission = self.submit(source, formats=formats)
+        assert not submission.rejected, submission.rejected
+        return submission.accepted[0].job_id
+
+
+@pytest.fixture
+def make_bench(
+    store: JobStore, fake_server: FakeServer, tmp_path: Path
+) -> Iterator[Callable[..., Bench]]:
+    benches: list[Bench] = []
+
+    def build(
+        server: FakeServer | None = None,
+        *,
+        processing: dict[str, Any] | None = None,
+        resilience: dict[str, Any] | None = None,
+        sources: dict[str, Any] | None = None,
+        profiles: dict[str, Any] | None = None,
+        job_store: JobStore | None = None,
+    ) -> Bench:
+        target = server or fake_server
+        store_used = job_store or store
+        resilient = build_resilient(
+            load_mcp_settings(origin=target.url),
+            load_resilience_settings(**(resilience or {})),
+        )
+        source_settings = load_source_settings(
+            inbox_dir=tmp_path / "inbox", allow_private_urls=True, **(sources or {})
+        )
+        runner = HookedRunner(resilient)
+        processor = JobProcessor(
+            store=store_used,
+            runner=runner,
+            settings=load_processing_settings(
+                **{
+                    "worker_id": "test-worker",
+                    "lease_s": 30,
+                    "job_retry_base_s": 0.2,
+                    "job_retry_max_s": 1,
+                    **(processing or {}),
+                }
+            ),
+            source_settings=source_settings,
+            profile_settings=load_profile_settings(**(profiles or {})),
+        )
+        bench = Bench(
+            store=store_used,
+            processor=processor,
+            runner=runner,
+            publisher=RecordingPublisher(),
+            folder=tmp_path / "docs",
+            server=target,
+            source_settings=source_settings,
+            closers=[resilient.close],
+        )
+        benches.append(bench)
+        return bench
+
+    yield build
+    for bench in benches:
+        for close in bench.closers:
+            close()

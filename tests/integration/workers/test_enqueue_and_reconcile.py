@@ -1,0 +1,217 @@
+"""Submission and the reconciler against a real database, with a publisher that records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from pipeline.enqueue import enqueue
+from pipeline.jobs import JobState
+from pipeline.publishing import BROKER_DOWN_AFTER, JobMessage, RecordingPublisher
+from pipeline.reconcile import load_reconcile_settings, reconcile_once
+from pipeline.sizes import SMALL_BELOW_BYTES
+from pipeline.sources import load_source_settings
+from pipeline.store import JobStore
+from tests.fixtures.waiting import wait_for
+from tests.integration.workers.samples import write_mixed, write_sample
+
+
+class CheckingPublisher(RecordingPublisher):
+    """Records only what a *separate* connection can already see: the rows are committed."""
+
+    def __init__(self, other: JobStore, fail: set[int] | None = None) -> None:
+        super().__init__()
+        self.other = other
+        self.fail = fail or set()
+        self.calls = 0
+
+    def publish(self, message: JobMessage) -> None:
+        self.calls += 1
+        job = self.other.get_job(message.job_id)
+        assert job is not None and job.state is JobState.QUEUED, "published before commit"
+        if self.calls in self.fail:
+            raise ConnectionError("broker down")
+        super().publish(message)
+
+
+def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    good = write_mixed(docs, 6)
+    (docs / "empty.md").write_bytes(b"")
+    (docs / "fake.docx").write_bytes(b"not a zip")
+    outside = tmp_path / "elsewhere" / "a.md"
+    outside.parent.mkdir()
+    outside.write_text("# outside")
+    publisher = CheckingPublisher(make_store())
+    settings = load_source_settings(allowed_roots=(docs,))
+
+    submission = enqueue(
+        [
+            str(docs),
+            str(docs / "missing.md"),
+            str(outside),
+            "http://127.0.0.1/x.md",
+            "ftp://example.org/a.md",
+        ],
+        ("md", "json"),
+        publisher=publisher,
+        store=store,
+        source_settings=settings,
+    )
+
+    assert len(submission.accepted) == len(good)
+    assert all(a.published and a.queue == "doclane.small" for a in submission.accepted)
+    refused = {r.source: r.code for r in submission.rejected}
+    assert refused == {
+        str(docs / "empty.md"): "E106",
+        str(docs / "fake.docx"): "E102",
+        str(docs / "missing.md"): "E101",
+        str(outside): "E105",
+        "http://127.0.0.1/x.md": "E104",
+        "ftp://example.org/a.md": "E104",
+    }
+    assert [m.job_id for m in publisher.messages] == submission.job_ids
+    job = store.get_job(submission.job_ids[0])
+    assert job is not None and job.formats == ("json", "md") and job.content_sha256
+
+
+def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+) -> None:
+    paths = write_mixed(tmp_path / "docs", 3)
+    publisher = CheckingPublisher(make_store(), fail={2})
+    submission = enqueue([str(p) for p in paths], publisher=publisher, store=store)
+    lost = submission.accepted[1].job_id
+    assert list(submission.publish_failures) == [lost]
+    assert not submission.accepted[1].published
+
+    later = RecordingPublisher()
+    settings = load_reconcile_settings(reconcile_stale_after_s=0.2)
+    report = wait_for(
+        lambda: (r := reconcile_once(store, later, settings)).republished and r,
+        timeout=10,
+        message="the reconciler to republish",
+    )
+
+    assert lost in report.republished
+    assert JobMessage(lost, "doclane.small") in later.messages
+
+
+def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
+    store: JobStore, tmp_path: Path
+) -> None:
+    path = write_sample(tmp_path / "docs", "md", 1)
+    publisher = RecordingPublisher()
+    first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
+    claimed = store.claim(first, "w", 30)
+    assert claimed is not None
+    assert store.finish(first, claimed.attempt, {"md": "# done"})
+
+    again = enqueue([str(path)], publisher=publisher, store=store)
+    forced = enqueue([str(path)], no_dedup=True, publisher=publisher, store=store)
+
+    assert again.accepted[0].job_id == first and again.accepted[0].deduplicated
+    assert forced.job_ids[0] != first
+    assert [m.job_id for m in publisher.messages] == [first, forced.job_ids[0]]
+
+
+def test_queues_follow_the_size_tier(store: JobStore, tmp_path: Path) -> None:
+    big = tmp_path / "docs" / "big.md"
+    big.parent.mkdir()
+    with big.open("wb") as out:
+        out.write(b"# big\n")
+        out.write(b"x" * (SMALL_BELOW_BYTES + 1))
+    small = write_sample(tmp_path / "docs", "md", 2)
+
+    submission = enqueue([str(small), str(big)], publisher=RecordingPublisher(), store=store)
+
+    assert [a.queue for a in submission.accepted] == ["doclane.small", "doclane.medium"]
+
+
+def test_unknown_formats_are_refused_before_anything_is_written(
+    store: JobStore, tmp_path: Path
+) -> None:
+    path = write_sample(tmp_path / "docs", "md", 3)
+    with pytest.raises(ValueError, match="pdf"):
+        enqueue([str(path)], ("md", "pdf"), publisher=RecordingPublisher(), store=store)
+    assert store.count_in_flight()[JobState.QUEUED] == 0
+
+
+def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_path: Path) -> None:
+    path = write_sample(tmp_path / "docs", "csv", 4)
+    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
+    assert store.claim(job_id, "dead-worker", lease_s=0.05) is not None
+    publisher = RecordingPublisher()
+    settings = load_reconcile_settings(reconcile_stale_after_s=3600)
+
+    report = wait_for(
+        lambda: (r := reconcile_once(store, publisher, settings)).requeued and r,
+        timeout=10,
+        message="the lease to expire",
+    )
+
+    assert report.requeued == [job_id] and report.republished == [job_id]
+    job = store.get_job(job_id)
+    assert job is not None and job.state is JobState.QUEUED and job.attempt == 1
+
+
+def test_stale_rows_are_not_republished_again_before_another_threshold(
+    store: JobStore, tmp_path: Path
+) -> None:
+    path = write_sample(tmp_path / "docs", "md", 5)
+    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
+    publisher = RecordingPublisher()
+    quick = load_reconcile_settings(reconcile_stale_after_s=0.1)
+    wait_for(
+        lambda: reconcile_once(store, publisher, quick).republished,
+        timeout=10,
+        message="the first republish",
+    )
+    slow = load_reconcile_settings(reconcile_stale_after_s=3600)
+
+    assert reconcile_once(store, publisher, slow).republished == []
+    assert [m.job_id for m in publisher.messages] == [job_id]
+
+
+def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """Old queued rows on a queue with messages waiting are a backlog, not lost messages:
+    republishing them every threshold would grow the queue without end."""
+    paths = write_mixed(tmp_path / "docs", 3)
+    ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
+    publisher = RecordingPublisher(depths={"doclane.small": 2500})
+    settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
+
+    def at_least_stale() -> bool:
+        jobs = store.get_jobs(ids)
+        newest = max(j.updated_at for j in jobs)
+        return (datetime.now(UTC) - newest).total_seconds() > 0.2
+
+    wait_for(at_least_stale, timeout=10, message="the rows to be older than the threshold")
+    busy = reconcile_once(store, publisher, settings)
+
+    assert busy.republished == [] and busy.busy_queues == ["doclane.small"]
+    publisher.depths["doclane.small"] = 0  # the queue drained: what is still queued was lost
+    drained = reconcile_once(store, publisher, settings)
+    assert sorted(drained.republished) == sorted(ids) and drained.busy_queues == []
+
+
+def test_publishing_stops_trying_once_the_broker_is_plainly_down(
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+) -> None:
+    """A broker that refuses three messages in a row is down: the rest are not tried (each
+    try costs seconds), their rows stay queued for the reconciler."""
+    paths = write_mixed(tmp_path / "docs", 8)
+    publisher = CheckingPublisher(make_store(), fail=set(range(1, 100)))
+
+    submission = enqueue([str(p) for p in paths], publisher=publisher, store=store)
+
+    assert publisher.calls == BROKER_DOWN_AFTER
+    assert sorted(submission.publish_failures) == sorted(submission.job_ids)
+    assert {j.state for j in store.get_jobs(submission.job_ids)} == {JobState.QUEUED}

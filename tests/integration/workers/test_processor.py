@@ -1,0 +1,354 @@
+"""The job processor against the fake Docling server and a real PostgreSQL (no Celery).
+
+Each test runs single attempts by calling ``process`` and reads the truth from the database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipeline.jobs import EventKind, JobState
+from pipeline.mcp import McpClient
+from pipeline.processing import OutcomeKind
+from tests.fixtures.fake_server import FakeServer
+from tests.integration.workers.conftest import Bench
+from tests.integration.workers.samples import write_sample
+
+CONVERT = "convert_document_into_docling_document"
+EXPORT = "export_docling_document_to_markdown"
+
+
+def mcp_calls(bench: Bench, job_id: Any) -> list[tuple[str, str | None, str | None]]:
+    return [
+        (e.tool or "", e.outcome, e.error_code)
+        for e in bench.store.events(job_id)
+        if e.kind is EventKind.MCP_CALL
+    ]
+
+
+def test_a_job_is_converted_stored_and_its_calls_recorded(make_bench: Callable[..., Bench]) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
+
+    outcome = bench.processor.process(job_id)
+
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED and job.attempt == 1
+    assert job.server_origin == bench.server.origin
+    markdown = bench.store.get_result(job_id, "md")
+    assert markdown is not None and "# Notes 1" in markdown and "| n | 1 |" in markdown
+    assert mcp_calls(bench, job_id) == [(CONVERT, "ok", None), (EXPORT, "ok", None)]
+    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert notes and notes[-1] is not None and notes[-1]["profile"] == "docling-mcp"
+
+
+def test_the_server_is_given_its_own_path_of_a_shared_file(
+    make_bench: Callable[..., Bench], tmp_path: Path
+) -> None:
+    """DOCLANE_PATH_MAP: the worker validates its path, the server converts its own view of it.
+
+    Here the server's view is a different folder with different content, so the markdown says
+    which path the server was given.
+    """
+    worker_view, server_view = tmp_path / "worker-volume", tmp_path / "server-volume"
+    server_view.mkdir()
+    (server_view / "shared.md").write_text("# Seen by the server\n\nvia the mapped path\n")
+    bench = make_bench(sources={"path_map": f"{worker_view}:{server_view}"})
+    worker_view.mkdir()
+    (worker_view / "shared.md").write_text("# Seen by the worker\n\nits own path\n")
+    job_id = bench.submit_one(worker_view / "shared.md")
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.source_uri == str(worker_view / "shared.md")
+    assert "# Seen by the server" in (bench.store.get_result(job_id, "md") or "")
+
+
+def test_docling_json_comes_from_the_server_cache_folder(
+    make_bench: Callable[..., Bench], fake_server: FakeServer
+) -> None:
+    bench = make_bench(profiles={"server_cache_dir": fake_server.cache_dir})
+    job_id = bench.submit_one(write_sample(bench.folder, "html", 2), formats=("md", "json"))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    document = json.loads(bench.store.get_result(job_id, "json") or "null")
+    assert isinstance(document, dict) and document
+    assert "Page 2" in (bench.store.get_result(job_id, "md") or "")
+
+
+def test_a_redelivered_finished_job_is_skipped_and_stores_nothing_more(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "csv", 3))
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    calls_before = bench.server.stats()["requests_by_tool"]
+    events_before = len(bench.store.events(job_id))
+
+    again = bench.processor.process(job_id)
+
+    assert again.kind is OutcomeKind.SKIPPED
+    assert len(bench.store.list_results(job_id)) == 1
+    assert len(bench.store.events(job_id)) == events_before
+    assert bench.server.stats()["requests_by_tool"] == calls_before
+
+
+class EvictAfterConvert:
+    """The real client; the server's cache is emptied right after the first conversion, as
+    when ten other conversions on the same server push the key out between the two calls."""
+
+    def __init__(self, client: McpClient, server: FakeServer) -> None:
+        self._client = client
+        self._server = server
+        self.evicted = 0
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def call_tool(self, name: str, arguments: Any = None, **kwargs: Any) -> Any:
+        result = self._client.call_tool(name, arguments, **kwargs)
+        if name == CONVERT and not self.evicted:
+            self.evicted = self._server.evict()
+        return result
+
+
+def test_a_key_evicted_between_convert_and_export_is_converted_again(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    proxies: list[EvictAfterConvert] = []
+
+    def wrap(client: McpClient) -> EvictAfterConvert:
+        proxies.append(EvictAfterConvert(client, bench.server))
+        return proxies[-1]
+
+    bench.runner.wrap_client = wrap
+    job_id = bench.submit_one(write_sample(bench.folder, "docx", 4))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    assert proxies[0].evicted == 1
+    assert mcp_calls(bench, job_id) == [
+        (CONVERT, "ok", None),
+        (EXPORT, "error", "E307"),
+        ("check_document_in_local_cache", "ok", None),
+        (CONVERT, "ok", None),
+        (EXPORT, "ok", None),
+    ]
+    assert "sample-0004" in (bench.store.get_result(job_id, "md") or "")
+    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert notes[-1] is not None and notes[-1]["conversions"] == 2
+
+
+def test_a_source_gone_bad_after_submission_fails_with_its_code_and_no_server_call(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    path = write_sample(bench.folder, "md", 5)
+    job_id = bench.submit_one(path)
+    path.write_bytes(b"")
+    calls_before = sum(bench.server.stats()["requests_by_tool"].values())
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E106")
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.FAILED and job.error_code == "E106"
+    assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
+    assert bench.store.list_results(job_id) == []
+
+
+def test_a_conversion_failure_keeps_the_server_text_and_is_final(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
+    job_id = bench.submit_one(write_sample(bench.folder, "html", 6))
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E306")
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.FAILED
+    assert job.error_code == "E306" and job.error_message
+    assert CONVERT in job.error_message
+
+
+def test_retryable_errors_retry_with_backoff_then_fail_with_the_last_code(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(resilience={"retry_max_tries": 2, "breaker_fail_max": 100})
+    bench.server.configure(fail_next=-1, fail_with="http503")
+    job_id = bench.submit_one(write_sample(bench.folder, "csv", 7))
+
+    first = bench.processor.process(job_id)
+    assert first.kind is OutcomeKind.RETRY and first.code == "E302"
+    assert first.countdown_s is not None and 0.1 <= first.countdown_s <= 0.2
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.RETRYING and job.next_attempt_at
+    assert bench.store.make_due(job_id)  # the countdown's message arriving on time
+    second = bench.processor.process(job_id)
+    assert second.kind is OutcomeKind.RETRY
+    assert second.countdown_s is not None and 0.2 <= second.countdown_s <= 0.4
+    assert bench.store.make_due(job_id)
+    last = bench.processor.process(job_id)
+
+    assert (last.kind, last.code) == (OutcomeKind.FAILED, "E302")
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.FAILED and job.attempts_spent == 3
+
+
+def test_an_open_circuit_retries_after_the_reset_without_charging_an_attempt(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 1, "breaker_reset_s": 30}
+    )
+    bench.server.configure(fail_next=1, fail_with="http503")
+    tripping = bench.submit_one(write_sample(bench.folder, "md", 8))
+    assert bench.processor.process(tripping).code == "E302"  # opens the circuit
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 9))
+    calls_before = sum(bench.server.stats()["requests_by_tool"].values())
+
+    outcome = bench.processor.process(job_id)
+
+    assert outcome.kind is OutcomeKind.RETRY and outcome.code == "E309"
+    assert not outcome.attempt_spent
+    # After the reset, never before it (read after the outcome: it only shrinks), spread by
+    # at most a quarter of the wait. The shared (Redis) state keeps opened_at in whole
+    # seconds, so the breaker may report up to 1 s more than the 30 s reset, never less.
+    [breaker] = bench.runner.resilient.breakers()
+    assert outcome.countdown_s is not None
+    assert breaker["retry_after_s"] <= outcome.countdown_s <= (30 + 1) * 1.25
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.RETRYING
+    assert (job.attempt, job.attempts_spent) == (1, 0)
+    assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
+
+
+def test_an_early_message_for_a_retrying_job_waits_for_its_due_time(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """A duplicate message (the reconciler's, or a clock ahead of the database) must not skip
+    the job's backoff: it claims nothing and comes back when the job is due."""
+    bench = make_bench(
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
+        processing={"job_retry_base_s": 60, "job_retry_max_s": 60},
+    )
+    bench.server.configure(fail_next=1, fail_with="http503")
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 11))
+    first = bench.processor.process(job_id)
+    assert (first.kind, first.code) == (OutcomeKind.RETRY, "E302")
+    waiting = bench.store.get_job(job_id)
+
+    early = bench.processor.process(job_id)
+
+    assert early.kind is OutcomeKind.RETRY and early.message == "not due yet"
+    assert not early.attempt_spent
+    assert early.countdown_s is not None and 0 < early.countdown_s <= first.countdown_s + 0.1
+    assert bench.store.get_job(job_id) == waiting, "nothing claimed, nothing charged"
+    assert bench.store.make_due(job_id)
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+
+def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 10))
+    bench.runner.after_unit = lambda: bench.store.cancel(job_id) and None
+
+    outcome = bench.processor.process(job_id)
+
+    assert outcome.kind is OutcomeKind.ABANDONED
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert bench.store.list_results(job_id) == []
+
+
+def test_a_url_is_downloaded_by_the_worker_and_its_facts_recorded(
+    make_bench: Callable[..., Bench], http_source: Any, tmp_path: Path
+) -> None:
+    bench = make_bench()
+    body = b"# Fetched\n\n| a | b |\n|---|---|\n| 1 | 2 |\n"
+    http_source.serve("/notes.md", body, content_type="text/markdown")
+    submission = bench.submit(http_source.url("/notes.md"))
+    assert not submission.rejected, submission.rejected
+    job_id = submission.accepted[0].job_id
+    assert submission.accepted[0].queue == "doclane.large"  # size unknown until fetched
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.size_bytes == len(body) and job.content_sha256
+    assert "# Fetched" in (bench.store.get_result(job_id, "md") or "")
+    assert not any((tmp_path / "inbox").glob("job-*")), "the download is removed afterwards"
+
+
+def test_the_per_format_profile_against_a_per_format_server(
+    make_bench: Callable[..., Bench], fake_server_factory: Callable[..., FakeServer]
+) -> None:
+    server = fake_server_factory(profile="per-format")
+    bench = make_bench(server)
+    job_id = bench.submit_one(
+        write_sample(bench.folder, "docx", 11), formats=("md", "html", "json")
+    )
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    tools = [call[0] for call in mcp_calls(bench, job_id)]
+    assert tools == ["convert_docx", "export_html", "export_json", "export_markdown"]
+    assert "sample-0011" in (bench.store.get_result(job_id, "md") or "")
+    assert "<h1" in (bench.store.get_result(job_id, "html") or "")
+    assert json.loads(bench.store.get_result(job_id, "json") or "null")
+
+
+def test_a_per_format_server_without_a_tool_for_the_type_fails_with_e305(
+    make_bench: Callable[..., Bench], fake_server_factory: Callable[..., FakeServer]
+) -> None:
+    bench = make_bench(fake_server_factory(profile="per-format"))
+    job_id = bench.submit_one(write_sample(bench.folder, "html", 12))
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E305")
+
+
+@pytest.mark.parametrize("formats", [("md", "json")])
+def test_json_without_a_readable_cache_folder_is_e305(
+    make_bench: Callable[..., Bench], formats: tuple[str, ...]
+) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 13), formats=formats)
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E305")
+    job = bench.store.get_job(job_id)
+    assert job is not None and "DOCLANE_SERVER_CACHE_DIR" in (job.error_message or "")
+
+
+def test_url_mode_server_hands_the_url_to_a_server_that_fetches_it(
+    make_bench: Callable[..., Bench],
+    fake_server_factory: Callable[..., FakeServer],
+    http_source: Any,
+) -> None:
+    bench = make_bench(fake_server_factory(profile="per-format"), sources={"url_mode": "server"})
+    http_source.serve("/remote.md", b"# Remote\n\ntext\n", content_type="text/markdown")
+    url = http_source.url("/remote.md")
+    job_id = bench.submit_one(url)
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    assert [c[0] for c in mcp_calls(bench, job_id)] == ["convert_url", "export_markdown"]
+    assert "# Remote" in (bench.store.get_result(job_id, "md") or "")
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.size_bytes is None, "the worker fetched nothing"

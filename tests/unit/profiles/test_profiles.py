@@ -1,0 +1,300 @@
+"""Profiles against a scripted tool client: the call sequence, eviction, and error codes.
+
+The fake MCP server exercises the same profiles over the wire in the integration suite; here a
+scripted client (no transport can exist without a server) pins the exact decisions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from errors import ConversionFailed, ExportFailed, MissingCapability, ServerUnavailable
+from pipeline.profiles import (
+    ConversionRequest,
+    DoclingMcpProfile,
+    McpCallRecord,
+    PerFormatProfile,
+    ProfileSettings,
+    select_profile,
+)
+from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
+from pipeline.profiles.per_format import TOOLS as PER_FORMAT_TOOLS
+
+DOCLING_TOOLS = frozenset({CONVERT, EXPORT_MARKDOWN, SAVE, CHECK_CACHE, "list_cached_documents"})
+
+
+@dataclass
+class Result:
+    raw: dict[str, Any]
+
+    @property
+    def is_error(self) -> bool:
+        return bool(self.raw.get("isError"))
+
+
+def ok(structured: dict[str, Any]) -> Result:
+    return Result(
+        {
+            "content": [{"type": "text", "text": json.dumps(structured)}],
+            "structuredContent": structured,
+        }
+    )
+
+
+def failed(text: str) -> Result:
+    return Result({"content": [{"type": "text", "text": text}], "isError": True})
+
+
+@dataclass
+class Tool:
+    name: str
+
+
+Handler = Callable[[dict[str, Any]], Result]
+
+
+@dataclass
+class ScriptedClient:
+    handlers: dict[str, Handler]
+    calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        size_bytes: int | None = None,
+        timeout: float | None = None,
+    ) -> Result:
+        self.calls.append((name, arguments))
+        return self.handlers[name](arguments)
+
+    def tools(self) -> Sequence[Tool]:
+        return [Tool(name) for name in self.handlers]
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.calls]
+
+
+def request(*formats: str, source: str = "/in/a.docx", suffix: str = ".docx") -> ConversionRequest:
+    return ConversionRequest(
+        source=source, kind="file", suffix=suffix, formats=formats, size_bytes=10
+    )
+
+
+class DoclingServer:
+    """Just enough of docling-mcp's cache semantics to script eviction."""
+
+    def __init__(self, cache_dir: Path | None = None) -> None:
+        self.cache: set[str] = set()
+        self.evict_after_convert = 0
+        self.cache_dir = cache_dir
+        self.converts = 0
+
+    def client(self) -> ScriptedClient:
+        return ScriptedClient(
+            {
+                CONVERT: self.convert,
+                EXPORT_MARKDOWN: self.export,
+                SAVE: self.save,
+                CHECK_CACHE: lambda a: ok({"in_cache": a["document_key"] in self.cache}),
+            }
+        )
+
+    def convert(self, args: dict[str, Any]) -> Result:
+        self.converts += 1
+        key = f"key-{Path(args['source']).stem}"
+        if self.evict_after_convert:
+            self.evict_after_convert -= 1
+        else:
+            self.cache.add(key)
+        return ok({"from_cache": False, "document_key": key})
+
+    def export(self, args: dict[str, Any]) -> Result:
+        key = args["document_key"]
+        if key not in self.cache:
+            return failed("Error executing tool export_docling_document_to_markdown")
+        return ok({"document_key": key, "markdown": f"# {key}"})
+
+    def save(self, args: dict[str, Any]) -> Result:
+        key = args["document_key"]
+        if key not in self.cache:
+            return failed("Error executing tool save_docling_document")
+        assert self.cache_dir is not None
+        json_file = self.cache_dir / f"{key}.json"
+        json_file.write_text(json.dumps({"name": key}))
+        return ok({"md_file": str(self.cache_dir / f"{key}.md"), "json_file": str(json_file)})
+
+
+def test_docling_converts_then_exports_markdown_and_reports_each_call() -> None:
+    server = DoclingServer()
+    client = server.client()
+    records: list[McpCallRecord] = []
+    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    assert out.outputs == {"md": "# key-a"}
+    assert client.names() == [CONVERT, EXPORT_MARKDOWN]
+    assert client.calls[0][1] == {"source": "/in/a.docx"}
+    assert [(r.tool, r.outcome, r.code) for r in records] == [
+        (CONVERT, "ok", None),
+        (EXPORT_MARKDOWN, "ok", None),
+    ]
+
+
+def test_docling_evicted_key_is_converted_again_once() -> None:
+    server = DoclingServer()
+    server.evict_after_convert = 1
+    client = server.client()
+    records: list[McpCallRecord] = []
+    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    assert out.outputs == {"md": "# key-a"}
+    assert out.conversions == 2
+    assert client.names() == [CONVERT, EXPORT_MARKDOWN, CHECK_CACHE, CONVERT, EXPORT_MARKDOWN]
+    assert [r.code for r in records if r.outcome == "error"] == ["E307"]
+
+
+def test_docling_key_vanishing_twice_is_an_export_failure() -> None:
+    server = DoclingServer()
+    server.evict_after_convert = 2
+    with pytest.raises(ExportFailed, match="vanished twice"):
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
+            server.client(), request("md"), lambda r: None
+        )
+    assert server.converts == 2
+
+
+def test_docling_export_error_with_key_still_cached_is_e307_with_server_text() -> None:
+    server = DoclingServer()
+    client = server.client()
+    client.handlers[EXPORT_MARKDOWN] = lambda a: failed("renderer exploded")
+    with pytest.raises(ExportFailed) as caught:
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), lambda r: None)
+    assert "renderer exploded" in caught.value.message
+    assert server.converts == 1
+
+
+def test_docling_convert_error_is_e306_keeping_the_server_text() -> None:
+    client = DoclingServer().client()
+    client.handlers[CONVERT] = lambda a: failed(
+        "Error executing tool convert_document_into_docling_document"
+    )
+    records: list[McpCallRecord] = []
+    with pytest.raises(ConversionFailed) as caught:
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    assert "Error executing tool" in caught.value.message
+    assert records[-1].code == "E306"
+
+
+def test_transport_errors_are_reported_and_propagate_unchanged() -> None:
+    client = DoclingServer().client()
+
+    def down(_: dict[str, Any]) -> Result:
+        raise ServerUnavailable("connection refused")
+
+    client.handlers[CONVERT] = down
+    records: list[McpCallRecord] = []
+    with pytest.raises(ServerUnavailable):
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    assert [(r.tool, r.code) for r in records] == [(CONVERT, "E302")]
+
+
+def test_docling_json_is_read_from_the_server_cache_folder(tmp_path: Path) -> None:
+    server_cache = tmp_path / "server-cache"
+    server_cache.mkdir()
+    server = DoclingServer(cache_dir=server_cache)
+    profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=server_cache)
+    out = profile.convert(server.client(), request("md", "json"), lambda r: None)
+    assert json.loads(out.outputs["json"]) == {"name": "key-a"}
+    assert out.outputs["md"] == "# key-a"
+
+
+def test_docling_json_through_a_mounted_cache_folder(tmp_path: Path) -> None:
+    """The server writes /srv/cache/<key>.json; the worker reads the same folder elsewhere."""
+    mounted = tmp_path / "mounted"
+    mounted.mkdir()
+    (mounted / "key-a.json").write_text('{"ok": true}')
+    client = DoclingServer().client()
+    client.handlers[SAVE] = lambda a: ok(
+        {"md_file": "/srv/cache/key-a.md", "json_file": "/srv/cache/key-a.json"}
+    )
+    profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=mounted)
+    out = profile.convert(client, request("json"), lambda r: None)
+    assert out.outputs == {"json": '{"ok": true}'}
+
+
+def test_docling_json_outside_the_cache_folder_is_not_read(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"secret": 1}')
+    client = DoclingServer().client()
+    client.handlers[SAVE] = lambda a: ok({"md_file": "x", "json_file": str(secret)})
+    profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache)
+    with pytest.raises(ExportFailed, match="cannot read"):
+        profile.convert(client, request("json"), lambda r: None)
+
+
+def test_selection_prefers_docling_and_refuses_json_without_cache_dir() -> None:
+    settings = ProfileSettings()
+    assert select_profile(DOCLING_TOOLS, ["md"], settings).name == "docling-mcp"
+    with pytest.raises(MissingCapability, match="DOCLANE_SERVER_CACHE_DIR"):
+        select_profile(DOCLING_TOOLS, ["md", "json"], settings)
+    with_cache = ProfileSettings(server_cache_dir=Path("/tmp"))
+    assert select_profile(DOCLING_TOOLS, ["md", "json"], with_cache).name == "docling-mcp"
+
+
+def test_selection_falls_back_to_per_format_and_fails_with_e305() -> None:
+    settings = ProfileSettings()
+    assert select_profile(PER_FORMAT_TOOLS, ["md", "html"], settings).name == "per-format"
+    with pytest.raises(MissingCapability, match="fit no profile"):
+        select_profile({"echo", "add"}, ["md"], settings)
+    with pytest.raises(MissingCapability, match="unknown output format"):
+        select_profile(DOCLING_TOOLS, ["pdf"], settings)
+    forced = ProfileSettings(profile="per-format")
+    with pytest.raises(MissingCapability):
+        select_profile(DOCLING_TOOLS, ["md"], forced)
+
+
+def per_format_client() -> ScriptedClient:
+    document = {"schema_name": "DoclingDocument", "name": "a"}
+    return ScriptedClient(
+        {
+            "convert_docx": lambda a: ok({"document": document}),
+            "convert_url": lambda a: ok({"document": document}),
+            "export_markdown": lambda a: ok({"markdown": f"# {a['document']['name']}"}),
+            "export_html": lambda a: ok({"html": "<h1>a</h1>"}),
+            "export_json": lambda a: ok({"json": a["document"]}),
+        }
+    )
+
+
+def test_per_format_picks_the_tool_by_type_and_exports_each_format() -> None:
+    client = per_format_client()
+    profile = PerFormatProfile(PER_FORMAT_TOOLS)
+    out = profile.convert(client, request("md", "html", "json"), lambda r: None)
+    assert client.names() == ["convert_docx", "export_markdown", "export_html", "export_json"]
+    assert client.calls[0][1] == {"file_path": "/in/a.docx"}
+    assert out.outputs["md"] == "# a"
+    assert out.outputs["html"] == "<h1>a</h1>"
+    assert json.loads(out.outputs["json"])["schema_name"] == "DoclingDocument"
+
+
+def test_per_format_url_and_unsupported_type() -> None:
+    client = per_format_client()
+    profile = PerFormatProfile(PER_FORMAT_TOOLS)
+    url = ConversionRequest(source="https://x/a", kind="url", suffix="", formats=("md",))
+    profile.convert(client, url, lambda r: None)
+    assert client.calls[0] == ("convert_url", {"url": "https://x/a"})
+    with pytest.raises(MissingCapability, match=r"\.html"):
+        profile.convert(client, request("md", suffix=".html"), lambda r: None)
+
+
+def test_per_format_export_error_is_e307() -> None:
+    client = per_format_client()
+    client.handlers["export_markdown"] = lambda a: failed("bad document")
+    with pytest.raises(ExportFailed, match="bad document"):
+        PerFormatProfile(PER_FORMAT_TOOLS).convert(client, request("md"), lambda r: None)

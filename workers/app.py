@@ -1,0 +1,199 @@
+"""The Celery app: reliability settings, the two tasks, and the per-process lifecycle.
+
+Reliability, in Celery's terms:
+
+- ``task_acks_late`` + ``task_reject_on_worker_lost``: a message is acknowledged only after its
+  attempt ended, and a worker process that dies mid-job (kill -9, OOM) gives its message back;
+- ``worker_prefetch_multiplier = 1``: a worker holds one message per process, no hoard;
+- soft/hard time limits per message, from the job's size tier (the publisher sets them);
+- the broker's visibility timeout above the longest hard limit plus the longest countdown, so
+  Redis never redelivers a message that is merely running or waiting for its ETA;
+- one store and one MCP pool per worker process (``worker_process_init``/``_shutdown``);
+- message priorities (``workers.publisher.broker_priority``): ten levels on both brokers, Redis
+  through one list per level, RabbitMQ through job queues declared with ``x-max-priority``.
+
+None of this is what keeps jobs safe, though: the database does (guarded claims, fenced
+writes), and the reconciler replaces whatever messages the broker loses.
+"""
+
+from __future__ import annotations
+
+import logging
+from contextvars import Token
+from typing import Any
+from uuid import UUID
+
+from celery import Celery, Task, signals
+from kombu import Exchange, Queue
+
+from pipeline.joblog import (
+    JobLogContext,
+    configure_logging,
+    enter_job_context,
+    leave_job_context,
+    load_log_settings,
+)
+from pipeline.publishing import JOB_QUEUES
+from pipeline.reconcile import load_reconcile_settings, reconcile_once
+from workers import runtime
+from workers.publisher import (
+    CONVERT_TASK,
+    MAX_BROKER_PRIORITY,
+    RECONCILE_TASK,
+    uses_redis_transport,
+)
+from workers.settings import CONTROL_QUEUE, TimeLimits, WorkerSettings, load_worker_settings
+
+log = logging.getLogger("doclane.worker")
+
+
+def create_app(settings: WorkerSettings | None = None) -> Celery:
+    """A configured Celery app with doclane's tasks registered (no connection is made)."""
+    cfg = settings or load_worker_settings()
+    limits = TimeLimits.from_environment(cfg)
+    reconcile = load_reconcile_settings()
+    app = Celery("doclane", set_as_current=False)
+    redis = uses_redis_transport(cfg.broker_url)
+    transport_options: dict[str, Any] = {"visibility_timeout": limits.visibility_timeout()}
+    job_queue_arguments: dict[str, Any] | None = None
+    if redis:
+        transport_options.update(
+            # One Redis list per level ("doclane.small" is level 0, the highest; the others are
+            # "doclane.small:1" .. ":9"), so that each of the ten levels stays apart. With ":" as
+            # the separator, a queue name must not contain ":" (kombu splits it off).
+            priority_steps=list(range(MAX_BROKER_PRIORITY + 1)),
+            sep=":",
+            # Kombu's BRPOP names every queue's level-0 list, then every level-1 list, ...: the
+            # priority holds across queues whatever the order strategy. "priority" would only
+            # fix the order of queues within a level (small before medium before large before
+            # control), starving the large tier behind a stream of small jobs; round-robin
+            # (kombu's default, said out loud) keeps the tiers fair, as on RabbitMQ. Beat's
+            # reconciler messages carry no priority: Redis files them at level 0, the highest.
+            queue_order_strategy="round_robin",
+        )
+    else:
+        # RabbitMQ orders by priority only in queues declared with x-max-priority. The control
+        # queue is left plain: its messages (reconciler passes) carry no priority. A job queue
+        # declared earlier without the argument makes every declare fail (PRECONDITION_FAILED,
+        # inequivalent arg 'x-max-priority'): delete it once; the reconciler republishes the
+        # jobs whose messages went with it.
+        job_queue_arguments = {"x-max-priority": MAX_BROKER_PRIORITY}
+    app.conf.update(
+        broker_url=cfg.broker_url,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options=transport_options,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        task_acks_on_failure_or_timeout=True,
+        # The default (nameless) exchange routes by queue name and needs no binding, so a
+        # broker that lost its bindings (a flushed Redis) still delivers what is republished.
+        task_queues=[
+            *(
+                Queue(name, Exchange(""), routing_key=name, queue_arguments=job_queue_arguments)
+                for name in JOB_QUEUES
+            ),
+            Queue(CONTROL_QUEUE, Exchange(""), routing_key=CONTROL_QUEUE),
+        ],
+        task_default_queue="doclane.small",
+        task_create_missing_queues=True,
+        worker_prefetch_multiplier=1,
+        worker_hijack_root_logger=False,
+        worker_redirect_stdouts=False,
+        worker_max_tasks_per_child=cfg.max_tasks_per_child or None,
+        worker_send_task_events=False,
+        # Beat keeps its schedule in memory: nothing to persist (the reconciler's interval is
+        # the whole schedule), and no shelve file for two embedded beats to fight over.
+        beat_scheduler="celery.beat:Scheduler",
+        beat_schedule={
+            "doclane-reconcile": {
+                "task": RECONCILE_TASK,
+                "schedule": reconcile.reconcile_interval_s,
+                # A pass that waited longer than one interval is superseded by the next one.
+                "options": {"queue": CONTROL_QUEUE, "expires": reconcile.reconcile_interval_s},
+            }
+        },
+    )
+    _register_tasks(app)
+    runtime.bind_app(app)
+    return app
+
+
+def _register_tasks(app: Celery) -> None:
+    @app.task(
+        bind=True,
+        name=CONVERT_TASK,
+        acks_late=True,
+        reject_on_worker_lost=True,
+        max_retries=None,
+        ignore_result=True,
+    )
+    def convert(self: Task, job_id: str) -> dict[str, Any]:
+        """Run one attempt of a job; a retry outcome becomes a Celery retry with countdown."""
+        outcome = runtime.current_runtime().processor.process(UUID(job_id))
+        if outcome.retry:
+            # Celery re-sends the retry with the priority this message was delivered with
+            # (``signature_from_request``), already on the transport's scale: nothing to add.
+            raise self.retry(countdown=outcome.countdown_s)
+        return outcome.to_dict()
+
+    @app.task(name=RECONCILE_TASK, ignore_result=True, acks_late=False, time_limit=300)
+    def reconcile() -> dict[str, Any]:
+        """One reconciler pass (beat sends one every interval)."""
+        rt = runtime.current_runtime()
+        return reconcile_once(rt.store, rt.publisher, rt.reconcile_settings).to_dict()
+
+
+# ---- process lifecycle (signals are global: connected once, for whichever app runs) --------
+class CeleryTaskRecordFilter(logging.Filter):
+    """Names the job of Celery's own lines about a conversion task logged outside it.
+
+    The main process logs "Task doclane.convert[id] received" with the task's fields in the
+    record's ``data``; the task id is the job id, so the line gets ``job_id`` like any other.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        data = getattr(record, "data", None)
+        if (
+            not hasattr(record, "job_id")
+            and isinstance(data, dict)
+            and data.get("name") == CONVERT_TASK
+            and data.get("id")
+        ):
+            record.job_id = str(data["id"])
+        return True
+
+
+@signals.setup_logging.connect(weak=False)
+def _setup_logging(**_: Any) -> None:
+    """Our handler, our filters (job context, secrets), our format; Celery's stays off."""
+    configure_logging(load_log_settings(), first_filters=[CeleryTaskRecordFilter()])
+
+
+_task_contexts: dict[str, Token[JobLogContext | None]] = {}
+
+
+@signals.task_prerun.connect(weak=False)
+def _task_started(task_id: str | None = None, task: Task | None = None, **_: Any) -> None:
+    """Celery's own lines about a conversion (received, retry, succeeded) name its job too."""
+    if task_id and task is not None and task.name == CONVERT_TASK:
+        _task_contexts[task_id] = enter_job_context(task_id)
+
+
+@signals.task_postrun.connect(weak=False)
+def _task_ended(task_id: str | None = None, **_: Any) -> None:
+    token = _task_contexts.pop(task_id, None) if task_id else None
+    if token is not None:
+        leave_job_context(token)
+
+
+@signals.worker_process_init.connect(weak=False)
+def _process_init(**_: Any) -> None:
+    runtime.start_runtime(warm=True)
+
+
+@signals.worker_process_shutdown.connect(weak=False)
+def _process_shutdown(**_: Any) -> None:
+    runtime.stop_runtime()

@@ -1,0 +1,53 @@
+"""Starting a worker or beat in this process: what ``doclane worker`` and ``doclane beat`` run."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Sequence
+
+from pipeline.joblog import configure_logging, load_log_settings
+from workers.app import create_app
+from workers.settings import CONTROL_QUEUE, load_worker_settings
+
+
+def run_worker(
+    *,
+    queues: Sequence[str] | None = None,
+    concurrency: int | None = None,
+    beat: bool | None = None,
+    loglevel: str | None = None,
+) -> int:
+    """Run a Celery worker until it is told to stop (SIGTERM: warm shutdown, running jobs end).
+
+    Returns the worker's exit code.
+    """
+    settings = load_worker_settings()
+    app = create_app(settings)
+    wanted = list(queues or settings.worker_queues)
+    embed_beat = settings.worker_beat if beat is None else beat
+    if embed_beat and CONTROL_QUEUE not in wanted:
+        wanted.append(CONTROL_QUEUE)
+    log_settings = load_log_settings()
+    worker = app.Worker(
+        hostname=f"doclane-{os.getpid()}@{socket.gethostname()}",
+        queues=wanted,
+        concurrency=concurrency or settings.worker_concurrency,
+        pool_cls="prefork",
+        beat=embed_beat,
+        loglevel=loglevel or log_settings.level,
+        # A JSON log stream stays JSON: no banner on stdout.
+        quiet=log_settings.format == "json",
+        without_mingle=True,
+        without_gossip=True,
+        optimization="fair",
+    )
+    worker.start()
+    return int(worker.exitcode or 0)
+
+
+def run_beat(*, loglevel: str | None = None) -> None:
+    """Run beat alone (the reconciler's clock) for fleets that do not embed it in workers."""
+    configure_logging(load_log_settings())
+    app = create_app(load_worker_settings())
+    app.Beat(loglevel=loglevel or load_log_settings().level).run()

@@ -1,0 +1,121 @@
+"""The Celery implementation of ``pipeline.publishing.Publisher``.
+
+The task id is the job id. A job's messages (first publish, Celery retries, the reconciler's
+republishes) all carry it, so every Celery log line about a job names it, and ``revoke`` can
+reach the job without a lookup. Revoking is safe only because a revoked job is cancelled, and
+cancelled is terminal: no later message for that id ever needs to run.
+
+Priorities: a job's ``priority`` (any int, higher runs first) becomes one of ten broker levels
+(:func:`broker_priority`): 0 and below are the lowest level, 9 and above the highest. The broker
+orders waiting messages by level, FIFO within a level; a message already taken by a worker is
+never overtaken. The two transports count in opposite directions, so the level is mapped per
+transport (:func:`uses_redis_transport`); ``workers.app`` configures both to honour it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+from celery import Celery
+from kombu.exceptions import OperationalError
+
+from pipeline.publishing import JobMessage
+from workers.settings import TimeLimits
+
+CONVERT_TASK = "doclane.convert"
+RECONCILE_TASK = "doclane.reconcile"
+
+#: Publishing must not hang a submitter when the broker is down: a few quick tries, then the
+#: job stays queued for the reconciler.
+PUBLISH_RETRY_POLICY = {
+    "max_retries": 2,
+    "interval_start": 0.2,
+    "interval_step": 0.5,
+    "interval_max": 1.0,
+}
+
+#: The highest broker priority level doclane uses: ten levels, 0..9. Kombu's Redis transport
+#: clamps priorities to 0..9, and RabbitMQ recommends few levels (each one costs it memory
+#: and CPU); the job queues are declared with ``x-max-priority`` of this value.
+MAX_BROKER_PRIORITY = 9
+
+#: Broker URL schemes served by kombu's Redis transport (``redis+socket`` has scheme ``redis``
+#: once its ``+`` part is dropped).
+REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
+
+
+def uses_redis_transport(broker_url: str | Sequence[str] | None) -> bool:
+    """Whether the app's broker is Redis (the first URL of a failover list decides).
+
+    Anything else is taken to be AMQP (RabbitMQ), Celery's own default when no URL is set.
+    """
+    if broker_url is None:
+        return False
+    first = broker_url.split(";")[0] if isinstance(broker_url, str) else broker_url[0]
+    scheme = urlsplit(first.strip()).scheme.lower().split("+")[0]
+    return scheme in REDIS_SCHEMES
+
+
+def broker_priority(priority: int, *, redis: bool) -> int:
+    """The message priority for a job's ``priority`` (higher runs first) on this transport.
+
+    The job's priority is clamped to ``0..MAX_BROKER_PRIORITY``: 0 (the default) and every
+    negative value share the lowest level, 9 and every larger value (e.g. 100) the highest.
+    AMQP's ``x-max-priority`` queues deliver a higher number first, so the level is sent as is;
+    kombu's Redis transport keeps one list per level and pops level 0 first, so the level is
+    reversed there (job priority 9 -> 0, job priority 0 -> 9).
+    """
+    level = min(max(priority, 0), MAX_BROKER_PRIORITY)
+    return MAX_BROKER_PRIORITY - level if redis else level
+
+
+class CeleryPublisher:
+    """Publishes ``doclane.convert(job_id)`` to the job's queue with its tier's time limits and
+    its priority (mapped to the broker's scale by :func:`broker_priority`).
+
+    Celery retries (``self.retry`` in the task) keep the priority: Celery re-sends a retry with
+    the ``priority`` the message was delivered with, already on this transport's scale.
+    """
+
+    def __init__(self, app: Celery, limits: TimeLimits | None = None) -> None:
+        self.app = app
+        self.limits = limits or TimeLimits.from_environment()
+
+    def publish(self, message: JobMessage) -> None:
+        soft, hard = self.limits.for_queue(message.queue)
+        options: dict[str, Any] = {
+            "queue": message.queue,
+            "task_id": str(message.job_id),
+            "soft_time_limit": soft,
+            "time_limit": hard,
+            "retry": True,
+            "retry_policy": PUBLISH_RETRY_POLICY,
+            "priority": broker_priority(
+                message.priority, redis=uses_redis_transport(self.app.conf.broker_url)
+            ),
+        }
+        if message.countdown_s:
+            options["countdown"] = message.countdown_s
+        self.app.send_task(CONVERT_TASK, args=[str(message.job_id)], **options)
+
+    def revoke(self, job_id: UUID, *, terminate: bool) -> None:
+        """Drop the job's waiting messages; with ``terminate``, stop the process running it."""
+        self.app.control.revoke(str(job_id), terminate=terminate, signal="SIGTERM")
+
+    def waiting(self, queue: str) -> int | None:
+        """Messages waiting in ``queue`` (every priority level), by a passive declare.
+
+        A queue the broker does not know holds nothing. None when the broker cannot be asked:
+        the reconciler then judges by the database alone.
+        """
+        with self.app.connection_for_read() as conn:
+            try:
+                _, count, _ = conn.default_channel.queue_declare(queue=queue, passive=True)
+            except conn.channel_errors:  # AMQP 404: no such queue (yet)
+                return 0
+            except (OperationalError, *conn.connection_errors):
+                return None
+        return int(count)

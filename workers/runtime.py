@@ -1,0 +1,125 @@
+"""Per-process resources of a worker: one store, one MCP pool, one processor.
+
+Connections must not cross a fork, so nothing here is built at import time or in the parent:
+Celery's ``worker_process_init`` builds them in each pool process, ``worker_process_shutdown``
+closes them (the MCP client DELETEs its session). A pool without those signals (``solo``,
+threads) builds them on first use instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+
+from celery import Celery
+from celery.exceptions import SoftTimeLimitExceeded
+
+from pipeline.mcp import load_mcp_settings
+from pipeline.processing import JobProcessor, load_processing_settings
+from pipeline.profiles import load_profile_settings
+from pipeline.reconcile import ReconcileSettings, load_reconcile_settings
+from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+from pipeline.sources import Downloader, load_source_settings
+from pipeline.store import JobStore, load_store_settings
+from workers.publisher import CeleryPublisher
+
+log = logging.getLogger("doclane.worker")
+
+
+@dataclass
+class WorkerRuntime:
+    store: JobStore
+    resilient: Resilient
+    downloader: Downloader
+    processor: JobProcessor
+    publisher: CeleryPublisher
+    reconcile_settings: ReconcileSettings
+
+    def close(self) -> None:
+        for closer in (self.resilient.close, self.downloader.close, self.store.close):
+            try:
+                closer()
+            except Exception:  # shutting down: report, and close the rest
+                log.exception("error while closing worker resources")
+
+
+def build_runtime(app: Celery) -> WorkerRuntime:
+    source_settings = load_source_settings()
+    store = JobStore(load_store_settings())
+    resilient = build_resilient(load_mcp_settings(), load_resilience_settings())
+    downloader = Downloader(source_settings)
+    processor = JobProcessor(
+        store=store,
+        runner=resilient,
+        settings=load_processing_settings(),
+        source_settings=source_settings,
+        profile_settings=load_profile_settings(),
+        downloader=downloader,
+        deadline_exceptions=(SoftTimeLimitExceeded,),
+    )
+    return WorkerRuntime(
+        store=store,
+        resilient=resilient,
+        downloader=downloader,
+        processor=processor,
+        publisher=CeleryPublisher(app),
+        reconcile_settings=load_reconcile_settings(),
+    )
+
+
+class _ProcessState:
+    """This process's app and runtime (module state, guarded by a lock)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.app: Celery | None = None
+        self.runtime: WorkerRuntime | None = None
+
+
+_state = _ProcessState()
+
+
+def bind_app(app: Celery) -> None:
+    """The app whose publisher the reconciler uses in this process (set by ``create_app``)."""
+    _state.app = app
+
+
+def start_runtime(*, warm: bool = False) -> WorkerRuntime:
+    """Build this process's resources once; ``warm`` also opens the MCP sessions now."""
+    with _state.lock:
+        if _state.runtime is None:
+            if _state.app is None:
+                raise RuntimeError("no doclane Celery app was created in this process")
+            rt = build_runtime(_state.app)
+            _state.runtime = rt
+            log.info(
+                "worker process ready: servers %s, worker id %s",
+                ", ".join(rt.resilient.pool.endpoints),
+                rt.processor.worker_id,
+            )
+            if warm:
+                _warm_up(rt)
+        return _state.runtime
+
+
+def _warm_up(rt: WorkerRuntime) -> None:
+    """Initialize one session per server at process start; a server that is down is not an
+    error here (the first job meets it through retry and the breaker)."""
+    for endpoint in rt.resilient.pool.endpoints:
+        try:
+            rt.resilient.pool.ready_client(endpoint)
+        except Exception as exc:
+            log.warning("server %s not ready at start: %s", endpoint, exc)
+
+
+def current_runtime() -> WorkerRuntime:
+    rt = _state.runtime
+    return rt if rt is not None else start_runtime()
+
+
+def stop_runtime() -> None:
+    with _state.lock:
+        rt, _state.runtime = _state.runtime, None
+    if rt is not None:
+        rt.close()
