@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import anyio
 import pytest
@@ -15,20 +13,6 @@ from tests.integration.fakes.raw_mcp import RawSession
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
-
-
-@pytest.fixture
-def sample(tmp_path: Path) -> str:
-    path = tmp_path / "report.md"
-    path.write_text("# Report\n\nBody.\n")
-    return str(path)
-
-
-@pytest.fixture
-def session(fake_server: FakeServer) -> Iterator[RawSession]:
-    with RawSession(fake_server.url) as raw:
-        raw.initialize()
-        yield raw
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 429, 401, 403, 404])

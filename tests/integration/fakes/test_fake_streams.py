@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -22,20 +21,6 @@ from tests.fixtures.waiting import wait_for
 from tests.integration.fakes.raw_mcp import RawSession
 
 CONVERT = "convert_document_into_docling_document"
-
-
-@pytest.fixture
-def sample(tmp_path: Path) -> str:
-    path = tmp_path / "report.md"
-    path.write_text("# Report\n\nBody.\n")
-    return str(path)
-
-
-@pytest.fixture
-def session(fake_server: FakeServer) -> Iterator[RawSession]:
-    with RawSession(fake_server.url) as raw:
-        raw.initialize()
-        yield raw
 
 
 def new_session(server: FakeServer, **options: Any) -> RawSession:
