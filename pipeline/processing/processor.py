@@ -115,7 +115,8 @@ class JobProcessor:
                 wait_s = None if job is not None else self.store.seconds_until_due(job_id)
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
-                return self._database_retry(job_id, None, exc)
+                delay = self._jittered(self.settings.db_retry_s)
+                return self._uncharged_retry(job_id, None, exc, delay)
             if wait_s:
                 # An early message (a duplicate, or a clock ahead of the database's): the
                 # job keeps its backoff; this message comes back when the job is due.
@@ -331,11 +332,13 @@ class JobProcessor:
             state = patient()
         except DatabaseUnavailable:
             log.error("database still unreachable: the job waits for its lease to lapse")
-            return self._database_retry(job.id, job.attempt, error)
+            return self._uncharged_retry(
+                job.id, job.attempt, error, self._jittered(self.settings.db_retry_s)
+            )
         if state is None:
             return self._lost(job, "handing the job back")
         log.warning("handed back uncharged; retrying in %.1fs", delay)
-        return self._uncharged_retry(job, error, delay)
+        return self._uncharged_retry(job.id, job.attempt, error, delay)
 
     def _record_failure(self, job: Job, error: PipelineError) -> Outcome:
         if error.code == "E309":
@@ -346,7 +349,7 @@ class JobProcessor:
             if state is None:
                 return self._lost(job, "scheduling a retry")
             log.warning("%s; retrying in %.1fs without charging an attempt", error, delay)
-            return self._uncharged_retry(job, error, delay)
+            return self._uncharged_retry(job.id, job.attempt, error, delay)
         if error.retryable:
             delay = max(self._backoff(job), error.retry_after or 0.0)
             state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay)
@@ -371,12 +374,14 @@ class JobProcessor:
         return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)
 
     @staticmethod
-    def _uncharged_retry(job: Job, error: PipelineError, delay: float) -> Outcome:
-        """Try again in ``delay`` seconds; the attempt was refunded (E309, E401)."""
+    def _uncharged_retry(
+        job_id: UUID, attempt: int | None, error: PipelineError, delay: float
+    ) -> Outcome:
+        """Try again in ``delay`` seconds without charging an attempt (E309, E401)."""
         return Outcome(
             OutcomeKind.RETRY,
-            job.id,
-            job.attempt,
+            job_id,
+            attempt,
             error.code,
             error.message,
             countdown_s=delay,
@@ -386,17 +391,6 @@ class JobProcessor:
     def _lost(self, job: Job, where: str) -> Outcome:
         log.warning("attempt abandoned (%s): the job was cancelled or requeued", where)
         return Outcome(OutcomeKind.ABANDONED, job.id, job.attempt, message=where)
-
-    def _database_retry(self, job_id: UUID, attempt: int | None, error: PipelineError) -> Outcome:
-        return Outcome(
-            OutcomeKind.RETRY,
-            job_id,
-            attempt,
-            error.code,
-            error.message,
-            countdown_s=self._jittered(self.settings.db_retry_s),
-            attempt_spent=False,
-        )
 
     def _backoff(self, job: Job) -> float:
         """Exponential in the attempts charged so far, capped, with jitter."""
