@@ -356,6 +356,7 @@ class McpClient:
             "capabilities": {},
             "clientInfo": {"name": "doclane", "version": __version__},
         }
+        generation = self._registry.generation
         exchange = self._session.exchange(
             "initialize", params, timeout=self.timeouts.request_s, binding=Binding()
         )
@@ -381,7 +382,7 @@ class McpClient:
             self._transport.delete(binding)  # leave no half-made session behind
             raise
         self._binding, self._server = binding, server
-        self._registry.replace(tools)
+        self._registry.replace(tools, generation)
         return server
 
     def _list_tools(self, binding: Binding) -> list[Tool]:

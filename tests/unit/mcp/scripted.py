@@ -85,6 +85,8 @@ class ScriptedServer:
         self.initialize_failures: list[PipelineError] = []
         #: Messages delivered before every tools/call response (notifications, server requests).
         self.before_response: list[JsonObject] = []
+        #: Messages delivered before the response to a method (e.g. tools/list), every time.
+        self.notify_during: dict[str, list[JsonObject]] = {}
         self.posts: list[Post] = []
         self.deletes: list[Binding] = []
         self.closed = False
@@ -162,7 +164,8 @@ class ScriptedServer:
         request_id = message["id"]
         params = message.get("params") or {}
         if method == "tools/list":
-            return [response(request_id, self._tools_page(params.get("cursor")))]
+            page = response(request_id, self._tools_page(params.get("cursor")))
+            return [*self.notify_during.get(method, []), page]
         if method == "ping":
             return [response(request_id, {})]
         if method == "tools/call":
