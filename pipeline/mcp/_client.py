@@ -93,6 +93,7 @@ class McpClient:
             default_retry_ms=self.settings.sse_retry_ms,
             resume_attempts=self.settings.resume_attempts,
             max_connections=self.settings.max_connections,
+            max_reply_bytes=self.settings.max_reply_bytes,
         )
         self._listeners = Listeners(
             on_progress=on_progress,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import CallTimeout, PipelineError, SessionExpired
-from pipeline.mcp import Binding, MessageSink, Reply
+from pipeline.mcp import Binding, CancelScope, MessageSink, Reply
 
 JsonObject = dict[str, Any]
 #: A tool implementation: (name, arguments, request) -> the messages to deliver, response last.
@@ -113,7 +113,13 @@ class ScriptedServer:
     # --- the transport protocol ------------------------------------------------------------------
 
     def post(
-        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+        self,
+        message: JsonObject,
+        binding: Binding,
+        *,
+        timeout: float,
+        sink: MessageSink,
+        cancel: CancelScope | None = None,
     ) -> Reply:
         with self._lock:
             self.posts.append(Post(message, binding, timeout))
