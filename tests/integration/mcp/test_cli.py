@@ -192,9 +192,7 @@ def test_a_kept_alive_hang_is_E303_at_the_small_tier_deadline(
     assert len(stats["cancelled"]) == 1 and "3s" in stats["cancelled"][0]["reason"]
 
 
-def test_a_trickled_json_reply_is_E303_at_the_deadline(
-    fake_server_factory: Any, docx: str
-) -> None:
+def test_a_trickled_json_reply_is_E303_at_the_deadline(fake_server_factory: Any, docx: str) -> None:
     server = fake_server_factory(json_response=True)
     server.configure(trickle_s=0.3)
     proc = console_call(server.url, docx, DOCLANE_TIMEOUT_SMALL_S="3")
