@@ -239,7 +239,10 @@ start_docling_mcp() {
   (
     cd "$work"
     # HF_HUB_OFFLINE: a PDF attempt fails at once instead of waiting for a download that cannot work.
+    # The cache must hold every batch in flight until it is exported (DOCLANE_BATCH_MAX_DOCS per
+    # worker process); the server's default of 10 would evict keys of concurrent batches.
     DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1 \
+      DOCLING_MCP_CACHE_MAX_DOCUMENTS="${DOCLING_MCP_CACHE_MAX_DOCUMENTS:-100}" \
       exec "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port"
   ) >"$work/server.log" 2>&1 &
   DOCLING_MCP_PID=$!
