@@ -19,8 +19,10 @@ DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 class StoreSettings(BaseSettings):
     """One per process; the pool it describes must be created after a fork, never before."""
 
+    # env_ignore_empty: .env.example lists DOCLANE_MIGRATIONS_DIR= (empty: the default); read
+    # as a value, the empty string was Path("."), and `doclane db migrate` found no migrations.
     model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
     )
 
     #: libpq URL or key=value string. Secret because it may carry a password.
