@@ -27,14 +27,21 @@ class StoreSettings(BaseSettings):
 
     #: libpq URL or key=value string. Secret because it may carry a password.
     database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)
+    #: Connections a process keeps open while idle.
     pool_min_size: int = Field(default=1, ge=0)
+    #: Connections one process may hold at once; PostgreSQL's max_connections must cover the
+    #: sum over the fleet (worker containers x concurrency x this, plus the API and beat).
     pool_max_size: int = Field(default=4, ge=1)
     #: How long a store call waits for a connection before giving up with E401.
     pool_timeout_s: float = Field(default=10.0, gt=0)
+    #: How long opening one connection may take before it counts as a failure.
     connect_timeout_s: int = Field(default=5, ge=1)
     #: Server-side limit on one statement, so a stuck lock cannot hang a worker forever.
     statement_timeout_s: float = Field(default=60.0, ge=0)
+    #: How doclane's connections are named in pg_stat_activity.
     application_name: str = "doclane"
+    #: Where the numbered SQL files are: the checkout's migrations/ folder (the image sets
+    #: /app/migrations).
     migrations_dir: Path = DEFAULT_MIGRATIONS_DIR
 
     def conninfo(self) -> str:
