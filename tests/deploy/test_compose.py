@@ -14,9 +14,9 @@ from tests.deploy.conftest import ALL_PROFILES, ROOT, compose
 
 #: The services issue 14 asks for, and the profiled ones.
 CORE_SERVICES = {"postgres", "redis", "docling-mcp", "migrate", "worker", "beat", "api", "flower"}
-PROFILED_SERVICES = {"docling-serve": "serve", "worker-stdio": "stdio"}
+PROFILED_SERVICES = {"docling-serve": "serve", "worker-stdio": "stdio", "worker-large": "tiers"}
 #: The services that run doclane itself and must see the shared folder.
-DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio")
+DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large")
 SHARED_MOUNT = "/srv/doclane"
 
 
@@ -110,7 +110,7 @@ def test_dependencies_wait_for_health_and_for_migrations(rendered: dict[str, Any
             else:
                 assert condition == "service_healthy", f"{name} -> {target}"
                 assert services[target].get("healthcheck"), f"{target} has no healthcheck"
-    for name in ("worker", "beat", "api", "worker-stdio"):
+    for name in ("worker", "beat", "api", "worker-stdio", "worker-large"):
         depends = _depends(services[name])
         assert depends.get("migrate") == "service_completed_successfully", name
         assert depends.get("postgres") == "service_healthy", name
@@ -126,6 +126,10 @@ def test_workers_scale_and_beat_stays_single(rendered: dict[str, Any]) -> None:
     assert not worker.get("ports")
     assert worker["command"][:2] == ["worker", "--no-beat"]
     assert _depends(worker).get("docling-mcp") == "service_healthy"
+    large = rendered["services"]["worker-large"]
+    assert "container_name" not in large and not large.get("ports")
+    queues = large["command"][large["command"].index("--queues") + 1].split(",")
+    assert queues == ["doclane.large", "doclane.control"]
     beat = rendered["services"]["beat"]
     assert beat["command"] == ["beat"]
     assert (beat.get("deploy") or {}).get("replicas", 1) == 1
@@ -166,7 +170,7 @@ def test_the_shared_folder_is_at_the_same_path_for_doclane_and_the_server(
     rendered: dict[str, Any],
 ) -> None:
     services = rendered["services"]
-    for name in ("worker", "api", "docling-mcp", "docling-serve", "worker-stdio"):
+    for name in ("worker", "worker-large", "api", "docling-mcp", "docling-serve", "worker-stdio"):
         assert _volume_targets(services[name]).get(SHARED_MOUNT) == "shared", name
     worker_env = services["worker"]["environment"]
     assert worker_env["DOCLANE_INBOX_DIR"].startswith(f"{SHARED_MOUNT}/")
