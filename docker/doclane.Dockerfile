@@ -1,6 +1,7 @@
 # doclane's one image: `doclane worker`, `doclane beat`, `doclane api` and `doclane db migrate`
 # all run from it (compose.yaml picks the command). Build from the repository root:
-#   docker build -f docker/doclane.Dockerfile -t doclane .
+#   docker build -f docker/doclane.Dockerfile --target app -t doclane .
+# Target `flower` adds Celery's monitor to it (compose.yaml's flower service).
 #
 # Two stages so that the final image holds a virtual environment and nothing that built it:
 # no pip cache, no compiler, no dev dependencies (pytest, ruff and mypy stay in .venv).
@@ -27,7 +28,7 @@ COPY workers /src/workers
 RUN /opt/doclane/bin/pip install --no-deps --constraint /tmp/requirements.txt /src
 
 
-FROM python:3.11.10-slim-bookworm
+FROM python:3.11.10-slim-bookworm AS app
 
 # The same uid as the docling server image (docker/docling-mcp.Dockerfile), so files one
 # writes on the shared volume (uploads, downloads, the server's saved Docling JSON) the other
@@ -51,3 +52,16 @@ USER doclane
 
 ENTRYPOINT ["doclane"]
 CMD ["--help"]
+
+
+# Flower, run with doclane's own Celery app (workers.monitor): with Celery's defaults its
+# remote-control commands carry Redis bindings the workers cannot parse (they log "Control
+# command error") and it would show no workers. Kept out of the `app` image: only this one
+# service needs it.
+FROM app AS flower
+USER root
+RUN /opt/doclane/bin/pip install --no-cache-dir flower==2.0.1
+USER doclane
+EXPOSE 5555
+ENTRYPOINT ["celery", "--app", "workers.monitor", "flower"]
+CMD ["--port=5555"]

@@ -145,6 +145,18 @@ def test_api_serves_on_all_interfaces_and_is_checked_on_healthz(rendered: dict[s
     assert "/healthz" in " ".join(api["healthcheck"]["test"])
 
 
+def test_flower_speaks_to_the_workers_through_doclanes_app(rendered: dict[str, Any]) -> None:
+    """A bare `celery flower` leaves Redis bindings the workers cannot parse (workers.monitor)."""
+    flower = rendered["services"]["flower"]
+    assert flower["build"]["target"] == "flower"
+    dockerfile = (ROOT / flower["build"]["dockerfile"]).read_text()
+    assert 'ENTRYPOINT ["celery", "--app", "workers.monitor", "flower"]' in dockerfile
+    assert (
+        flower["environment"]["DOCLANE_BROKER_URL"]
+        == (rendered["services"]["worker"]["environment"]["DOCLANE_BROKER_URL"])
+    )
+
+
 def test_the_docling_server_is_not_published(rendered: dict[str, Any]) -> None:
     """Bound to 0.0.0.0 its DNS-rebinding protection is off: the compose network only."""
     server = rendered["services"]["docling-mcp"]

@@ -1,4 +1,4 @@
-"""compose.yaml's health checks for the worker and beat, against a real worker and broker.
+"""compose.yaml's health checks (and Flower's app), against a real worker and broker.
 
 ``python -m workers.healthcheck worker`` must say healthy exactly while this host's worker
 answers through the broker, and ``beat`` exactly while the broker accepts connections: these
@@ -40,7 +40,17 @@ def test_worker_is_healthy_while_its_node_answers_and_not_after(
     alive = healthcheck(cluster.env, "worker")
     assert alive.returncode == 0, alive.stderr + cluster.logs()
     assert f"doclane-{worker.pid}@" in alive.stderr
-    # The ping went through doclane's own transport options: the worker could parse it.
+    # Celery's own tools (Flower in compose.yaml) reach it through workers.monitor's app.
+    inspect = subprocess.run(
+        [sys.executable, "-m", "celery", "--app", "workers.monitor", "inspect", "ping"],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert inspect.returncode == 0 and f"doclane-{worker.pid}@" in inspect.stdout, inspect
+    # Both went through doclane's own transport options: the worker could parse them.
     assert "Control command error" not in worker.log()
 
     worker.stop()
