@@ -11,8 +11,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
 
-#: The repository's ``migrations/`` folder (next to ``pipeline/``), where an editable install or a
-#: source checkout (the container image) keeps the numbered SQL files.
+#: The repository's ``migrations/`` folder (next to ``pipeline/``), where a source checkout or an
+#: editable install finds the numbered SQL files. A regular install (the container image) has no
+#: such folder beside the package: it sets ``DOCLANE_MIGRATIONS_DIR`` (the image: /app/migrations).
 DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
