@@ -182,7 +182,7 @@ def test_the_shared_folder_is_at_the_same_path_for_doclane_and_the_server(
     rendered: dict[str, Any],
 ) -> None:
     services = rendered["services"]
-    for name in ("worker", "worker-large", "api", "docling-mcp", "docling-serve", "worker-stdio"):
+    for name in ("worker", "worker-large", "api", "docling-mcp", "worker-stdio"):
         assert _volume_targets(services[name]).get(SHARED_MOUNT) == "shared", name
     worker_env = services["worker"]["environment"]
     assert worker_env["DOCLANE_INBOX_DIR"].startswith(f"{SHARED_MOUNT}/")
