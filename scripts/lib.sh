@@ -173,6 +173,22 @@ ensure_services() {
   ensure_rabbitmq
 }
 
+# ---- Docker Compose, to validate compose.yaml ---------------------------------------------
+
+# Docker cannot run on the dev and CI machines, but Compose can still read compose.yaml:
+# tests/deploy/ runs `docker-compose config` on it. Debian's docker-compose package (1.29) is
+# the Compose that apt offers here; 1.29 is the first to know `service_completed_successfully`.
+_docker_compose_ok() {
+  command -v docker-compose >/dev/null &&
+    docker-compose version --short 2>/dev/null | awk -F. '{ exit !($1 > 1 || ($1 == 1 && $2 >= 29)) }'
+}
+
+ensure_docker_compose() {
+  _docker_compose_ok && return
+  apt_install docker-compose
+  _docker_compose_ok || die "docker-compose 1.29+ is needed to check compose.yaml; apt installed $(docker-compose version --short 2>&1)"
+}
+
 # ---- the real docling-mcp server ----------------------------------------------------------
 
 _docling_version_ok() {
