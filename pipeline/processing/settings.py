@@ -47,7 +47,7 @@ class ProcessingSettings(BaseSettings):
     #: must stay in the cache until it is exported: raise DOCLING_MCP_CACHE_MAX_DOCUMENTS on the
     #: server before raising this.
     batch_max_docs: int = Field(default=8, ge=1)
-    #: ... and at most this many bytes of documents.
+    #: The largest total size of the documents of one batch.
     batch_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
     #: The batch call's deadline: the size tier of its total bytes, plus this per document.
     batch_per_doc_s: float = Field(default=5.0, ge=0)
