@@ -40,6 +40,8 @@ class Exchange:
     event_with_id_sent: anyio.Event = field(default_factory=anyio.Event)
     truncate_requested: bool = False
     truncated: bool = False
+    #: A request of the stateless 2026-07-28 revision (its results need ``resultType``).
+    modern: bool = False
 
 
 def describe_body(body: bytes) -> tuple[str, dict[str, Any] | None]:
@@ -83,6 +85,7 @@ class HttpFaultLayer:
             key, message = describe_body(body)
             stats.requests_by_method[key] += 1
         exchange = Exchange(verb=verb, method=key)
+        exchange.modern = headers.get("mcp-protocol-version") == "2026-07-28"
         self._record(exchange, headers, message)
 
         session_id = headers.get("mcp-session-id")
@@ -103,6 +106,14 @@ class HttpFaultLayer:
                 return
             if exchange.fault in ("garbage", "garbage_sse"):
                 await _garbage(send, sse=exchange.fault == "garbage_sse")
+                return
+            if not state.knobs.stateless and (
+                key == "server/discover" or headers.get("mcp-protocol-version") == "2026-07-28"
+            ):
+                # A server of the 2025 revisions: the method does not exist (-32601), as
+                # docling-mcp before 3.3 answered; in the body, like the SDK's HTTP 200.
+                await _json_error(send, 200, "Method not found", exchange.request_id, {},
+                                  code=-32601)  # fmt: skip
                 return
             knobs = state.knobs
             if exchange.method == "tools/call" and knobs.oversize_reply_bytes:
@@ -223,9 +234,15 @@ async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
 
 
 async def _json_error(
-    send: Send, status: int, text: str, request_id: Any, extra_headers: dict[str, str]
+    send: Send,
+    status: int,
+    text: str,
+    request_id: Any,
+    extra_headers: dict[str, str],
+    code: int | None = None,
 ) -> None:
-    code = -32000 if status >= 500 else -32600
+    if code is None:
+        code = -32000 if status >= 500 else -32600
     body = json.dumps(
         {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": text}}
     ).encode()

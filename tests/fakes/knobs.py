@@ -127,6 +127,11 @@ class Knobs(BaseModel):
     server_request_timeout_s: float = Field(default=10.0, gt=0)
 
     # --- handshake -----------------------------------------------------------------------------
+    stateless: bool = Field(
+        default=False,
+        description="serve the stateless 2026-07-28 revision (server/discover); off, the fake "
+        "answers server/discover with -32601 like a server of the 2025 revisions",
+    )
     no_tools_capability: bool = Field(default=False, description="declare no tools capability")
     protocol_version: str | None = Field(default=None, description="force the negotiated version")
 

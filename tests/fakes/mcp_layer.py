@@ -59,6 +59,9 @@ _SERVER_REQUEST_PARAMS: dict[str, dict[str, Any]] = {
 }
 
 
+#: What 2026-07-28 requires of a list result (the SDK drops these keys for older revisions).
+_LIST_RESULT: dict[str, Any] = {"resultType": "complete", "ttlMs": 0, "cacheScope": "private"}
+
 #: How long a drop waits for the priming event to reach the client before cutting anyway.
 _PRIMING_WAIT_S = 30.0
 
@@ -97,6 +100,8 @@ class FaultMiddleware:
             result = await self._inject(fault, ctx, exchange, call_next)
         if ctx.method == "initialize" and isinstance(result, dict):
             result = self._shape_initialize(result)
+        if exchange is not None and exchange.modern and isinstance(result, dict):
+            result = {"resultType": "complete", **result}  # required by 2026-07-28
         return result
 
     async def _inject(
@@ -196,7 +201,7 @@ class FakeMcp:
         tools = self.profile.tools
         size = self.state.knobs.tools_page_size
         if size is None:
-            return {"tools": tools}
+            return {**_LIST_RESULT, "tools": tools}  # the SDK drops these for older revisions
         cursor = params.cursor
         try:
             start = int(cursor) if cursor else 0
@@ -204,7 +209,7 @@ class FakeMcp:
             raise MCPError(code=INVALID_PARAMS, message=f"Invalid cursor: {cursor}") from None
         if not 0 <= start <= len(tools):
             raise MCPError(code=INVALID_PARAMS, message=f"Invalid cursor: {cursor}")
-        page: dict[str, Any] = {"tools": tools[start : start + size]}
+        page: dict[str, Any] = {**_LIST_RESULT, "tools": tools[start : start + size]}
         if start + size < len(tools):
             page["nextCursor"] = str(start + size)
         return page
@@ -223,7 +228,8 @@ class FakeMcp:
                 await anyio.sleep(delay)
             self._maybe_evict(params.name)
             await self._before_result(ctx)
-            return await self.profile.call(params.name, params.arguments or {})
+            result = await self.profile.call(params.name, params.arguments or {})
+            return {"resultType": "complete", **result}  # dropped by the SDK for 2025 revisions
         finally:
             stats.tool_calls_in_flight -= 1
 
