@@ -235,6 +235,8 @@ JSONRPC_CODES: MappingProxyType[int, str] = MappingProxyType(
         -32001: "E303",
         -32002: "E306",
         -32003: "E307",
+        # 2026-07-28: the server does not speak the protocol version the request asked for.
+        -32022: "E305",
     }
 )
 

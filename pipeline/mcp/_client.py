@@ -5,10 +5,16 @@ above it, and this class on top, which is all callers see. Tool errors are resul
 (``ToolResult.is_error``), never exceptions; everything else that goes wrong is a catalog error.
 
 The client never initializes on its own accord: the caller calls :meth:`initialize` (a tool
-call before that is E301). What it does by itself is *re*-initialize: when the server answers
-HTTP 404 to a session it had given us (it restarted, or expired the session), the client runs
-the handshake again, once, and resends the request; only if that fails does the caller see
-E308. One client is meant to be shared by every thread of a worker process.
+call before that is E301). With ``MCP_PROTOCOL_VERSION=auto`` (the default) it first probes
+``server/discover``: a server that offers the stateless 2026-07-28 revision is used without a
+session (every request stamped, :mod:`._revision`); any other answer but a transport failure
+falls back to the 2025-11-25 ``initialize`` handshake, which negotiates down as the server
+answers. A pinned version is honoured as it is.
+
+In session mode the client *re*-initializes by itself: when the server answers HTTP 404 to a
+session it had given us (it restarted, or expired the session), it runs the handshake again,
+once, and resends the request; only if that fails does the caller see E308. Stateless mode has
+no session to lose. One client is meant to be shared by every thread of a worker process.
 """
 
 from __future__ import annotations
@@ -23,7 +29,15 @@ from typing import Any
 
 import httpx
 
-from errors import CallTimeout, MissingCapability, NotInitialized, ParseError, SessionExpired
+from errors import (
+    CallTimeout,
+    MissingCapability,
+    NotInitialized,
+    ParseError,
+    ProtocolError,
+    SessionExpired,
+    UnexpectedError,
+)
 from errors import PipelineError as _PipelineError
 from pipeline import __version__
 from pipeline.mcp._auth import auth_from_settings
@@ -31,6 +45,7 @@ from pipeline.mcp._batch import CallOutcome, ToolCall, run_batch
 from pipeline.mcp._http import StreamableHttpTransport
 from pipeline.mcp._lifecycle import Lifecycle, LifecycleState, Transition, format_trail
 from pipeline.mcp._protocol import (
+    LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
     JsonObject,
     LogMessage,
@@ -41,6 +56,13 @@ from pipeline.mcp._protocol import (
     tools_page,
 )
 from pipeline.mcp._registry import RegistryStats, ToolRegistry
+from pipeline.mcp._revision import (
+    AUTO,
+    MODERN_VERSION,
+    Discovery,
+    invalid_header_declaration,
+    param_headers,
+)
 from pipeline.mcp._session import JsonRpcSession, Listeners
 from pipeline.mcp._timeouts import CallTimeouts, Deadline
 from pipeline.mcp._transport import Binding, Transport
@@ -51,6 +73,8 @@ logger = logging.getLogger("pipeline.mcp.client")
 _S = LifecycleState
 #: A server that pages tools/list forever is broken; stop listening to it here.
 _MAX_TOOL_PAGES = 1000
+#: Rounds of a multi-round-trip (input_required) result before giving up.
+_MAX_INPUT_ROUNDS = 10
 
 
 class McpClient:
@@ -102,7 +126,10 @@ class McpClient:
             on_notification=on_notification,
         )
         self._session = JsonRpcSession(
-            self._transport, listeners=self._listeners, courtesy_timeout=self.timeouts.request_s
+            self._transport,
+            listeners=self._listeners,
+            courtesy_timeout=self.timeouts.request_s,
+            client_info={"name": "doclane", "version": __version__},
         )
         self._lifecycle = Lifecycle()
         self._registry = ToolRegistry(
@@ -261,9 +288,11 @@ class McpClient:
         )
 
     def ping(self, timeout: float | None = None) -> float:
-        """Round-trip time of an MCP ``ping``, in seconds."""
+        """Round-trip time of an MCP ``ping``, in seconds (2026-07-28 has no ping: there a
+        ``server/discover`` is the cheapest round trip)."""
+        method = "server/discover" if self.negotiated_version == MODERN_VERSION else "ping"
         started = time.monotonic()
-        self._request("ping", {}, timeout=timeout or self.timeouts.request_s)
+        self._request(method, {}, timeout=timeout or self.timeouts.request_s)
         return time.monotonic() - started
 
     # --- internals ------------------------------------------------------------------------------
@@ -286,8 +315,14 @@ class McpClient:
         params: JsonObject = {"name": name, "arguments": dict(arguments)}
         if self._listeners.on_progress is not None:
             params["_meta"] = {"progressToken": f"doclane-{next(self._progress_tokens)}"}
+        headers = (
+            param_headers(tool.input_schema, arguments)
+            if self._binding.protocol_version == MODERN_VERSION
+            else None
+        )
         started = time.monotonic()
-        raw = self._request("tools/call", params, timeout=limit)
+        raw = self._request("tools/call", params, timeout=limit, headers=headers)
+        raw = self._complete(raw, params, limit, headers, started)
         result = ToolResult.from_wire(name, raw, time.monotonic() - started)
         if not result.is_error:
             tool.check_output(result.structured)
@@ -305,19 +340,61 @@ class McpClient:
             raise NotInitialized("initialize() has not finished")
         raise NotInitialized("call initialize() before using the client")
 
-    def _request(self, method: str, params: JsonObject, *, timeout: float) -> JsonObject:
+    def _complete(
+        self,
+        raw: JsonObject,
+        params: JsonObject,
+        limit: float,
+        headers: dict[str, str] | None,
+        started: float,
+    ) -> JsonObject:
+        """Finish a multi-round-trip result (2026-07-28): echo its ``requestState`` until the
+        server answers in full, within the call's deadline. doclane declares no client
+        capabilities, so a server that asks for input (sampling, elicitation) gets E305."""
+        for _round in range(_MAX_INPUT_ROUNDS):
+            if raw.get("resultType") != "input_required":
+                return raw
+            if raw.get("inputRequests"):
+                raise MissingCapability(
+                    "the server asks the client for input (sampling, elicitation), which "
+                    "doclane does not offer",
+                    detail={"input_requests": sorted(raw["inputRequests"])[:10]},
+                )
+            state = raw.get("requestState")
+            if not isinstance(state, str):
+                raise ParseError("an input_required result with neither input nor state")
+            remaining = limit - (time.monotonic() - started)
+            if remaining <= 0:
+                raise CallTimeout(f"tools/call: no answer within {limit:g}s")
+            raw = self._request(
+                "tools/call", {**params, "requestState": state}, timeout=remaining, headers=headers
+            )
+        raise UnexpectedError(f"the server asked for more than {_MAX_INPUT_ROUNDS} rounds")
+
+    def _request(
+        self,
+        method: str,
+        params: JsonObject,
+        *,
+        timeout: float,
+        headers: dict[str, str] | None = None,
+    ) -> JsonObject:
         """A request on the current session, re-initializing once if the server forgot it."""
         deadline = Deadline(timeout)
         binding = self._ready_binding()
         try:
-            return self._session.request(method, params, timeout=timeout, binding=binding)
+            return self._session.request(
+                method, params, timeout=timeout, binding=binding, headers=headers
+            )
         except SessionExpired:
             binding = self._recover(binding, f"HTTP 404 to {method}: the server forgot session")
         remaining = deadline.remaining()
         if remaining <= 0:
             raise CallTimeout(f"{method}: no time left after re-initializing")
         try:
-            return self._session.request(method, params, timeout=remaining, binding=binding)
+            return self._session.request(
+                method, params, timeout=remaining, binding=binding, headers=headers
+            )
         except SessionExpired as exc:
             raise SessionExpired(
                 f"{method}: the server forgot the new session as well", http_status=404
@@ -351,9 +428,68 @@ class McpClient:
         self._lifecycle.move(_S.READY, "re-initialized: " + self._ready_reason())
 
     def _handshake(self) -> ServerInfo:
+        """Stateless discovery where asked for and offered, else the 2025 handshake."""
+        if self.protocol_version in (AUTO, MODERN_VERSION):
+            server = self._discover()
+            if server is not None:
+                return server
+        return self._initialize_session()
+
+    def _discover(self) -> ServerInfo | None:
+        """``server/discover`` -> checks -> tools/list; None: fall back to ``initialize``.
+
+        Only ``auto`` falls back, and only on an answer that says "not this revision" (a
+        JSON-RPC or HTTP refusal, or a discovery without 2026-07-28); a server that cannot be
+        reached, is too slow or refuses our credentials is that, whatever its revision.
+        """
+        auto = self.protocol_version == AUTO
+        binding = Binding(None, MODERN_VERSION)
+        generation = self._registry.generation
+        try:
+            result = self._session.request(
+                "server/discover", {}, timeout=self.timeouts.request_s, binding=binding
+            )
+        except _PipelineError as exc:
+            if not _refused_the_revision(exc):
+                raise
+            if auto:
+                logger.info("%s: no 2026-07-28 discovery (%s); initializing", self._shown, exc)
+                return None
+            raise MissingCapability(
+                f"the server does not offer protocol {MODERN_VERSION}: {exc.code}: {exc.message}",
+                detail={"cause": exc.to_dict()},
+            ) from exc
+        discovery = Discovery.from_wire(result)
+        if MODERN_VERSION not in discovery.versions:
+            if auto:
+                return None
+            raise MissingCapability(
+                f"the server offers protocol {', '.join(discovery.versions) or '(none)'}, "
+                f"not {MODERN_VERSION}",
+                detail={"supported": list(discovery.versions)},
+            )
+        server = ServerInfo.from_wire(
+            {
+                "protocolVersion": MODERN_VERSION,
+                "capabilities": discovery.capabilities,
+                "serverInfo": discovery.server_info,
+            }
+        )
+        if self._require_tools and not server.has_tools:
+            raise MissingCapability(
+                "the server declares no tools capability",
+                detail={"capabilities": sorted(server.capabilities)},
+            )
+        tools = self._list_tools(binding) if server.has_tools else []
+        self._binding, self._server = binding, server
+        self._registry.replace(tools, generation)
+        return server
+
+    def _initialize_session(self) -> ServerInfo:
         """initialize -> checks -> notifications/initialized -> tools/list (all pages)."""
+        asked = LATEST_PROTOCOL_VERSION if self.protocol_version == AUTO else self.protocol_version
         params = {
-            "protocolVersion": self.protocol_version,
+            "protocolVersion": asked,
             "capabilities": {},
             "clientInfo": {"name": "doclane", "version": __version__},
         }
@@ -396,13 +532,25 @@ class McpClient:
                 "tools/list", params, timeout=self.timeouts.request_s, binding=binding
             )
             page, cursor = tools_page(result)
-            tools.extend(page)
+            tools.extend(self._usable(page))
             if cursor is None:
                 return tools
             if cursor in seen:
                 raise ParseError(f"tools/list repeated the cursor {cursor!r}")
             seen.add(cursor)
         raise ParseError(f"tools/list did not end after {_MAX_TOOL_PAGES} pages")
+
+    def _usable(self, tools: list[Tool]) -> list[Tool]:
+        """Tools whose ``x-mcp-header`` declarations can be honoured; the others are left out
+        (a call of one is E304), as the 2026-07-28 revision asks of a client."""
+        kept = []
+        for tool in tools:
+            problem = invalid_header_declaration(tool.input_schema)
+            if problem is None:
+                kept.append(tool)
+            else:
+                logger.warning("%s: leaving out tool %s: %s", self._shown, tool.name, problem)
+        return kept
 
     def _load_tools(self) -> list[Tool]:
         """Refetch the tool list for the registry, through the recovering request path."""
@@ -425,6 +573,17 @@ class McpClient:
             f"{who}, protocol {binding.protocol_version}, session {_short(binding.session_id)}, "
             f"{self._registry.stats().size} tools"
         )
+
+
+def _refused_the_revision(exc: _PipelineError) -> bool:
+    """Whether ``server/discover`` failed because the server answered "not this revision"
+    (a JSON-RPC error, or an HTTP 4xx that is not about credentials), as opposed to being
+    unreachable, too slow, failing (5xx) or refusing us: only the former means "try the 2025
+    handshake", as the official SDK's probe decides too."""
+    if isinstance(exc, ProtocolError | MissingCapability) or exc.jsonrpc_code is not None:
+        return exc.code != "E310"
+    status = exc.http_status
+    return status is not None and 400 <= status < 500 and status not in (401, 403, 429)
 
 
 def _short(session_id: str | None) -> str:

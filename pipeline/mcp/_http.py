@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -118,11 +118,12 @@ class StreamableHttpTransport:
         timeout: float,
         sink: MessageSink,
         cancel: CancelScope | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         what = _describe(message)
         if cancel is not None:
             cancel.check(what)
-        watch = _Watch(arm(timeout, cancel), Deadline(timeout), cancel)
+        watch = _Watch(arm(timeout, cancel), Deadline(timeout), cancel, headers or {})
         try:
             return self._post(message, binding, watch, sink, what)
         finally:
@@ -133,7 +134,9 @@ class StreamableHttpTransport:
     ) -> Reply:
         is_request = "method" in message and "id" in message
         state = _StreamState(what)
-        with self._exchange("POST", binding, watch, what, json=message) as response:
+        with self._exchange(
+            "POST", binding, watch, what, json=message, extra_headers=watch.headers
+        ) as response:
             reply = Reply(response.status_code, response.headers.get(SESSION_HEADER))
             if not is_request:
                 if _content_type(response) != "text/event-stream":  # a stream may stay open
@@ -400,6 +403,8 @@ class _Watch:
     alarm: Alarm
     deadline: Deadline
     cancel: CancelScope | None
+    #: The request's own headers (2026-07-28 routing headers).
+    headers: Mapping[str, str] = field(default_factory=dict)
 
     def error(self, what: str, when: str = "") -> PipelineError:
         """The error for a request the alarm (or a read timeout at the deadline) ended."""

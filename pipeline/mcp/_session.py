@@ -7,7 +7,9 @@ stream, a resumed GET, or another request's stream. Notifications go to listener
 POST: ``ping`` with ``{}``, anything else with -32601, since the client declares no
 capabilities that would invite them. A request that times out, or that its caller withdraws
 (a ``CancelScope`` around it was cancelled), is followed by ``notifications/cancelled`` so the
-server can stop working on it.
+server can stop working on it; on the stateless 2026-07-28 wire there is no such notification,
+and the ended connection is the signal. Under that revision every request is stamped with the
+request metadata and its routing headers (:mod:`._revision`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from pipeline.mcp._protocol import (
     request_message,
     result_message,
 )
+from pipeline.mcp._revision import MODERN_VERSION, stamp
 from pipeline.mcp._transport import Binding, Transport, ignore_messages
 from pipeline.mcp._watchdog import current_scope
 
@@ -84,8 +87,11 @@ class JsonRpcSession:
         *,
         listeners: Listeners | None = None,
         courtesy_timeout: float = _COURTESY_TIMEOUT_S,
+        client_info: JsonObject | None = None,
     ) -> None:
         self.transport = transport
+        #: Who we are, as the 2026-07-28 request metadata says it on every request.
+        self.client_info: JsonObject = client_info or {"name": "doclane", "version": "0"}
         self.listeners = listeners or Listeners()
         self.courtesy_timeout = courtesy_timeout
         self._ids = itertools.count(1)
@@ -103,12 +109,26 @@ class JsonRpcSession:
             return len(self._pending)
 
     def request(
-        self, method: str, params: Mapping[str, Any], *, timeout: float, binding: Binding
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float,
+        binding: Binding,
+        headers: Mapping[str, str] | None = None,
     ) -> JsonObject:
-        return self.exchange(method, params, timeout=timeout, binding=binding).result
+        return self.exchange(
+            method, params, timeout=timeout, binding=binding, headers=headers
+        ).result
 
     def exchange(
-        self, method: str, params: Mapping[str, Any], *, timeout: float, binding: Binding
+        self,
+        method: str,
+        params: Mapping[str, Any],
+        *,
+        timeout: float,
+        binding: Binding,
+        headers: Mapping[str, str] | None = None,
     ) -> Exchange:
         """Send one request and return its result; a JSON-RPC error is raised as its E2xx/E3xx."""
         request_id = self.next_id()
@@ -123,13 +143,18 @@ class JsonRpcSession:
         scope = current_scope()
         if scope is not None:
             scope.check(f"{method} (id {request_id})")
+        message = request_message(request_id, method, params)
+        wire_headers = dict(headers or {})
+        if binding.protocol_version == MODERN_VERSION:
+            wire_headers.update(stamp(message, MODERN_VERSION, self.client_info))
         try:
             reply = self.transport.post(
-                request_message(request_id, method, params),
+                message,
                 binding,
                 timeout=timeout,
                 sink=sink,
                 cancel=scope,
+                headers=wire_headers,
             )
         except CallTimeout:
             self._cancel(request_id, binding, f"no answer within {timeout:g}s")
@@ -215,6 +240,8 @@ class JsonRpcSession:
 
     def _cancel(self, request_id: RequestId, binding: Binding, reason: str) -> None:
         """Tell the server to stop working on a request we gave up on (best effort)."""
+        if binding.protocol_version == MODERN_VERSION:
+            return  # 2026-07-28: the request's ended connection is the cancellation
         try:
             self.notify(
                 "notifications/cancelled",

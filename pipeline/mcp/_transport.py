@@ -9,7 +9,7 @@ the transport's business; which message answers which request is the session's.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -60,15 +60,17 @@ class Transport(Protocol):
         timeout: float,
         sink: MessageSink,
         cancel: CancelScope | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         """Send ``message``; for a request, deliver what comes back to ``sink`` until it is done.
 
         ``timeout`` is a deadline for the whole exchange, whatever the server sends meanwhile;
-        ``cancel`` ends it at once from another thread (``CallCancelled``). Raises a catalog
-        error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no answer within
-        ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310 (401/403), E312 (reply
-        over the size limit), E200 (unparseable reply), or the JSON-RPC error an HTTP error
-        body carried.
+        ``cancel`` ends it at once from another thread (``CallCancelled``); ``headers`` are the
+        request's own (the 2026-07-28 routing headers), on transports that have headers.
+        Raises a catalog error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no
+        answer within ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310
+        (401/403), E312 (reply over the size limit), E200 (unparseable reply), or the JSON-RPC
+        error an HTTP error body carried.
         """
         ...
 

@@ -9,7 +9,11 @@ variable                               default                        meaning
                                                                       comma-separated list names
                                                                       a pool; ``/mcp`` is added
                                                                       to a URL without a path
-``MCP_PROTOCOL_VERSION``               ``2025-11-25``                 version asked for
+``MCP_PROTOCOL_VERSION``               ``auto``                       ``auto``: 2026-07-28 where
+                                                                      the server offers it (probe
+                                                                      ``server/discover``), else
+                                                                      the 2025-11-25 handshake; or
+                                                                      one version, pinned
 ``DOCLING_MCP_AUTH``                   ``none``                       ``none|bearer|api-key``
 ``DOCLING_MCP_TOKEN``                  (none)                         the bearer token
 ``DOCLING_MCP_API_KEY``                (none)                         the key of ``api-key`` auth
@@ -43,7 +47,6 @@ import httpx
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.mcp._protocol import LATEST_PROTOCOL_VERSION
 from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
@@ -65,9 +68,7 @@ class McpSettings(BaseSettings):
     )
 
     origin: str = Field(default=DEFAULT_ORIGIN, validation_alias=_env("DOCLING_MCP_ORIGIN"))
-    protocol_version: str = Field(
-        default=LATEST_PROTOCOL_VERSION, validation_alias=_env("MCP_PROTOCOL_VERSION")
-    )
+    protocol_version: str = Field(default="auto", validation_alias=_env("MCP_PROTOCOL_VERSION"))
     auth: AuthKind = Field(default="none", validation_alias=_env("DOCLING_MCP_AUTH"))
     token: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_TOKEN"))
     api_key: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_API_KEY"))

@@ -28,9 +28,12 @@ SAVE = "save_docling_document"
 TOOLS_JSON = Path(__file__).resolve().parents[1] / "fakes" / "docling_mcp_3_3_0_tools.json"
 
 
-@pytest.fixture
-def client(docling_server: DoclingServer) -> Iterator[McpClient]:
-    with McpClient(docling_server.url, settings=load_mcp_settings()) as c:
+@pytest.fixture(params=["auto", "2025-11-25"], ids=["2026-07-28", "2025-11-25"])
+def client(docling_server: DoclingServer, request: pytest.FixtureRequest) -> Iterator[McpClient]:
+    """Every fact below, in both revisions: ``auto`` finds 2026-07-28 (docling-mcp 3.3.0 serves
+    it), and the 2025-11-25 session handshake pinned."""
+    settings = load_mcp_settings(protocol_version=request.param)
+    with McpClient(docling_server.url, settings=settings) as c:
         c.initialize()
         yield c
 
@@ -39,14 +42,17 @@ def test_initialize_negotiates_the_latest_revision_and_sees_tools(
     client: McpClient, docling_server: DoclingServer
 ) -> None:
     assert client.state is LifecycleState.READY
-    assert client.negotiated_version == "2025-11-25"
     assert client.origin == docling_server.origin
     info = client.server
     assert info is not None
     assert info.name == "docling"
-    assert info.protocol_version == "2025-11-25"
     assert info.has_tools
-    assert re.fullmatch(r"[0-9a-f]{32}", client.session_id or "")
+    if client.settings.protocol_version == "auto":  # stateless: discovery, no session
+        assert client.negotiated_version == info.protocol_version == "2026-07-28"
+        assert client.session_id is None
+    else:
+        assert client.negotiated_version == info.protocol_version == "2025-11-25"
+        assert re.fullmatch(r"[0-9a-f]{32}", client.session_id or "")
 
 
 def test_the_tool_list_is_the_measured_one(client: McpClient) -> None:
@@ -160,3 +166,30 @@ def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_
             assert expected in converted.converted[name].outputs["md"]
         origin = json.loads(converted.converted[name].outputs["json"])["origin"]
         assert origin["filename"] == name
+
+
+def test_doclane_mcp_pinned_to_2026_07_28_pings_and_converts_on_docling_mcp(
+    docling_server: DoclingServer,
+) -> None:
+    """MCP_PROTOCOL_VERSION=2026-07-28 doclane mcp ping|call --origin <docling-mcp> --json."""
+    import os
+    import subprocess
+    import sys
+
+    doclane = str(Path(sys.executable).with_name("doclane"))
+    env = {**os.environ, "MCP_PROTOCOL_VERSION": "2026-07-28"}
+    ping = subprocess.run(
+        [doclane, "mcp", "ping", "--origin", docling_server.origin, "--json"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert ping.returncode == 0, ping.stderr
+    assert json.loads(ping.stdout)["server"]["protocol_version"] == "2026-07-28"
+    call = subprocess.run(
+        [doclane, "mcp", "call", CONVERT, "--args",
+         json.dumps({"source": str(example("quarterly-report.docx"))}),
+         "--origin", docling_server.origin, "--json"],
+        capture_output=True, text=True, timeout=120, check=False, env=env,
+    )  # fmt: skip
+    assert call.returncode == 0, call.stderr
+    report = json.loads(call.stdout)  # pinned: anything but 2026-07-28 would have been E305
+    assert re.fullmatch(r"[0-9a-f]{32}", report["result"]["structured"]["document_key"])

@@ -29,8 +29,11 @@ def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> No
 
 @pytest.fixture
 def settings() -> McpSettings:
-    """Short limits, so a test that goes wrong fails in seconds, not minutes."""
-    return McpSettings(request_timeout_s=10, timeout_large_s=30, sse_retry_ms=100)
+    """Short limits, so a test that goes wrong fails in seconds, not minutes; the 2025 session
+    path (the stateless revision has its own tests: test_revision.py)."""
+    return McpSettings(
+        request_timeout_s=10, timeout_large_s=30, sse_retry_ms=100, protocol_version="2025-11-25"
+    )
 
 
 @pytest.fixture

@@ -40,7 +40,10 @@ def make_client(server: ScriptedServer) -> Iterator[MakeClient]:
         transport: Any = None, settings: McpSettings | None = None, **options: Any
     ) -> McpClient:
         client = McpClient(
-            transport=transport or server, settings=settings or McpSettings(), **options
+            transport=transport or server,
+            # The 2025 session path; the 2026-07-28 one has its own tests (test_revision.py).
+            settings=settings or McpSettings(protocol_version="2025-11-25"),
+            **options,
         )
         made.append(client)
         return client

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +120,7 @@ class ScriptedServer:
         timeout: float,
         sink: MessageSink,
         cancel: CancelScope | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Reply:
         with self._lock:
             self.posts.append(Post(message, binding, timeout))

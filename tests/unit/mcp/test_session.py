@@ -47,6 +47,7 @@ class OneShotTransport:
         timeout: float,
         sink: Any,
         cancel: Any = None,
+        headers: Any = None,
     ) -> Reply:
         self.posts.append(message)
         if "id" not in message or "method" not in message:
@@ -112,6 +113,7 @@ def test_a_response_for_another_request_reaches_its_owner() -> None:
             timeout: float,
             sink: Any,
             cancel: Any = None,
+            headers: Any = None,
         ) -> Reply:
             if message["params"].get("which") == "first":
                 first_sink_ready.set()

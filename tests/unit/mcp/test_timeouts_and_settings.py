@@ -103,7 +103,7 @@ def test_bad_origins_are_refused(monkeypatch: pytest.MonkeyPatch, bad: str) -> N
 def test_defaults() -> None:
     settings = McpSettings()
     assert settings.endpoint == "http://127.0.0.1:8765/mcp"
-    assert settings.protocol_version == "2025-11-25"
+    assert settings.protocol_version == "auto"
     assert settings.registry_ttl_s == 300 and settings.auth == "none"
 
 
