@@ -58,6 +58,15 @@ class _Expander:
         text = source.strip()
         if not text:
             self._reject(source, SourceNotFound("(empty): an empty source name"))
+        elif "\x00" in text:  # no path or URL holds one; the OS would refuse it with ValueError
+            shown = text.replace("\x00", "\\x00")
+            self._reject(
+                source,
+                SourceNotFound(
+                    f"{shown}: a source name cannot contain a NUL byte",
+                    detail={"source": shown, "reason": "NUL byte"},
+                ),
+            )
         elif looks_like_url(text):
             self._url(source, text)
         else:

@@ -199,3 +199,10 @@ def test_a_source_of_any_scheme_but_http_is_E104_naming_the_scheme(tmp_path, sou
     (refused,) = result.rejected
     assert refused.code == "E104"
     assert f"scheme {scheme}: is not allowed" in refused.message
+
+
+@pytest.mark.parametrize("source", ["report\x00.docx", "https://example.org/a\x00.md"])
+def test_a_source_with_a_nul_byte_is_refused_not_a_crash(tmp_path, settings, source):
+    result = expand([source, "also-missing.md"], settings, cwd=tmp_path)
+    assert [r.code for r in result.rejected] == ["E101", "E101"]
+    assert "NUL byte" in result.rejected[0].message
