@@ -42,7 +42,14 @@ from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
-from pipeline.api.submit import SubmitRequest, SubmitResponse, submit_json, submit_upload
+from pipeline.api.submit import (
+    FORMATS_PATTERN,
+    PRIORITY_RANGE,
+    SubmitRequest,
+    SubmitResponse,
+    submit_json,
+    submit_upload,
+)
 from pipeline.api.workers_cache import WorkersCache
 from pipeline.jobs import Job, JobState
 from pipeline.publishing import Publisher
@@ -162,8 +169,12 @@ def _v1(ctx: ApiContext) -> APIRouter:
                             "required": ["file"],
                             "properties": {
                                 "file": {"type": "string", "format": "binary"},
-                                "to": {"type": "string", "default": "md"},
-                                "priority": {"type": "integer", "default": 0},
+                                "to": {
+                                    "type": "string",
+                                    "default": "md",
+                                    "pattern": FORMATS_PATTERN,
+                                },
+                                "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
                             },
                         }
                     },
@@ -186,7 +197,9 @@ def _v1(ctx: ApiContext) -> APIRouter:
     def jobs(
         state: JobState | None = None,
         error_code: Annotated[str | None, Query(pattern=r"^E\d{3}$")] = None,
-        since: Annotated[str | None, Query(description="30m, 1h, 2d, or an ISO time")] = None,
+        since: Annotated[
+            str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
+        ] = None,
         queue: Annotated[str | None, Query(max_length=200)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     ) -> JobList:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
@@ -17,16 +17,28 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException
 
+from errors import EmptySource
 from pipeline.api.uploads import BadUpload, receive_upload
 from pipeline.enqueue import Submission, check_formats, enqueue
 from pipeline.publishing import Publisher
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
 
+#: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
+FORMATS_PATTERN = r"^\s*(md|json|html)\s*(,\s*(md|json|html)\s*)*$"
+PRIORITY_RANGE = {"minimum": -32768, "maximum": 32767}
+
 
 class SubmitRequest(BaseModel):
-    sources: list[str] = Field(min_length=1, max_length=10000)
-    to: str = Field(default="md", description="Output formats, comma-separated: md, json, html.")
+    # No NUL: no path or URL holds one (and pipeline.sources would trip over it).
+    sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]] = (
+        Field(min_length=1, max_length=10000)
+    )
+    to: str = Field(
+        default="md",
+        pattern=FORMATS_PATTERN,
+        description="Output formats, comma-separated: md, json, html.",
+    )
     priority: int = Field(default=0, ge=-32768, le=32767)
 
 
@@ -89,6 +101,11 @@ async def submit_upload(
         )
     except BadUpload as exc:
         raise HTTPException(400, str(exc)) from exc
+    except EmptySource as exc:  # refused like any source: in the answer, with its code
+        refused = RefusedOut(source=str(exc.detail or "upload"), code=exc.code, message=exc.message)
+        return SubmitResponse(
+            accepted=[], rejected=[refused], skipped={}, duplicates=0, publish_failures={}
+        )
     try:
         formats = _formats(upload.fields.get("to", "md"))
         priority = int(upload.fields.get("priority", "0") or 0)

@@ -164,5 +164,6 @@ async def receive_upload(
         raise BadUpload("the form has no field 'file' with the document")
     if receiver.size == 0:
         shutil.rmtree(folder, ignore_errors=True)
-        raise EmptySource(f"the uploaded document {receiver.path.name!r} is empty")
+        name = receiver.path.name
+        raise EmptySource(f"the uploaded document {name!r} is empty", detail=name)
     return Upload(receiver.path, receiver.size, receiver.fields)
