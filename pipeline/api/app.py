@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, FastAPI, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from pipeline.admin import (
@@ -223,7 +223,7 @@ def _v1(ctx: ApiContext) -> APIRouter:
         response_class=StreamingResponse,
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
     )
-    def result(job_id: UUID, fmt: Annotated[str, Field(pattern=r"^[a-z]{1,10}$")]) -> Response:
+    def result(job_id: UUID, fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")]) -> Response:
         """One result of a succeeded job, streamed from the database as stored."""
         return stream_result(ctx.store, job_id, fmt)
 

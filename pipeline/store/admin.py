@@ -115,8 +115,7 @@ class AdminStore(JobStore):
 
     def finished_totals(self) -> list[FinishedTotal]:
         """All-time succeeded, failed and cancelled jobs, by error code."""
-        self.roll_up()
-        rows = self._fetch_rows("counting finished jobs", query("finished_totals"), {})
+        rows = self._fetch_rows("counting finished jobs", query("finished_totals"), self._marks())
         return [
             FinishedTotal(JobState(r["state"]), r["error_code"] or None, int(r["jobs"]))
             for r in rows
@@ -124,8 +123,7 @@ class AdminStore(JobStore):
 
     def event_totals(self) -> list[EventTotal]:
         """All-time state changes and MCP calls, summed (for Prometheus counters)."""
-        self.roll_up()
-        rows = self._fetch_rows("summing the job trail", query("event_totals"), {})
+        rows = self._fetch_rows("summing the job trail", query("event_totals"), self._marks())
         return [
             EventTotal(
                 kind=r["kind"],
@@ -137,6 +135,12 @@ class AdminStore(JobStore):
             )
             for r in rows
         ]
+
+    def _marks(self) -> dict[str, Any]:
+        """Roll up if due, then the marks the totals add the recent rows from."""
+        self.roll_up()
+        [marks] = self._fetch_rows("reading the rollup marks", query("rollup_marks"), {})
+        return marks
 
     def mcp_duration_bounds(self) -> list[float]:
         """The latency histogram's bucket bounds in milliseconds (fixed by migration 0005)."""

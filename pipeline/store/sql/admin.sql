@@ -41,14 +41,15 @@ SELECT * FROM jobs WHERE error_code = %(error_code)s ORDER BY updated_at DESC LI
 -- after the mark, an index range scan (jobs_finished_idx) or a BRIN scan (job_events_at_brin).
 
 -- name: finished_totals
--- All-time finished jobs by state and error code: the kept sums plus what finished since.
+-- All-time finished jobs by state and error code: the kept sums plus what finished since the
+-- mark (%(finished_before)s, from rollup_marks).
 SELECT state, error_code, sum(jobs)::bigint AS jobs
 FROM (
     SELECT state, error_code, jobs FROM finished_rollup
     UNION ALL
     SELECT state, coalesce(error_code, ''), count(*)
     FROM jobs
-    WHERE finished_at >= (SELECT finished_before FROM rollup_marks)
+    WHERE finished_at >= %(finished_before)s
     GROUP BY 1, 2
 ) t
 GROUP BY state, error_code
@@ -63,10 +64,16 @@ FROM (
     UNION ALL
     SELECT kind, name, outcome, bucket, count(*), sum(duration_ms)
     FROM countable_events
-    WHERE at >= (SELECT events_before FROM rollup_marks)
+    WHERE at >= %(events_before)s
     GROUP BY 1, 2, 3, 4
 ) t
 GROUP BY kind, name, outcome, bucket
+
+-- name: rollup_marks
+-- Read first and passed to the totals as values: planned with the value, the range scan after
+-- the mark is exact (with a subquery there the planner guessed a third of the index: 28 ms
+-- instead of 1 at a million jobs).
+SELECT finished_before, events_before FROM rollup_marks
 
 -- name: mcp_duration_bounds
 SELECT mcp_duration_bounds() AS bounds
