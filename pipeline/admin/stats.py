@@ -9,8 +9,9 @@ indexes and rollups (``pipeline.store.admin``), cheap at a million jobs.
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -136,27 +137,38 @@ def run_parts(
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """Run each part in its own thread; answers by name, and why the others failed.
 
-    The pool is not waited for: a part stuck on a dead host is left to its own timeout while
-    the caller answers (its thread ends when that timeout does).
+    The threads are daemons and a late one is not waited for: a part stuck on a dead host is
+    left to its own timeout while the caller answers, and never holds up the process's exit.
     """
-    pool = ThreadPoolExecutor(max_workers=len(parts), thread_name_prefix="doclane-stats")
-    futures: dict[str, Future[Any]] = {name: pool.submit(fn) for name, fn in parts.items()}
-    wait(futures.values(), timeout=deadline_s)
-    pool.shutdown(wait=False)
+    outcomes: dict[str, tuple[bool, Any]] = {}
+    threads = []
+    for name, fn in parts.items():
+
+        def run(name: str = name, fn: Callable[[], Any] = fn) -> None:
+            try:
+                outcomes[name] = (True, fn())
+            except Exception as exc:
+                outcomes[name] = (False, exc)
+
+        thread = threading.Thread(target=run, name=f"doclane-stats-{name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    deadline = time.monotonic() + deadline_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
     answers: dict[str, Any] = {}
     unreachable: dict[str, str] = {}
-    for name, future in futures.items():
-        if not future.done():
-            future.cancel()
+    for name in parts:
+        if name not in outcomes:
             unreachable[name] = f"no answer within {deadline_s:g}s"
             continue
-        exc = future.exception()
-        if exc is None:
-            answers[name] = future.result()
-        elif isinstance(exc, PipelineError):
-            unreachable[name] = f"{exc.code}: {exc.message}"
+        ok, value = outcomes[name]
+        if ok:
+            answers[name] = value
+        elif isinstance(value, PipelineError):
+            unreachable[name] = f"{value.code}: {value.message}"
         else:
-            unreachable[name] = f"{type(exc).__name__}: {exc}"
+            unreachable[name] = f"{type(value).__name__}: {value}"
             log.info("stats: %s unreachable: %s", name, unreachable[name])
     return answers, unreachable
 

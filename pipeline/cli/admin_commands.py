@@ -55,24 +55,26 @@ def stats(
     settings = load_admin_settings()
     resilience = load_resilience_settings()
     with _store(as_json) as store, celery_fleet(settings.inspect_timeout_s) as fleet:
-        while True:
-            figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
-            if as_json:
-                out = {"ok": not figures.unreachable, **figures.model_dump(mode="json")}
-                typer.echo(json.dumps(out))
-            else:
-                text = render_stats(figures)
-                typer.echo(("\033[H\033[J" if watch else "") + text, nl=False)
-            if not watch:
-                break
-            try:
+        figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
+        _show(figures, as_json=as_json, watch=watch)
+        try:
+            while watch:
                 time.sleep(interval)  # the refresh period of --watch, not a synchronisation
-            except KeyboardInterrupt:
-                break
+                figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
+                _show(figures, as_json=as_json, watch=watch)
+        except KeyboardInterrupt:  # Ctrl-C is how --watch ends
+            typer.echo("", err=True)
     if figures.unreachable:
         for part, why in figures.unreachable.items():
             typer.echo(f"{part} unreachable ({why}): {_REMEDIES.get(part, '')}", err=True)
         raise typer.Exit(1)
+
+
+def _show(figures: Stats, *, as_json: bool, watch: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"ok": not figures.unreachable, **figures.model_dump(mode="json")}))
+    else:  # --watch: home the cursor and clear the screen, then draw over the last one
+        typer.echo(("\033[H\033[J" if watch else "") + render_stats(figures), nl=False)
 
 
 def render_stats(s: Stats) -> str:
