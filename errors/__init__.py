@@ -32,7 +32,9 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── CircuitOpen           E309  breaker open (retry after its reset)  retryable
     │   ├── Unauthorized          E310  HTTP 401/403
     │   ├── OutputSchemaMismatch  E311
+    │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
+    │       └── CallCancelled           the caller withdrew the call (never recorded)
     └── StoreError             E4xx
         └── DatabaseUnavailable   E401                                         retryable
 
@@ -47,6 +49,7 @@ from errors._catalog import CATALOG, JSONRPC_CODES, CatalogEntry, entry
 from errors._classify import Stage, classify, classify_jsonrpc
 from errors._tree import (
     ERROR_CLASSES,
+    CallCancelled,
     CallTimeout,
     CircuitOpen,
     ConversionFailed,
@@ -66,6 +69,7 @@ from errors._tree import (
     PathOutsideRoots,
     PipelineError,
     ProtocolError,
+    ReplyTooLarge,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -85,6 +89,7 @@ __all__ = [
     "CATALOG",
     "ERROR_CLASSES",
     "JSONRPC_CODES",
+    "CallCancelled",
     "CallTimeout",
     "CatalogEntry",
     "CircuitOpen",
@@ -105,6 +110,7 @@ __all__ = [
     "PathOutsideRoots",
     "PipelineError",
     "ProtocolError",
+    "ReplyTooLarge",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

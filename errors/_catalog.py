@@ -198,6 +198,13 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E312",
+        "reply larger than the limit",
+        "The conversion server's reply was larger than doclane accepts.",
+        "Raise DOCLANE_MCP_MAX_REPLY_BYTES if such outputs are expected, or split the document.",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E399",
         "unexpected error",
         "doclane hit an error it does not know how to classify.",

@@ -201,10 +201,29 @@ class OutputSchemaMismatch(McpRuntimeError):
     code = "E311"
 
 
+class ReplyTooLarge(McpRuntimeError):
+    """The server sent more than ``DOCLANE_MCP_MAX_REPLY_BYTES``; reading stopped at the cap.
+
+    Not retryable (the same document gives the same reply) and not the server's sickness, so
+    it leaves the breaker alone.
+    """
+
+    code = "E312"
+
+
 class UnexpectedError(McpRuntimeError):
     """Something doclane did not foresee; classified so it is still explained, never lost."""
 
     code = "E399"
+
+
+class CallCancelled(UnexpectedError):
+    """The caller withdrew the request (its job was cancelled): not a failure of anything.
+
+    Raised by the MCP client when a :class:`pipeline.mcp.CancelScope` is cancelled. It has no
+    code of its own because it is never recorded: the attempt that owned the job stops and
+    writes nothing. As an E399 subclass it is final for retry and harmless to the breaker.
+    """
 
 
 # ---- E4xx: the job store ---------------------------------------------------------------------

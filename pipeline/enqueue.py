@@ -18,7 +18,7 @@ document does not hold up a thousand small ones; a URL (size unknown until fetch
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,9 +155,17 @@ def enqueue(
     submit = submit_settings or load_submit_settings()
     expansion = expand([str(s) for s in sources], sources_cfg, cwd=cwd)
     submission = Submission(skipped=dict(expansion.skipped), duplicates=expansion.duplicates)
-    submission.rejected = [Refused(r.source, r.code, r.message) for r in expansion.rejected]
+    shown = sources_cfg.shown
+    submission.rejected = [
+        Refused(shown(r.source), r.code, shown(r.message)) for r in expansion.rejected
+    ]
     candidates = expansion.candidates
-    specs = [_new_job(c, wanted, priority, submit, options or {}) for c in candidates]
+    specs = [
+        _new_job(
+            c, formats=wanted, priority=priority, submit=submit, options=options or {}, shown=shown
+        )
+        for c in candidates
+    ]
 
     own_store = store is None
     job_store = store if store is not None else JobStore()
@@ -184,8 +192,8 @@ def enqueue(
     for candidate, spec, made in zip(candidates, specs, created, strict=True):
         submission.accepted.append(
             Accepted(
-                source=candidate.source,
-                uri=candidate.info.uri,
+                source=shown(candidate.source),
+                uri=spec.source_uri,
                 job_id=made.job_id,
                 queue=spec.queue,
                 deduplicated=made.deduplicated,
@@ -204,15 +212,19 @@ def enqueue(
 
 def _new_job(
     candidate: Candidate,
+    *,
     formats: tuple[str, ...],
     priority: int,
     submit: SubmitSettings,
     options: dict[str, Any],
+    shown: Callable[[str], str],
 ) -> NewJob:
     info = candidate.info
+    masked = shown(info.uri) if info.kind == "url" else info.uri
     return NewJob(
         source_kind=SourceKind(info.kind),
-        source_uri=info.uri,
+        source_uri=masked,
+        source_fetch_uri=info.uri if masked != info.uri else None,
         queue=queue_for(info.size_bytes),
         formats=formats,
         profile=submit.profile,

@@ -14,14 +14,14 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any, Literal
+from typing import IO, Annotated, Any, Literal
 
-from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 LogFormat = Literal["text", "json"]
 
@@ -112,28 +112,51 @@ _KEY_VALUE = re.compile(
 )
 
 
-def redact(text: str) -> str:
-    """Mask credentials in free text: URL passwords and secret query parameters, auth
-    scheme credentials, and name=value pairs whose name names a secret."""
+def secret_params_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """A pattern for the values of the query parameters ``names`` (any case), or None."""
+    cleaned = sorted({name.strip() for name in names if name.strip()})
+    if not cleaned:
+        return None
+    alternatives = "|".join(re.escape(name) for name in cleaned)
+    return re.compile(rf"(?i)([?&](?:{alternatives})=)(?!\*\*\*)[^&\s#]+")
+
+
+def redact(text: str, extra_params: re.Pattern[str] | None = None) -> str:
+    """Mask credentials in free text: URL passwords and secret query parameters (those whose
+    name names a secret, and ``extra_params``: ``DOCLANE_SECRET_QUERY_PARAMS``), auth scheme
+    credentials, and name=value pairs whose name names a secret."""
     text = _URL_CREDENTIALS.sub(r"\g<scheme>\g<user>:***@", text)
     text = _QUERY_SECRET.sub(r"\1***", text)
+    if extra_params is not None:
+        text = extra_params.sub(r"\1***", text)
     text = _AUTH_SCHEME.sub(r"\1 ***", text)
     return _KEY_VALUE.sub(r"\1\2***", text)
+
+
+def split_names(value: Any) -> Any:
+    """``"a, b"`` -> ``["a", "b"]`` (a list or tuple is kept as it is)."""
+    if isinstance(value, str):
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
 
 
 class SecretRedactingFilter(logging.Filter):
     """Renders the message once, masks secrets in it and in the traceback text."""
 
+    def __init__(self, extra_params: re.Pattern[str] | None = None) -> None:
+        super().__init__()
+        self.extra_params = extra_params
+
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact(message)
+        cleaned = redact(message, self.extra_params)
         if cleaned != message or record.args:
             record.msg = cleaned
             record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text)
+            record.exc_text = redact(record.exc_text, self.extra_params)
         return True
 
 
@@ -169,6 +192,16 @@ class LogSettings(BaseSettings):
 
     format: LogFormat = Field("text", validation_alias=AliasChoices("DOCLANE_LOG_FORMAT", "format"))
     level: str = Field("INFO", validation_alias=AliasChoices("DOCLANE_LOG_LEVEL", "level"))
+    #: Query parameters masked wherever a URL is shown, besides those whose name says secret.
+    secret_query_params: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        validation_alias=AliasChoices("DOCLANE_SECRET_QUERY_PARAMS", "secret_query_params"),
+    )
+
+    @field_validator("secret_query_params", mode="before")
+    @classmethod
+    def _split_names(cls, value: Any) -> Any:
+        return split_names(value)
 
 
 def load_log_settings(**overrides: object) -> LogSettings:
@@ -190,7 +223,7 @@ def configure_logging(
     for extra in first_filters:
         handler.addFilter(extra)
     handler.addFilter(JobContextFilter())
-    handler.addFilter(SecretRedactingFilter())
+    handler.addFilter(SecretRedactingFilter(secret_params_pattern(settings.secret_query_params)))
     if settings.format == "json":
         handler.setFormatter(JsonLogFormatter())
     else:

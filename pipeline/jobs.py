@@ -92,7 +92,11 @@ class NewJob(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     source_kind: SourceKind
+    #: What everyone is shown: a URL's secrets masked (``X-Amz-Signature=***``).
     source_uri: str = Field(min_length=1)
+    #: The whole URL when ``source_uri`` masks secrets; only the fetching worker reads it. Never
+    #: dumped (``--json``) or printed (repr).
+    source_fetch_uri: str | None = Field(default=None, min_length=1, exclude=True, repr=False)
     queue: str = Field(min_length=1)
     formats: tuple[str, ...] = ("md",)
     profile: str = "auto"
@@ -116,6 +120,8 @@ class Job(BaseModel):
     id: UUID
     source_kind: SourceKind
     source_uri: str
+    #: See :class:`NewJob`: the unmasked URL, excluded from every dump and repr.
+    source_fetch_uri: str | None = Field(default=None, exclude=True, repr=False)
     size_bytes: int | None
     content_sha256: str | None
     profile: str
@@ -139,6 +145,11 @@ class Job(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+
+    @property
+    def fetch_uri(self) -> str:
+        """What the worker fetches: the whole URL (or the file path)."""
+        return self.source_fetch_uri or self.source_uri
 
     @property
     def attempts_left(self) -> int:
@@ -188,7 +199,8 @@ class JobEvent(BaseModel):
 
 
 class Cancellation(BaseModel):
-    """A job that ``cancel`` stopped, and the state it was stopped in (running: revoke it)."""
+    """A job that ``cancel`` stopped, and the state it was stopped in (running: its attempt
+    notices at its next lease renewal and stops)."""
 
     model_config = ConfigDict(frozen=True)
 

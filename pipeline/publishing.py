@@ -38,10 +38,6 @@ class Publisher(Protocol):
         """Publish one message; raise if the broker did not take it."""
         ...
 
-    def revoke(self, job_id: UUID, *, terminate: bool) -> None:
-        """Ask the workers to drop the job's message; ``terminate`` stops a running conversion."""
-        ...
-
     def waiting(self, queue: str) -> int | None:
         """How many messages wait in ``queue`` right now; None when the broker cannot say."""
         ...
@@ -84,15 +80,11 @@ class RecordingPublisher:
     """A publisher that only remembers what it was given (dry runs, the Python API's default)."""
 
     messages: list[JobMessage] = field(default_factory=list)
-    revoked: list[tuple[UUID, bool]] = field(default_factory=list)
     #: What ``waiting`` answers per queue (absent: unknown).
     depths: dict[str, int] = field(default_factory=dict)
 
     def publish(self, message: JobMessage) -> None:
         self.messages.append(message)
-
-    def revoke(self, job_id: UUID, *, terminate: bool) -> None:
-        self.revoked.append((job_id, terminate))
 
     def waiting(self, queue: str) -> int | None:
         return self.depths.get(queue)

@@ -14,6 +14,9 @@ pass does two sweeps, each a bounded batch that is safe to run from several proc
    drains. A duplicate message is harmless anyway: the claim is a guarded UPDATE (and refuses
    a retrying job before its due time), and the loser of a race finds nothing to claim.
 
+A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
+left behind (:mod:`pipeline.scratch`), when it is given the inbox.
+
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
 """
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from uuid import UUID
 
@@ -29,6 +33,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.publishing import JOB_QUEUES, JobMessage, Publisher, publish_all
+from pipeline.scratch import sweep_scratch
 from pipeline.store import JobStore
 
 log = logging.getLogger("doclane.reconcile")
@@ -46,6 +51,8 @@ class ReconcileSettings(BaseSettings):
     reconcile_stale_after_s: float = Field(default=300.0, gt=0)
     #: Rows per sweep; a backlog larger than this is worked off over several passes.
     reconcile_batch: int = Field(default=1000, ge=1)
+    #: A scratch folder or partial download younger than this is never swept.
+    reconcile_scratch_min_age_s: float = Field(default=60.0, ge=0)
 
 
 def load_reconcile_settings(**overrides: Any) -> ReconcileSettings:
@@ -60,6 +67,8 @@ class ReconcileReport:
     publish_failures: dict[UUID, str] = field(default_factory=dict)
     #: Queues skipped by the stale sweep: messages were still waiting in them.
     busy_queues: list[str] = field(default_factory=list)
+    #: Scratch folders and partial downloads of attempts that no longer run, removed.
+    swept: list[Path] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -72,6 +81,7 @@ class ReconcileReport:
             "republished": [str(i) for i in self.republished],
             "publish_failures": {str(k): v for k, v in self.publish_failures.items()},
             "busy_queues": list(self.busy_queues),
+            "swept": [str(p) for p in self.swept],
         }
 
 
@@ -90,11 +100,20 @@ def _busy_queues(publisher: Publisher) -> list[str]:
 
 
 def reconcile_once(
-    store: JobStore, publisher: Publisher, settings: ReconcileSettings | None = None
+    store: JobStore,
+    publisher: Publisher,
+    settings: ReconcileSettings | None = None,
+    *,
+    inbox_dir: Path | None = None,
 ) -> ReconcileReport:
-    """One pass of both sweeps; publishes a message for every job it brought back."""
+    """One pass of both sweeps; publishes a message for every job it brought back; sweeps
+    ``inbox_dir`` of what dead attempts left there."""
     cfg = settings or load_reconcile_settings()
     report = ReconcileReport()
+    if inbox_dir is not None:
+        report.swept = sweep_scratch(
+            inbox_dir, store.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
+        )
     expired = store.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)

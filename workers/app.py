@@ -122,8 +122,11 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
 
 
 def _register_tasks(app: Celery) -> None:
+    # shared=False: a shared task joins every Celery app made later in the process, and a
+    # second app (tests, the CLI's publisher) would then meet two tasks of one name.
     @app.task(
         bind=True,
+        shared=False,
         name=CONVERT_TASK,
         acks_late=True,
         reject_on_worker_lost=True,
@@ -139,11 +142,15 @@ def _register_tasks(app: Celery) -> None:
             raise self.retry(countdown=outcome.countdown_s)
         return outcome.to_dict()
 
-    @app.task(name=RECONCILE_TASK, ignore_result=True, acks_late=False, time_limit=300)
+    @app.task(
+        name=RECONCILE_TASK, shared=False, ignore_result=True, acks_late=False, time_limit=300
+    )
     def reconcile() -> dict[str, Any]:
         """One reconciler pass (beat sends one every interval)."""
         rt = runtime.current_runtime()
-        return reconcile_once(rt.store, rt.publisher, rt.reconcile_settings).to_dict()
+        return reconcile_once(
+            rt.store, rt.publisher, rt.reconcile_settings, inbox_dir=rt.inbox_dir
+        ).to_dict()
 
 
 # ---- process lifecycle (signals are global: connected once, for whichever app runs) --------

@@ -1,9 +1,9 @@
 """The Celery implementation of ``pipeline.publishing.Publisher``.
 
 The task id is the job id. A job's messages (first publish, Celery retries, the reconciler's
-republishes) all carry it, so every Celery log line about a job names it, and ``revoke`` can
-reach the job without a lookup. Revoking is safe only because a revoked job is cancelled, and
-cancelled is terminal: no later message for that id ever needs to run.
+republishes) all carry it, so every Celery log line about a job names it. Nothing is ever
+revoked: cancelling is a change of the job's row, which a waiting message finds when it claims
+and a running attempt finds at its next lease renewal.
 
 Priorities: a job's ``priority`` (any int, higher runs first) becomes one of ten broker levels
 (:func:`broker_priority`): 0 and below are the lowest level, 9 and above the highest. The broker
@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
-from uuid import UUID
 
 from celery import Celery
 from kombu.exceptions import OperationalError
@@ -100,10 +99,6 @@ class CeleryPublisher:
         if message.countdown_s:
             options["countdown"] = message.countdown_s
         self.app.send_task(CONVERT_TASK, args=[str(message.job_id)], **options)
-
-    def revoke(self, job_id: UUID, *, terminate: bool) -> None:
-        """Drop the job's waiting messages; with ``terminate``, stop the process running it."""
-        self.app.control.revoke(str(job_id), terminate=terminate, signal="SIGTERM")
 
     def waiting(self, queue: str) -> int | None:
         """Messages waiting in ``queue`` (every priority level), by a passive declare.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
@@ -35,6 +36,8 @@ class WorkerRuntime:
     processor: JobProcessor
     publisher: CeleryPublisher
     reconcile_settings: ReconcileSettings
+    #: Swept by the reconciler of what killed attempts left behind.
+    inbox_dir: Path
 
     def close(self) -> None:
         for closer in (self.resilient.close, self.downloader.close, self.store.close):
@@ -65,6 +68,7 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         processor=processor,
         publisher=CeleryPublisher(app),
         reconcile_settings=load_reconcile_settings(),
+        inbox_dir=source_settings.inbox_dir,
     )
 
 

@@ -9,7 +9,6 @@ old job's trail gets a note naming its successor.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -23,9 +22,9 @@ from errors import entry
 from pipeline.enqueue import enqueue
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
 from pipeline.publishing import JobMessage, Publisher
+from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, JobFilter, JobStore
 
-log = logging.getLogger("doclane.admin")
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
@@ -165,6 +164,7 @@ class _Group:
 
 def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[RetryOutcome]:
     """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
+    shown = load_source_settings().shown
     groups: dict[tuple[Any, ...], _Group] = {}
     for job in jobs:
         key = (job.formats, job.priority, repr(sorted(job.options.items())))
@@ -175,7 +175,9 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     for group in groups.values():
         by_source: dict[str, list[Job]] = defaultdict(list)
         for job in group.jobs:
-            by_source[job.source_uri].append(job)
+            by_source[job.fetch_uri].append(job)
+        # enqueue names sources as everyone is shown them (a URL's secrets masked)
+        by_shown = {shown(source): jobs for source, jobs in by_source.items()}
         submission = enqueue(
             list(by_source),
             group.formats,
@@ -185,7 +187,7 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
             options=group.options,
         )
         for accepted in submission.accepted:
-            for old in by_source.get(accepted.source, []):
+            for old in by_shown.get(accepted.source, []):
                 outcomes[old.id] = RetryOutcome(
                     retry_of=old.id, action="resubmitted", job_id=accepted.job_id
                 )
@@ -193,25 +195,21 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
                     old.id, old.attempt, "retried as a new job", retried_as=str(accepted.job_id)
                 )
         for refused in submission.rejected:
-            for old in by_source.get(refused.source, []):
+            for old in by_shown.get(refused.source, []):
                 outcomes[old.id] = RetryOutcome(
                     retry_of=old.id, action="refused", code=refused.code, message=refused.message
                 )
     return [outcomes[j.id] for j in jobs if j.id in outcomes]
 
 
-def cancel_job(store: JobStore, publisher: Publisher | None, job_id: UUID) -> Job:
-    """queued|retrying|running -> cancelled; the job's waiting message is dropped if the broker
-    answers (a running attempt finds out at its next guarded write, which fails)."""
-    cancellation = store.cancel(job_id, reason="cancelled by an admin")
+def cancel_job(store: JobStore, job_id: UUID) -> Job:
+    """queued|retrying|running -> cancelled. Only the row changes, as with ``doclane cancel``: a
+    waiting message finds nothing to claim, a running attempt notices at its next lease renewal
+    and writes nothing."""
+    cancellation = store.cancel(job_id, reason="cancelled through the API")
     if cancellation is None:
         job = store.get_job(job_id)
         if job is None:
             raise JobNotFound(job_id)
         raise WrongState(f"job {job_id} is already {job.state.value}")
-    if publisher is not None:
-        try:
-            publisher.revoke(job_id, terminate=False)
-        except Exception as exc:  # the row is cancelled whatever the broker says
-            log.warning("job %s cancelled, but its message could not be revoked: %s", job_id, exc)
     return cancellation.job

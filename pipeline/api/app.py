@@ -230,7 +230,7 @@ def _v1(ctx: ApiContext) -> APIRouter:
     @v1.post("/jobs/{job_id}/cancel", response_model=JobOut)
     def cancel(job_id: UUID) -> JobOut:
         """Cancel a queued, retrying or running job."""
-        return JobOut(job=cancel_job(ctx.store, ctx.publisher, job_id))
+        return JobOut(job=cancel_job(ctx.store, job_id))
 
     @v1.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
     def retry(job_id: UUID) -> RetryOutcome:

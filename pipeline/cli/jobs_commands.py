@@ -241,7 +241,13 @@ def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
 # ---- cancel and retry --------------------------------------------------------------------------
 @app.command()
 def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = _JSON) -> None:
-    """Cancel a queued, retrying or running job; a running one is stopped and never stored."""
+    """Cancel a queued, retrying or running job; a running one is stopped and never stored.
+
+    Only the job's row changes. A waiting message finds nothing to claim; a running attempt
+    notices at its next lease renewal (``DOCLANE_CANCEL_CHECK_S``), withdraws its MCP call and
+    writes nothing. No worker process is signalled, so no other job is disturbed, and the
+    broker need not be reachable.
+    """
     jid = _job_id(job_id, as_json)
     with _store(as_json) as store:
         cancellation = store.cancel(jid, reason="cancelled by doclane cancel")
@@ -249,24 +255,18 @@ def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: boo
             job = _get(store, jid, as_json)
             usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
     running = cancellation.previous_state is JobState.RUNNING
-    revoked = True
-    try:
-        with celery_publisher() as publisher:
-            publisher.revoke(jid, terminate=running)
-    except Exception as exc:  # the row is cancelled whatever the broker says
-        revoked = False
-        typer.echo(f"warning: could not reach the workers to stop it ({exc})", err=True)
     if as_json:
         out = {
             "ok": True,
             "job_id": str(jid),
             "previous_state": cancellation.previous_state.value,
             "state": cancellation.job.state.value,
-            "revoked": revoked,
+            "stopping": running,
         }
         typer.echo(json.dumps(out))
     else:
-        typer.echo(f"{jid} cancelled (was {cancellation.previous_state.value})")
+        note = "; its running attempt stops within seconds" if running else ""
+        typer.echo(f"{jid} cancelled (was {cancellation.previous_state.value}){note}")
 
 
 @app.command()

@@ -13,6 +13,7 @@ import typer
 
 from errors import PipelineError
 from pipeline.reconcile import reconcile_once
+from pipeline.sources import load_source_settings
 from pipeline.store import JobStore, load_store_settings
 
 from .output import fail
@@ -59,7 +60,7 @@ def reconcile(as_json: bool = typer.Option(False, "--json", help="Print one JSON
     """One reconciler pass now: requeue expired leases, republish lost messages."""
     try:
         with JobStore(load_store_settings()) as store, celery_publisher() as publisher:
-            report = reconcile_once(store, publisher)
+            report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
     except PipelineError as exc:
         fail(exc, as_json)
     if as_json:
@@ -68,7 +69,8 @@ def reconcile(as_json: bool = typer.Option(False, "--json", help="Print one JSON
         failures = len(report.publish_failures)
         typer.echo(
             f"requeued {len(report.requeued)} expired lease(s), failed {len(report.failed)} "
-            f"on their last attempt, published {len(report.republished)} message(s)"
+            f"on their last attempt, published {len(report.republished)} message(s), "
+            f"swept {len(report.swept)} leftover download(s)"
             + (f", {failures} publish failure(s)" if failures else "")
         )
     if report.publish_failures:

@@ -11,6 +11,11 @@
         if result.is_error:                            # tool errors are results
             raise errors.classify(result.raw, stage="convert")   # E306
 
+A ``CancelScope`` withdraws every request made inside it, from another thread::
+
+    with CancelScope() as scope:        # scope.cancel("job cancelled") from the lease thread
+        client.call_tool(...)           # -> errors.CallCancelled, notifications/cancelled sent
+
 Modules with a leading underscore are private; what is listed here is the API. Foreign
 exceptions (httpx, httpx-sse, jsonschema) never leave the package: callers catch
 ``errors.PipelineError`` and read its code and flags.
@@ -35,6 +40,7 @@ from pipeline.mcp._protocol import (
 from pipeline.mcp._registry import RegistryStats
 from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
+from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.settings import McpSettings, load_mcp_settings, normalize_endpoint, origin_of
 
 __all__ = [
@@ -45,6 +51,7 @@ __all__ = [
     "Binding",
     "CallOutcome",
     "CallTimeouts",
+    "CancelScope",
     "LifecycleState",
     "LogMessage",
     "McpClient",

@@ -93,6 +93,7 @@ class McpClient:
             default_retry_ms=self.settings.sse_retry_ms,
             resume_attempts=self.settings.resume_attempts,
             max_connections=self.settings.max_connections,
+            max_reply_bytes=self.settings.max_reply_bytes,
         )
         self._listeners = Listeners(
             on_progress=on_progress,
@@ -356,6 +357,7 @@ class McpClient:
             "capabilities": {},
             "clientInfo": {"name": "doclane", "version": __version__},
         }
+        generation = self._registry.generation
         exchange = self._session.exchange(
             "initialize", params, timeout=self.timeouts.request_s, binding=Binding()
         )
@@ -381,7 +383,7 @@ class McpClient:
             self._transport.delete(binding)  # leave no half-made session behind
             raise
         self._binding, self._server = binding, server
-        self._registry.replace(tools)
+        self._registry.replace(tools, generation)
         return server
 
     def _list_tools(self, binding: Binding) -> list[Tool]:

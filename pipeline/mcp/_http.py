@@ -7,9 +7,11 @@ response. If that stream closes before the response, the reply is resumed with
 stream closed, since that is what the server times), as many times as the resumed streams keep
 making progress, within the call's deadline.
 
-The deadline bounds every read (httpx's read timeout is what is left of it when the request
-starts) and is checked after every event, so a silent server times out on time; one that keeps
-trickling events past the deadline is cut off at its next event.
+The deadline bounds the whole request, not each read: an :class:`~pipeline.mcp._watchdog.Alarm`
+shuts the connection down when it passes, however many keep-alive comments, empty events,
+notifications or trickled bytes the server sends meanwhile (httpx's read timeout alone restarts
+with every byte). The same alarm ends a request at once when its ``CancelScope`` is cancelled.
+Replies are bounded too: no body or stream is read past ``max_reply_bytes`` (E312).
 
 Foreign exceptions (httpx, httpx-sse, json) stop here: each becomes a catalog error with
 ``raise ... from exc``. The ``httpx.Client`` is thread-safe and keeps connections alive, so one
@@ -28,9 +30,12 @@ import httpx
 from httpx_sse import EventSource, SSEError
 
 from errors import (
+    CallCancelled,
     CallTimeout,
     MethodNotFound,
     ParseError,
+    PipelineError,
+    ReplyTooLarge,
     ServerUnavailable,
     SessionExpired,
     Unauthorized,
@@ -42,6 +47,7 @@ from pipeline import __version__
 from pipeline.mcp._protocol import JsonObject, parse_json_messages
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._transport import Binding, MessageSink, Reply
+from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
 from pipeline.mcp.settings import redact_url
 
 logger = logging.getLogger("pipeline.mcp.http")
@@ -51,6 +57,7 @@ SESSION_HEADER = "Mcp-Session-Id"
 VERSION_HEADER = "MCP-Protocol-Version"
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 _ERROR_BODY_LIMIT = 64 * 1024
+DEFAULT_MAX_REPLY_BYTES = 128 * 1024 * 1024
 
 
 @dataclass
@@ -76,6 +83,7 @@ class StreamableHttpTransport:
         default_retry_ms: int = 1000,
         resume_attempts: int = 3,
         max_connections: int = 20,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         http_client: httpx.Client | None = None,
     ) -> None:
         self._endpoint = endpoint
@@ -84,6 +92,7 @@ class StreamableHttpTransport:
         self._connect_timeout = connect_timeout
         self._default_retry_ms = default_retry_ms
         self._resume_attempts = resume_attempts
+        self._max_reply_bytes = max_reply_bytes
         self._client = http_client or httpx.Client(
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
@@ -102,30 +111,48 @@ class StreamableHttpTransport:
     # --- the protocol --------------------------------------------------------------------------
 
     def post(
-        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+        self,
+        message: JsonObject,
+        binding: Binding,
+        *,
+        timeout: float,
+        sink: MessageSink,
+        cancel: CancelScope | None = None,
     ) -> Reply:
-        deadline = Deadline(timeout)
-        is_request = "method" in message and "id" in message
         what = _describe(message)
+        if cancel is not None:
+            cancel.check(what)
+        watch = _Watch(arm(timeout, cancel), Deadline(timeout), cancel)
+        try:
+            return self._post(message, binding, watch, sink, what)
+        finally:
+            disarm(watch.alarm, cancel)
+
+    def _post(
+        self, message: JsonObject, binding: Binding, watch: _Watch, sink: MessageSink, what: str
+    ) -> Reply:
+        is_request = "method" in message and "id" in message
         state = _StreamState(what)
-        with self._exchange("POST", binding, deadline, what, json=message) as response:
+        with self._exchange("POST", binding, watch, what, json=message) as response:
             reply = Reply(response.status_code, response.headers.get(SESSION_HEADER))
             if not is_request:
                 if _content_type(response) != "text/event-stream":  # a stream may stay open
-                    self._read(response, what, limit=_ERROR_BODY_LIMIT)  # keep the connection
+                    self._read_prefix(response, what, _ERROR_BODY_LIMIT)  # keep the connection
                 return reply
             if response.status_code == 202:
                 raise ParseError(f"{what}: the server accepted the request but sent no reply")
             kind = _content_type(response)
             if kind == "application/json":
-                for item in parse_json_messages(self._read(response, what), f"reply to {what}"):
+                for item in parse_json_messages(
+                    self._read_whole(response, what), f"reply to {what}"
+                ):
                     sink(item)
                 return reply
             if kind != "text/event-stream":
                 raise ParseError(f"{what}: reply of unexpected content type {kind or '(none)'!r}")
-            self._read_stream(response, sink, deadline, state)
+            self._read_stream(response, sink, watch.deadline, state)
         if not state.complete:
-            self._resume(binding, sink, deadline, state)
+            self._resume(binding, sink, watch, state)
         return reply
 
     def delete(self, binding: Binding) -> None:
@@ -154,7 +181,7 @@ class StreamableHttpTransport:
         self,
         verb: str,
         binding: Binding,
-        deadline: Deadline,
+        watch: _Watch,
         what: str,
         *,
         json: JsonObject | None = None,
@@ -162,9 +189,10 @@ class StreamableHttpTransport:
     ) -> Iterator[httpx.Response]:
         headers = self._headers(binding)
         headers.update(extra_headers or {})
+        deadline = watch.deadline
         remaining = deadline.remaining()
-        if remaining <= 0:
-            raise CallTimeout(f"{what}: no time left before sending")
+        if remaining <= 0 or watch.alarm.fired:
+            raise watch.error(what, "before sending")
         limits = httpx.Timeout(remaining, connect=min(self._connect_timeout, remaining))
         try:
             with self._client.stream(
@@ -175,20 +203,30 @@ class StreamableHttpTransport:
                 timeout=limits,
                 auth=self._auth if self._auth is not None else httpx.USE_CLIENT_DEFAULT,
             ) as response:
-                self._check_status(response, binding, what)
-                yield response
+                watch.alarm.attach(response.extensions.get("network_stream"))
+                try:
+                    self._check_status(response, binding, what)
+                    yield response
+                finally:
+                    watch.alarm.detach()
+        except PipelineError as exc:
+            if watch.alarm.fired:  # what the cut-off read ran into is not the story
+                raise watch.error(what) from exc
+            raise
         except httpx.ConnectTimeout as exc:
             raise ServerUnavailable(f"{what}: cannot connect to {self._shown}: timed out") from exc
         except httpx.TimeoutException as exc:
-            raise CallTimeout(
-                f"{what}: no answer from {self._shown} within {deadline.seconds:g}s"
-            ) from exc
+            raise watch.error(what) from exc
         except httpx.TransportError as exc:
+            if watch.alarm.fired:
+                raise watch.error(what) from exc
             raise ServerUnavailable(
                 f"{what}: cannot reach {self._shown}: {type(exc).__name__}: {exc}"
             ) from exc
         except SSEError as exc:  # the content type said SSE, then it was not
             raise ParseError(f"{what}: bad SSE reply: {exc}") from exc
+        if watch.alarm.fired:  # the cut-off stream ended quietly
+            raise watch.error(what)
 
     def _headers(self, binding: Binding) -> dict[str, str]:
         headers = {"Accept": ACCEPT, "Content-Type": "application/json"}
@@ -202,7 +240,7 @@ class StreamableHttpTransport:
         status = response.status_code
         if status < 300:
             return
-        body = self._read(response, what, limit=_ERROR_BODY_LIMIT)
+        body = self._read_prefix(response, what, _ERROR_BODY_LIMIT)
         text = body.decode("utf-8", errors="replace").strip()
         if status == 404 and binding.session_id is not None:
             raise SessionExpired(
@@ -245,23 +283,43 @@ class StreamableHttpTransport:
             http_status=status,
         )
 
-    def _read(self, response: httpx.Response, what: str, limit: int | None = None) -> bytes:
-        """The body, or its first ``limit`` bytes; a broken connection is E302 here."""
+    def _read_prefix(self, response: httpx.Response, what: str, limit: int) -> bytes:
+        """At most the first ``limit`` bytes (an error body, kept for its message)."""
+        chunks: list[bytes] = []
+        size = 0
         try:
-            if limit is None:
-                return response.read()
-            chunks: list[bytes] = []
-            size = 0
             for chunk in response.iter_bytes():
                 chunks.append(chunk)
                 size += len(chunk)
                 if size >= limit:
                     break
-            return b"".join(chunks)[:limit]
         except httpx.TimeoutException:
             raise
         except httpx.TransportError as exc:
             raise ServerUnavailable(f"{what}: the reply broke off: {exc}") from exc
+        return b"".join(chunks)[:limit]
+
+    def _read_whole(self, response: httpx.Response, what: str) -> bytes:
+        """The whole body, or E312 as soon as it passes ``max_reply_bytes``."""
+        try:
+            return b"".join(self._capped(response, what))
+        except httpx.TimeoutException:
+            raise
+        except httpx.TransportError as exc:
+            raise ServerUnavailable(f"{what}: the reply broke off: {exc}") from exc
+
+    def _capped(self, response: httpx.Response, what: str) -> Iterator[bytes]:
+        """The decoded body chunk by chunk, stopping with E312 past ``max_reply_bytes``."""
+        limit = self._max_reply_bytes
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(what, limit, f"it announced {int(declared)} bytes")
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(what, limit, "reading stopped there")
+            yield chunk
 
     # --- SSE and resumption ---------------------------------------------------------------------
 
@@ -269,8 +327,18 @@ class StreamableHttpTransport:
         self, response: httpx.Response, sink: MessageSink, deadline: Deadline, state: _StreamState
     ) -> None:
         """Deliver the stream's messages until the sink is satisfied or the stream ends."""
+        # EventSource reads a view of the response whose bytes stop at the cap (E312).
+        capped = httpx.Response(
+            response.status_code,
+            headers=[
+                (name, value)
+                for name, value in response.headers.multi_items()
+                if name.lower() not in ("content-encoding", "content-length")
+            ],
+            stream=_ChunkStream(self._capped(response, state.what)),
+        )
         try:
-            for event in EventSource(response).iter_sse():
+            for event in EventSource(capped).iter_sse():
                 state.events += 1
                 if event.id:
                     state.last_event_id = event.id
@@ -291,7 +359,7 @@ class StreamableHttpTransport:
             logger.info("%s: the reply stream broke off: %s", state.what, exc)
 
     def _resume(
-        self, binding: Binding, sink: MessageSink, deadline: Deadline, state: _StreamState
+        self, binding: Binding, sink: MessageSink, watch: _Watch, state: _StreamState
     ) -> None:
         """GET + ``Last-Event-ID`` until the response arrives (see the module docstring)."""
         failures = 0
@@ -308,21 +376,54 @@ class StreamableHttpTransport:
                 )
             failures += 1
             delay_ms = state.retry_ms if state.retry_ms is not None else self._default_retry_ms
-            deadline.sleep(delay_ms / 1000.0, state.what)
+            watch.deadline.sleep(delay_ms / 1000.0, state.what)
             seen = state.events
             logger.debug("%s: resuming after event %s", state.what, state.last_event_id)
             with self._exchange(
                 "GET",
                 binding,
-                deadline,
+                watch,
                 state.what,
                 extra_headers={LAST_EVENT_ID_HEADER: state.last_event_id},
             ) as response:
                 if _content_type(response) != "text/event-stream":
                     raise ParseError(f"{state.what}: resumed with a non-SSE reply")
-                self._read_stream(response, sink, deadline, state)
+                self._read_stream(response, sink, watch.deadline, state)
             if state.events > seen:
                 failures = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Watch:
+    """What ends one request early: its alarm (deadline or cancellation) and the deadline."""
+
+    alarm: Alarm
+    deadline: Deadline
+    cancel: CancelScope | None
+
+    def error(self, what: str, when: str = "") -> PipelineError:
+        """The error for a request the alarm (or a read timeout at the deadline) ended."""
+        if self.alarm.reason == "cancelled" and self.cancel is not None:
+            return CallCancelled(f"{what}: withdrawn ({self.cancel.reason})")
+        tail = f" ({when})" if when else ""
+        return CallTimeout(f"{what}: no answer within {self.deadline.seconds:g}s{tail}")
+
+
+class _ChunkStream(httpx.SyncByteStream):
+    """An iterator of bytes as the stream of an ``httpx.Response``."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks = chunks
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._chunks
+
+
+def _too_large(what: str, limit: int, how: str) -> ReplyTooLarge:
+    return ReplyTooLarge(
+        f"{what}: the reply is larger than {limit} bytes (DOCLANE_MCP_MAX_REPLY_BYTES); {how}",
+        detail={"limit_bytes": limit},
+    )
 
 
 def _describe(message: JsonObject) -> str:

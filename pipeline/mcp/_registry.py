@@ -4,7 +4,10 @@ Every call looks its tool up here (a *hit* when the list is fresh, a *miss* when
 fetched again first), so a call never goes out for a tool the server does not offer (E304) and
 its arguments are checked against the schema the server published. The list goes stale after
 ``ttl`` seconds or when the server says ``notifications/tools/list_changed``; the next lookup
-refreshes it, once, however many threads ask at the same time.
+refreshes it, once, however many threads ask at the same time. A change announced while a
+refresh is under way may not be in the list that refresh fetched, so the list stays stale and
+the next lookup fetches it again (each invalidation bumps a generation number; a refresh marks
+the list fresh only if no invalidation came after it started).
 """
 
 from __future__ import annotations
@@ -44,15 +47,27 @@ class ToolRegistry:
         self._misses = 0
         self._refreshes = 0
         self._invalidations = 0
+        #: Bumped by every invalidation; a fetch started before a bump is stale on arrival.
+        self._generation = 0
         self._lock = threading.Lock()
         self._refresh_lock = threading.Lock()
 
-    def replace(self, tools: list[Tool]) -> None:
-        """Install a freshly fetched list."""
+    @property
+    def generation(self) -> int:
+        """Take this before fetching a list; hand it to :meth:`replace` with the list."""
+        with self._lock:
+            return self._generation
+
+    def replace(self, tools: list[Tool], generation: int | None = None) -> None:
+        """Install a list fetched when the registry was at ``generation`` (None: now).
+
+        If an invalidation came in since, the list is kept (it is the best there is) but stays
+        stale, so the next lookup fetches the changed list.
+        """
         with self._lock:
             self._tools = {tool.name: tool for tool in tools}
             self._loaded_at = self._clock()
-            self._invalidated = False
+            self._invalidated = generation is not None and generation != self._generation
             self._refreshes += 1
 
     def invalidate(self) -> None:
@@ -60,6 +75,7 @@ class ToolRegistry:
         with self._lock:
             self._invalidated = True
             self._invalidations += 1
+            self._generation += 1
 
     @property
     def fresh(self) -> bool:
@@ -98,8 +114,9 @@ class ToolRegistry:
             with self._lock:
                 if self._fresh_locked():
                     return self._tools
+                generation = self._generation
             tools = load()
-            self.replace(tools)
+            self.replace(tools, generation)
         with self._lock:
             return self._tools
 

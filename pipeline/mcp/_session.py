@@ -5,8 +5,9 @@ pending slot, filled by whichever reply stream carries the response with its id:
 stream, a resumed GET, or another request's stream. Notifications go to listeners
 (progress, logging, tools/list_changed, anything); server requests are answered at once by a
 POST: ``ping`` with ``{}``, anything else with -32601, since the client declares no
-capabilities that would invite them. A request that times out is followed by
-``notifications/cancelled`` so the server can stop working on it.
+capabilities that would invite them. A request that times out, or that its caller withdraws
+(a ``CancelScope`` around it was cancelled), is followed by ``notifications/cancelled`` so the
+server can stop working on it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from errors import CallTimeout, ParseError, PipelineError, classify_jsonrpc
+from errors import CallCancelled, CallTimeout, ParseError, PipelineError, classify_jsonrpc
 from pipeline.mcp._protocol import (
     JsonObject,
     LogMessage,
@@ -31,6 +32,7 @@ from pipeline.mcp._protocol import (
     result_message,
 )
 from pipeline.mcp._transport import Binding, Transport, ignore_messages
+from pipeline.mcp._watchdog import current_scope
 
 logger = logging.getLogger("pipeline.mcp.session")
 
@@ -118,15 +120,23 @@ class JsonRpcSession:
             self._receive(message, binding, pending)
             return pending.done.is_set()
 
+        scope = current_scope()
+        if scope is not None:
+            scope.check(f"{method} (id {request_id})")
         try:
             reply = self.transport.post(
                 request_message(request_id, method, params),
                 binding,
                 timeout=timeout,
                 sink=sink,
+                cancel=scope,
             )
         except CallTimeout:
             self._cancel(request_id, binding, f"no answer within {timeout:g}s")
+            raise
+        except CallCancelled:  # it was (or may have been) sent: the server may be working on it
+            reason = scope.reason if scope is not None else "cancelled"
+            self._cancel(request_id, binding, f"withdrawn by the client: {reason}")
             raise
         finally:
             with self._pending_lock:

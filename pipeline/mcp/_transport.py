@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from pipeline.mcp._protocol import JsonObject
+from pipeline.mcp._watchdog import CancelScope
 
 #: Receives one incoming message; returns True once the awaited response has been delivered.
 MessageSink = Callable[[JsonObject], bool]
@@ -52,13 +53,22 @@ class Transport(Protocol):
     def endpoint(self) -> str: ...
 
     def post(
-        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+        self,
+        message: JsonObject,
+        binding: Binding,
+        *,
+        timeout: float,
+        sink: MessageSink,
+        cancel: CancelScope | None = None,
     ) -> Reply:
         """Send ``message``; for a request, deliver what comes back to ``sink`` until it is done.
 
-        Raises a catalog error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no
-        answer within ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310 (401/403),
-        E200 (unparseable reply), or the JSON-RPC error an HTTP error body carried.
+        ``timeout`` is a deadline for the whole exchange, whatever the server sends meanwhile;
+        ``cancel`` ends it at once from another thread (``CallCancelled``). Raises a catalog
+        error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no answer within
+        ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310 (401/403), E312 (reply
+        over the size limit), E200 (unparseable reply), or the JSON-RPC error an HTTP error
+        body carried.
         """
         ...
 

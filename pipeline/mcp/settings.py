@@ -28,6 +28,7 @@ variable                               default                        meaning
 ``DOCLANE_MCP_RESUME_ATTEMPTS``        3                              GETs without progress
 ``DOCLANE_MCP_MAX_PARALLEL``           4                              threads of a parallel batch
 ``DOCLANE_MCP_MAX_CONNECTIONS``        20                             keep-alive pool size
+``DOCLANE_MCP_MAX_REPLY_BYTES``        128 MiB                        largest reply read (E312)
 =====================================  =============================  ===========================
 
 The token and the API key are ``SecretStr``: they print as ``**********`` in reprs, logs and
@@ -108,6 +109,12 @@ class McpSettings(BaseSettings):
     max_parallel: int = Field(default=4, ge=1, validation_alias=_env("DOCLANE_MCP_MAX_PARALLEL"))
     max_connections: int = Field(
         default=20, ge=1, validation_alias=_env("DOCLANE_MCP_MAX_CONNECTIONS")
+    )
+    max_reply_bytes: int = Field(
+        default=128 * 1024 * 1024,
+        ge=1024,
+        validation_alias=_env("DOCLANE_MCP_MAX_REPLY_BYTES"),
+        description="the largest reply (and saved Docling JSON) read from a server; more is E312",
     )
 
     @field_validator("origin")

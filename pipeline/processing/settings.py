@@ -27,12 +27,20 @@ class ProcessingSettings(BaseSettings):
     #: Who holds a lease (host:pid by default); shows in ``doclane status`` and the trail.
     worker_id: str | None = None
     lease_s: float = Field(default=60.0, gt=0)
+    #: How often a running attempt renews its lease, which is also how soon it notices that
+    #: its job was cancelled (and stops its MCP call); never less often than a third of the
+    #: lease.
+    cancel_check_s: float = Field(default=5.0, gt=0)
     job_retry_base_s: float = Field(default=10.0, gt=0)
     job_retry_max_s: float = Field(default=600.0, gt=0)
     #: When the breaker gives no ``retry_after``: how long an E309 job waits.
     circuit_retry_s: float = Field(default=30.0, gt=0)
     #: How long to wait before trying again when the database is unreachable (E401).
     db_retry_s: float = Field(default=15.0, gt=0)
+
+    @property
+    def lease_check_interval_s(self) -> float:
+        return min(self.cancel_check_s, self.lease_s / 3.0)
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"

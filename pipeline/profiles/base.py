@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from errors import PipelineError, Stage, UnexpectedError, classify
+from errors import CallCancelled, PipelineError, Stage, UnexpectedError, classify
 
 #: Output formats a job may ask for. Which ones a server can give depends on its profile.
 Format = Literal["md", "json", "html"]
@@ -137,6 +137,8 @@ def call_tool(
     started = time.monotonic()
     try:
         result: ToolResultView = client.call_tool(tool, arguments, size_bytes=size_bytes)
+    except CallCancelled:
+        raise  # withdrawn by its caller (the job was cancelled): not an outcome to report
     except PipelineError as exc:
         elapsed = time.monotonic() - started
         report(McpCallRecord(tool, elapsed, "error", exc.code, exc.message, stage))

@@ -10,15 +10,17 @@ really failed (E307).
 
 Docling JSON has no export tool: ``save_docling_document`` writes ``<key>.json`` into the
 server's cache folder and returns its path on the server. It is offered only when
-``DOCLANE_SERVER_CACHE_DIR`` tells where the worker can read that folder.
+``DOCLANE_SERVER_CACHE_DIR`` tells where the worker can read that folder, and read only up to
+``DOCLANE_MCP_MAX_REPLY_BYTES`` (E312 past it, checked before reading and while reading).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 
-from errors import ExportFailed
+from errors import ExportFailed, ReplyTooLarge
 from pipeline.profiles.base import (
     CallReporter,
     Conversion,
@@ -58,8 +60,10 @@ class DoclingMcpProfile:
         to_worker_path: Callable[[str], str] | None = None,
         offers_save: bool = True,
         offers_check: bool = True,
+        max_saved_bytes: int = 128 * 1024 * 1024,
     ) -> None:
         self._cache_dir = server_cache_dir
+        self._max_saved_bytes = max_saved_bytes
         self._to_worker_path = to_worker_path or (lambda path: path)
         self._offers_save = offers_save
         self._offers_check = offers_check
@@ -71,12 +75,14 @@ class DoclingMcpProfile:
         *,
         server_cache_dir: Path | None = None,
         to_worker_path: Callable[[str], str] | None = None,
+        max_saved_bytes: int = 128 * 1024 * 1024,
     ) -> DoclingMcpProfile:
         return cls(
             server_cache_dir=server_cache_dir,
             to_worker_path=to_worker_path,
             offers_save=SAVE in tool_names,
             offers_check=CHECK_CACHE in tool_names,
+            max_saved_bytes=max_saved_bytes,
         )
 
     @staticmethod
@@ -147,7 +153,7 @@ class DoclingMcpProfile:
         server_path = require_str(structured(result, SAVE), "json_file", SAVE)
         local = self._readable_path(server_path)
         try:
-            return local.read_text(encoding="utf-8")
+            return self._read_saved(local)
         except OSError as exc:
             raise ExportFailed(
                 f"{SAVE}: the server saved {server_path}, but the worker cannot read it at "
@@ -155,6 +161,21 @@ class DoclingMcpProfile:
                 "DOCLANE_PATH_MAP",
                 detail={"tool": SAVE, "server_path": server_path, "worker_path": str(local)},
             ) from exc
+
+    def _read_saved(self, path: Path) -> str:
+        """The saved file's text, never reading past the bound (the file may still grow)."""
+        limit = self._max_saved_bytes
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            data = handle.read(limit + 1) if size <= limit else b""
+        size = max(size, len(data))
+        if size > limit:
+            raise ReplyTooLarge(
+                f"{SAVE}: {path.name} holds {size} bytes, more than {limit} "
+                "(DOCLANE_MCP_MAX_REPLY_BYTES)",
+                detail={"tool": SAVE, "limit_bytes": limit, "size_bytes": size},
+            )
+        return data.decode("utf-8")
 
     def _readable_path(self, server_path: str) -> Path:
         """Where the worker reads a file the server wrote into its cache folder.

@@ -22,7 +22,10 @@ def available_profiles(
     if settings.profile in ("auto", "docling-mcp") and DoclingMcpProfile.fits(names):
         found.append(
             DoclingMcpProfile.for_tools(
-                names, server_cache_dir=settings.server_cache_dir, to_worker_path=to_worker_path
+                names,
+                server_cache_dir=settings.server_cache_dir,
+                to_worker_path=to_worker_path,
+                max_saved_bytes=settings.max_saved_bytes,
             )
         )
     if settings.profile in ("auto", "per-format") and PerFormatProfile.fits(names):

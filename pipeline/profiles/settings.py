@@ -29,6 +29,13 @@ class ProfileSettings(BaseSettings):
     server_cache_dir: Path | None = Field(
         None, validation_alias=AliasChoices("DOCLANE_SERVER_CACHE_DIR", "server_cache_dir")
     )
+    #: The MCP client's reply bound, applied to the Docling JSON read back from that folder:
+    #: a file the server saved is as much a reply as the bytes it sends.
+    max_saved_bytes: int = Field(
+        128 * 1024 * 1024,
+        ge=1024,
+        validation_alias=AliasChoices("DOCLANE_MCP_MAX_REPLY_BYTES", "max_saved_bytes"),
+    )
 
 
 def load_profile_settings(**overrides: object) -> ProfileSettings:

@@ -22,10 +22,16 @@ ALLOWED_SCHEMES: Final = frozenset({"http", "https"})
 
 #: ``scheme://``: what tells a URL from a path in a submission.
 _URL_SHAPE: Final = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: Schemes whose URLs have no ``//`` and never name a file (``data:text/html,...``,
+#: ``javascript:...``): a URL, to be refused as one (E104), not a path outside the roots.
+_OPAQUE_URL: Final = re.compile(
+    r"^(?:data|javascript|vbscript|mailto|about|blob|tel|urn|jar|file|view-source):", re.I
+)
+_SCHEME: Final = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*):")
 
 
 def looks_like_url(source: str) -> bool:
-    return bool(_URL_SHAPE.match(source))
+    return bool(_URL_SHAPE.match(source) or _OPAQUE_URL.match(source))
 
 
 def parse_source_url(url: str, *, label: str | None = None) -> httpx.URL:
@@ -34,6 +40,12 @@ def parse_source_url(url: str, *, label: str | None = None) -> httpx.URL:
     Credentials are refused because the URL is kept in the job row and written to logs.
     """
     name = label or url
+    scheme = _SCHEME.match(url)
+    if scheme is not None and scheme.group(1).lower() not in ALLOWED_SCHEMES:
+        raise UrlRefused(
+            f"{name}: the scheme {scheme.group(1).lower()}: is not allowed (http or https only)",
+            detail=_detail(name, "scheme", scheme=scheme.group(1).lower()),
+        )
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError) as exc:
@@ -42,8 +54,7 @@ def parse_source_url(url: str, *, label: str | None = None) -> httpx.URL:
         ) from exc
     if parsed.scheme not in ALLOWED_SCHEMES:
         raise UrlRefused(
-            f"{name}: the scheme {parsed.scheme or '(none)'}:// is not allowed "
-            "(http or https only)",
+            f"{name}: the scheme {parsed.scheme or '(none)'}: is not allowed (http or https only)",
             detail=_detail(name, "scheme", scheme=parsed.scheme),
         )
     if not parsed.host:

@@ -1,5 +1,5 @@
 """The schema migration runner: numbered plain-SQL files, applied in order, each recorded with the
-sha256 of its bytes.
+sha256 of the SQL that ran (its text with universal newlines: CRLF and LF checkouts agree).
 
 Why not a library: yoyo-migrations (the plain-SQL candidate) hashes a migration's *id*, not its
 content, so it cannot refuse an applied file that was edited, and it serialises runners with a
@@ -56,7 +56,7 @@ class Migration:
         return self.path.name
 
     def sql(self) -> str:
-        return self.path.read_text(encoding="utf-8")
+        return _read_sql(self.path)
 
 
 class MigrationState(StrEnum):
@@ -93,8 +93,7 @@ def discover(folder: Path) -> list[Migration]:
             raise MigrationError(
                 f"{path.name}: version {version} is also {found[version].file_name}"
             )
-        checksum = hashlib.sha256(path.read_bytes()).hexdigest()
-        found[version] = Migration(version, name, path, checksum)
+        found[version] = Migration(version, name, path, _checksum(_read_sql(path)))
     return [found[v] for v in sorted(found)]
 
 
@@ -143,7 +142,7 @@ def migrate(conn: psycopg.Connection, migrations: list[Migration]) -> list[Migra
 
 def _apply(conn: psycopg.Connection, migration: Migration) -> None:
     sql = migration.sql()
-    if hashlib.sha256(sql.encode("utf-8")).hexdigest() != migration.checksum:
+    if _checksum(sql) != migration.checksum:
         raise MigrationError(f"{migration.file_name} changed while migrating; run again")
     started = time.monotonic()
     try:
@@ -163,6 +162,17 @@ def _apply(conn: psycopg.Connection, migration: Migration) -> None:
         raise
     except psycopg.Error as exc:
         raise MigrationError(f"{migration.file_name} failed: {exc}") from exc
+
+
+def _read_sql(path: Path) -> str:
+    """The SQL as it runs: text with universal newlines, so a file checked out with CRLF line
+    endings is the same migration as its LF original (and has the same checksum)."""
+    return path.read_text(encoding="utf-8")
+
+
+def _checksum(sql: str) -> str:
+    """sha256 of exactly what runs (for a file with LF endings, the same as of its bytes)."""
+    return hashlib.sha256(sql.encode("utf-8")).hexdigest()
 
 
 def _refuse_disagreements(current: list[MigrationStatus]) -> None:

@@ -15,7 +15,8 @@ from pipeline.jobs import JobState, NewJob
 
 #: Column types of ``copy_jobs``, in its column order (binary COPY needs them spelled out).
 COPY_JOB_TYPES = [
-    *("uuid", "text", "text", "int8", "text", "text"),  # id, source, size, sha256, profile
+    *("uuid", "text", "text", "text"),  # id, source kind, shown uri, fetch uri
+    *("int8", "text", "text"),  # size, sha256, profile
     *("jsonb", "text[]", "text", "int2", "int4"),  # options, formats, queue, priority, max
 ]
 
@@ -44,6 +45,7 @@ def copy_row(job_id: UUID, spec: NewJob) -> tuple[Any, ...]:
         job_id,
         spec.source_kind.value,
         spec.source_uri,
+        spec.source_fetch_uri,
         spec.size_bytes,
         spec.content_sha256,
         spec.profile,

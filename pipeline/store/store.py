@@ -272,6 +272,14 @@ class JobStore:
             failed=tuple(r[0] for r in rows if r[1] == JobState.FAILED),
         )
 
+    def running_attempts(self, job_ids: Sequence[UUID]) -> set[tuple[UUID, int]]:
+        """(job id, attempt) of those of ``job_ids`` that are running now."""
+        if not job_ids:
+            return set()
+        with self._connection("reading running attempts") as conn:
+            rows = conn.execute(query("running_attempts"), {"job_ids": list(job_ids)})
+            return {(row[0], row[1]) for row in rows}
+
     def stale_queued(
         self,
         older_than: timedelta,

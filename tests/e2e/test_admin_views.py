@@ -119,7 +119,7 @@ def test_a_run_with_successes_and_e101_failures_as_every_view_tells_it(
     assert re.search(rf'id="jobs-failed">{GONE}<', dom)
     assert re.search(rf'id="failures-E101-all">{GONE}<', dom)
     assert "source not found or unreadable" in dom and fake_server.origin in dom
-    assert re.search(r'id="workers">1<', dom) and "<svg id=\"chart\"" in dom
+    assert re.search(r'id="workers">1<', dom) and '<svg id="chart"' in dom
 
     # ---- bulk retry: the files are back, the failed jobs run again as new jobs
     for path in gone:
@@ -204,7 +204,13 @@ def _rendered_page(url: str, tmp_path: Path) -> str:
         pytest.fail("chromium is not installed (scripts/test installs it: ensure_chromium)")
     flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
     subprocess.run(
-        [chromium, *flags, f"--screenshot={tmp_path / 'status.png'}", "--window-size=1000,1200", url],
+        [
+            chromium,
+            *flags,
+            f"--screenshot={tmp_path / 'status.png'}",
+            "--window-size=1000,1200",
+            url,
+        ],
         check=True,
         capture_output=True,
         timeout=120,

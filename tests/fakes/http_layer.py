@@ -11,6 +11,7 @@ down in an :class:`Exchange` stored in the ASGI scope, which the MCP handlers re
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import time
@@ -103,8 +104,17 @@ class HttpFaultLayer:
             if exchange.fault in ("garbage", "garbage_sse"):
                 await _garbage(send, sse=exchange.fault == "garbage_sse")
                 return
+            knobs = state.knobs
+            if exchange.method == "tools/call" and knobs.oversize_reply_bytes:
+                await _oversize(send, exchange.request_id, knobs.oversize_reply_bytes,
+                                sse=knobs.oversize_as == "sse")  # fmt: skip
+                return
             scope[EXCHANGE_KEY] = exchange
-            await self.app(scope, receive, self._watching(send, exchange, session_scope))
+            watched = self._watching(send, exchange, session_scope)
+            if exchange.method in knobs.shape_methods and (knobs.keepalive_s or knobs.trickle_s):
+                await _shaped(self.app, scope, receive, watched, state)
+            else:
+                await self.app(scope, receive, watched)
         finally:
             current_session.reset(token)
 
@@ -242,3 +252,94 @@ async def _truncate(send: Send, session_id: str | None) -> None:
         headers.append((b"mcp-session-id", session_id.encode()))
     await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_KEEPALIVES = {
+    "comment": b": keep-alive\r\n\r\n",
+    "empty_event": b"event: message\r\ndata:\r\n\r\n",
+    "notification": b"event: message\r\ndata: "
+    + json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "method": "notifications/message",
+            "params": {"level": "info", "logger": "fake-docling", "data": "still converting"},
+        }
+    ).encode()
+    + b"\r\n\r\n",
+}
+
+
+async def _shaped(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, state: FakeState
+) -> None:
+    """Run the MCP app with its reply kept alive (SSE keep-alives) and/or trickled bytewise.
+
+    Keep-alives go out between the app's own SSE events (never inside one), every
+    ``keepalive_s``, for as long as the reply is open: the way an SDK server keeps a slow tool's
+    stream from idling out, only faster, so a client whose timeout restarts on every byte never
+    times out.
+    """
+    knobs, stats = state.knobs, state.stats
+    lock = anyio.Lock()
+    sse_open = anyio.Event()
+    finished = False
+
+    async def shaped_send(message: Message) -> None:
+        nonlocal finished
+        if message["type"] == "http.response.start":
+            headers = dict(message.get("headers", []))
+            if headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+                sse_open.set()
+        elif message["type"] == "http.response.body":
+            body, more = message.get("body", b""), message.get("more_body", False)
+            async with lock:
+                if knobs.trickle_s and body:
+                    for index in range(len(body)):
+                        chunk = body[index : index + 1]
+                        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                        stats.trickled_bytes += 1
+                        await anyio.sleep(knobs.trickle_s)
+                    body = b""
+                finished = not more
+                await send({"type": "http.response.body", "body": body, "more_body": more})
+            return
+        async with lock:
+            await send(message)
+
+    async def keep_alive(every: float) -> None:
+        await sse_open.wait()
+        for turn in itertools.count():
+            await anyio.sleep(every)
+            async with lock:
+                if finished:
+                    return
+                kind = knobs.keepalive_kinds[turn % len(knobs.keepalive_kinds)]
+                await send({"type": "http.response.body", "body": _KEEPALIVES[kind],
+                            "more_body": True})  # fmt: skip
+                stats.keepalives_sent += 1
+
+    async with anyio.create_task_group() as group:
+        if knobs.keepalive_s:
+            group.start_soon(keep_alive, knobs.keepalive_s)
+        await app(scope, receive, shaped_send)
+        group.cancel_scope.cancel()
+
+
+async def _oversize(send: Send, request_id: Any, size: int, *, sse: bool) -> None:
+    """A tools/call result whose text is ``size`` bytes, streamed in 1 MiB pieces."""
+    head = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1].encode()
+    head += b', "result": {"isError": false, "content": [{"type": "text", "text": "'
+    tail = b'"}]}}'
+    content_type = b"text/event-stream" if sse else b"application/json"
+    if sse:
+        head, tail = b"event: message\r\ndata: " + head, tail + b"\r\n\r\n"
+    await send({"type": "http.response.start", "status": 200,
+                "headers": [(b"content-type", content_type)]})  # fmt: skip
+    await send({"type": "http.response.body", "body": head, "more_body": True})
+    piece = b"x" * (1024 * 1024)
+    left = size
+    while left > 0:
+        chunk = piece if left >= len(piece) else piece[:left]
+        left -= len(chunk)
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    await send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -11,7 +11,7 @@ Three knobs are *session-scoped* because the SDK fixes them when it admits a ses
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -56,6 +56,35 @@ class Knobs(BaseModel):
         default=0.0, ge=0, description="server-side delay inside every tool call"
     )
     delay_tools: list[str] | None = Field(default=None, description="limit delay_s to these tools")
+
+    # --- replies that keep a per-read timeout alive forever ------------------------------------
+    keepalive_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="while a reply is an open SSE stream, send keep-alives this often",
+    )
+    keepalive_kinds: list[Literal["comment", "empty_event", "notification"]] = Field(
+        default_factory=lambda: ["comment", "empty_event"],
+        min_length=1,
+        description="what the keep-alives are, in turn: ': ...' comments, events without data, "
+        "notifications/message",
+    )
+    trickle_s: float | None = Field(
+        default=None, gt=0, description="send reply bodies a byte at a time, this far apart"
+    )
+    shape_methods: list[str] = Field(
+        default_factory=lambda: ["tools/call"],
+        description="the requests (JSON-RPC methods, or GET for a resumed stream) whose replies "
+        "keepalive_s and trickle_s shape",
+    )
+    oversize_reply_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description="answer tools/call with a text result this large, streamed, never held whole",
+    )
+    oversize_as: Literal["sse", "json"] = Field(
+        default="sse", description="the oversize reply as one SSE event or a JSON body"
+    )
 
     # --- reply shapes (session-scoped: apply to sessions opened after the change) -----------------
     json_response: bool = Field(

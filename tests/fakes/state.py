@@ -75,6 +75,8 @@ class Stats:
     progress_sent: int = 0
     log_messages_sent: int = 0
     list_changed_sent: int = 0
+    keepalives_sent: int = 0
+    trickled_bytes: int = 0
     tool_calls_in_flight: int = 0
     max_tool_calls_in_flight: int = 0
     last_drop_at: float | None = None
@@ -101,6 +103,8 @@ class Stats:
             "progress_sent": self.progress_sent,
             "log_messages_sent": self.log_messages_sent,
             "list_changed_sent": self.list_changed_sent,
+            "keepalives_sent": self.keepalives_sent,
+            "trickled_bytes": self.trickled_bytes,
             "tool_calls_in_flight": self.tool_calls_in_flight,
             "max_tool_calls_in_flight": self.max_tool_calls_in_flight,
             "cached_documents": cache.keys(),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,9 +28,14 @@ DOCLANE = str(Path(sys.executable).with_name("doclane"))
 VERSIONS = [m.version for m in discover(DEFAULT_MIGRATIONS_DIR)]
 
 
-def doclane_db(*args: str) -> subprocess.CompletedProcess[str]:
+def doclane_db(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [DOCLANE, "db", *args], capture_output=True, text=True, timeout=120, check=False
+        [DOCLANE, "db", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -216,3 +222,23 @@ def test_two_files_with_one_version_are_an_error(tmp_path: Path) -> None:
     (tmp_path / "0001_b.sql").write_text("SELECT 1;\n")
     with pytest.raises(MigrationError, match="version 0001"):
         discover(tmp_path)
+
+
+def test_migrations_checked_out_with_crlf_apply_and_stay_clean(
+    own_migrations: Path, test_databases: ScratchDatabases
+) -> None:
+    """A Windows checkout (or a careless editor) turns every LF into CRLF: still the same SQL."""
+    for path in own_migrations.glob("*.sql"):
+        path.write_bytes(path.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    url = database_url(test_databases.new_name())
+    env = {"DOCLANE_MIGRATIONS_DIR": str(own_migrations)}
+    applied = doclane_db("migrate", "--json", "--database-url", url, env=env)
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert len(json.loads(applied.stdout)["applied"]) == len(VERSIONS)
+    status = doclane_db("status", "--json", "--database-url", url, env=env)
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["up_to_date"] is True
+    # ... and the same database is clean for the LF originals: one migration, one checksum.
+    original = doclane_db("status", "--json", "--database-url", url)
+    assert original.returncode == 0, original.stderr
+    assert {m["state"] for m in json.loads(original.stdout)["migrations"]} == {"applied"}

@@ -49,3 +49,8 @@ WITH stale AS (
     FROM stale
 )
 SELECT id FROM stale
+
+-- name: running_attempts
+-- Which of these jobs are running, and in which attempt: a scratch folder of an attempt that is
+-- not running any more (finished, requeued, or its worker was killed) may be removed.
+SELECT id, attempt FROM jobs WHERE state = 'running' AND id = ANY(%(job_ids)s::uuid[])

@@ -38,11 +38,35 @@ def pool_process_of(job: Job, worker: WorkerProcess) -> int:
 
 
 def assert_one_result_set(cluster: Cluster, jobs: list[Job]) -> None:
+    """Each job succeeded exactly once, from one attempt, with one conversion behind it.
+
+    Rows alone prove little (the primary key forbids a second result row per format): what
+    counts is the trail. One ``succeeded`` transition per job, and the attempt that stored the
+    results converted as many times as its note says it did (once, or twice after an
+    eviction), with no successful conversion recorded by any other attempt after it.
+    """
     for job in jobs:
         assert job.state is JobState.SUCCEEDED, (job.id, job.state, job.error_code)
         results = cluster.store.list_results(job.id)
         assert [r.format for r in results] == list(job.formats)
         assert {r.attempt for r in results} == {job.attempt}
+        events = cluster.store.events(job.id)
+        succeeded = [e for e in events if e.to_state is JobState.SUCCEEDED]
+        assert len(succeeded) == 1, f"{job.id} succeeded {len(succeeded)} times"
+        converts = [
+            e
+            for e in events
+            if e.kind is EventKind.MCP_CALL and e.outcome == "ok" and e.tool in CONVERT_TOOLS
+        ]
+        notes = [e.detail or {} for e in events if e.kind is EventKind.NOTE]
+        assert [e.attempt for e in converts if e.attempt >= job.attempt] == [job.attempt] * (
+            notes[-1].get("conversions", 1) if notes else 1
+        ), f"{job.id}: conversions after the stored one"
+
+
+CONVERT_TOOLS = frozenset(
+    {CONVERT, "convert_docx", "convert_xlsx", "convert_pptx", "convert_pdf", "convert_url"}
+)
 
 
 def succeeded_count(cluster: Cluster, job_ids: list[UUID]) -> int:
@@ -265,36 +289,54 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
     assert "# Page 10" in (cluster.store.get_result(job_id, "md") or "")
 
 
-def test_a_job_cancelled_while_running_is_stopped_and_never_succeeds(
+def test_a_job_cancelled_while_running_stops_cooperatively_and_disturbs_no_other_job(
     make_cluster: Callable[..., Cluster],
     any_broker: Broker,
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
+    """Cancel is a change of the row, never a signal to a process.
+
+    One pool process converts job A (far longer than the test waits). ``doclane cancel A``: the
+    attempt notices at its next lease renewal, withdraws its MCP call (the server receives
+    ``notifications/cancelled``) and writes nothing. The same process, never signalled, then
+    runs job B to success on B's first attempt: nothing charged, nothing killed.
+    """
     cluster = make_cluster(any_broker, fake_server.url)
     worker = cluster.start_worker(concurrency=1)
-    # Far longer than the test waits: only the revoke can end this conversion in time.
     fake_server.configure(delay_s=600, delay_tools=[CONVERT])
     job_id = cluster.submit([write_sample(tmp_path, "docx", 20)]).job_ids[0]
     job = wait_for(lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="running")
     converting = pool_process_of(job, worker)
+    events_before_cancel = len(cluster.store.events(job_id))
 
     out = cluster.cli_json("cancel", str(job_id))
-    wait_for(
-        lambda: process_gone(converting),
+    [withdrawn] = wait_for(
+        lambda: fake_server.stats()["cancelled"],
         timeout=60,
-        message="the revoke to stop the pool process converting the cancelled job",
+        message="the cancelled attempt to withdraw its MCP call",
     )
+    assert "withdrawn" in withdrawn["reason"]
     fake_server.configure(delay_s=0)
-    # The single pool process is free again only once the cancelled attempt has ended.
     after_id = cluster.submit([write_sample(tmp_path, "md", 21)]).job_ids[0]
-    cluster.wait_terminal([after_id])
+    [after] = cluster.wait_terminal([after_id])
 
-    assert (out["previous_state"], out["state"]) == ("running", "cancelled")
+    assert (out["previous_state"], out["state"], out["stopping"]) == ("running", "cancelled", True)
+    assert not process_gone(converting), "the pool process was never signalled"
+    assert_one_result_set(cluster, [after])
+    assert (after.attempt, after.attempts_spent) == (1, 1), "the next job was not disturbed"
+    ran_after = [
+        e.detail["worker"]
+        for e in cluster.store.events(after_id)
+        if e.to_state is JobState.RUNNING and e.detail
+    ]
+    assert [int(w.rsplit(":", 1)[1]) for w in ran_after] == [converting], "the same process"
     job = cluster.store.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
     assert cluster.store.list_results(job_id) == []
-    assert not any(e.to_state is JobState.SUCCEEDED for e in cluster.store.events(job_id))
+    # The only event after the cancel is the cancel itself: the attempt wrote nothing.
+    later = cluster.store.events(job_id)[events_before_cancel:]
+    assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
 
 
 def test_a_url_source_is_fetched_by_the_worker(

@@ -8,6 +8,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, JobState
+from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.workers import Cluster
@@ -33,10 +34,9 @@ def test_two_hundred_mixed_documents_through_two_workers(
     jobs = cluster.wait_terminal(submission.job_ids, timeout=240)
 
     assert [j.state for j in jobs] == [JobState.SUCCEEDED] * count, cluster.logs()
-    for job in jobs:
-        results = cluster.store.list_results(job.id)
-        assert sorted(r.format for r in results) == ["json", "md"]
-        assert all(r.attempt == job.attempt for r in results)
+    assert_one_result_set(cluster, jobs)
+    # Nothing converted twice: the server was asked to convert each document exactly once.
+    assert fake_server.stats()["requests_by_tool"][CONVERT] == count
     owners = {
         (e.detail or {}).get("worker")
         for job in jobs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -164,3 +165,46 @@ def test_credentials_from_the_environment(
     assert code == 0, out + err
     secret = rule.get("bearer") or rule["value"]
     assert secret not in out + err
+
+
+def console_call(origin: str, docx: str, **environment: str) -> subprocess.CompletedProcess[str]:
+    """``doclane mcp call convert ... --size-bytes 10 --json`` as an operator runs it."""
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("doclane")), "mcp", "call", CONVERT,
+         "--args", json.dumps({"source": docx}), "--size-bytes", "10", "--origin", origin,
+         "--json"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "DOCLANE_RETRY_MAX_TRIES": "1", **environment},
+    )  # fmt: skip
+
+
+def test_a_kept_alive_hang_is_E303_at_the_small_tier_deadline(
+    fake_server: FakeServer, docx: str
+) -> None:
+    """The issue's first fault: keep-alives every 0.2 s used to hold the call forever."""
+    fake_server.configure(fail_next=1, fail_with="hang", keepalive_s=0.2)
+    proc = console_call(fake_server.url, docx, DOCLANE_TIMEOUT_SMALL_S="3")
+    assert proc.returncode == 1, proc.stderr
+    error = json_lines(proc.stdout)[0]["error"]
+    assert error["code"] == "E303" and "3s" in error["message"]
+    stats = fake_server.stats()
+    assert stats["keepalives_sent"] >= 1
+    assert len(stats["cancelled"]) == 1 and "3s" in stats["cancelled"][0]["reason"]
+
+
+def test_a_trickled_json_reply_is_E303_at_the_deadline(fake_server_factory: Any, docx: str) -> None:
+    server = fake_server_factory(json_response=True)
+    server.configure(trickle_s=0.3)
+    proc = console_call(server.url, docx, DOCLANE_TIMEOUT_SMALL_S="3")
+    assert proc.returncode == 1, proc.stderr
+    assert json_lines(proc.stdout)[0]["error"]["code"] == "E303"
+    assert server.stats()["trickled_bytes"] >= 1
+
+
+def test_a_300_MB_reply_is_E312_under_a_10_MiB_bound(fake_server: FakeServer, docx: str) -> None:
+    fake_server.configure(oversize_reply_bytes=300_000_000)
+    proc = console_call(fake_server.url, docx, DOCLANE_MCP_MAX_REPLY_BYTES="10485760")
+    assert proc.returncode == 1, proc.stderr
+    error = json_lines(proc.stdout)[0]["error"]
+    assert error["code"] == "E312" and "10485760" in error["message"]
+    assert error["retryable"] is False

@@ -15,7 +15,12 @@ from pipeline.mcp import McpClient, load_mcp_settings
 from pipeline.processing import JobProcessor, load_processing_settings
 from pipeline.profiles import load_profile_settings
 from pipeline.publishing import RecordingPublisher
-from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+from pipeline.resilience import (
+    Resilient,
+    RetryRecord,
+    build_resilient,
+    load_resilience_settings,
+)
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
 from tests.fixtures.fake_server import FakeServer
@@ -31,7 +36,13 @@ class HookedRunner:
     wrap_client: Callable[[McpClient], Any] | None = None
     after_unit: Callable[[], None] | None = None
 
-    def run(self, unit: Callable[[McpClient], T], *, label: str = "conversion") -> T:
+    def run(
+        self,
+        unit: Callable[[McpClient], T],
+        *,
+        label: str = "conversion",
+        record: RetryRecord | None = None,
+    ) -> T:
         def hooked(client: McpClient) -> T:
             if self.wrap_client is not None:
                 client = self.wrap_client(client)
@@ -40,7 +51,7 @@ class HookedRunner:
                 self.after_unit()
             return result
 
-        return self.resilient.run(hooked, label=label)
+        return self.resilient.run(hooked, label=label, record=record)
 
 
 @dataclass

@@ -8,11 +8,14 @@ from __future__ import annotations
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
+from typing import Any
+from uuid import UUID
 
 import pytest
 
 from pipeline.jobs import JobState
-from pipeline.processing import OutcomeKind
+from pipeline.mcp import McpClient
+from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.waiting import wait_for
 from tests.integration.store.test_postgres_restart import pg_ctlcluster
@@ -20,6 +23,7 @@ from tests.integration.workers.conftest import Bench
 from tests.integration.workers.samples import write_sample
 
 pytestmark = pytest.mark.restarts_postgres
+CONVERT = "convert_document_into_docling_document"
 
 
 def _running() -> bool:
@@ -34,7 +38,72 @@ def quick_store(store_settings: StoreSettings) -> Iterator[JobStore]:
     store.close()
 
 
-def test_a_database_lost_before_storing_hands_the_job_back_uncharged(
+class StopDatabaseAfterConvert:
+    """The real client; PostgreSQL is stopped right after the first conversion answers, so the
+    rest of the unit (the ``exporting`` stage, the export call) meets a dead database."""
+
+    def __init__(self, client: McpClient) -> None:
+        self._client = client
+        self.stopped = False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def call_tool(self, name: str, arguments: Any = None, **kwargs: Any) -> Any:
+        result = self._client.call_tool(name, arguments, **kwargs)
+        if name == CONVERT and not self.stopped:
+            self.stopped = True
+            pg_ctlcluster("stop")
+        return result
+
+
+def run_through_outage(
+    bench: Bench, job_id: UUID, caplog: pytest.LogCaptureFixture, waits_for: str
+) -> Outcome:
+    """Process the job; start PostgreSQL again once the processor logs ``waits_for``."""
+
+    def bring_it_back() -> None:
+        wait_for(
+            lambda: any(waits_for in r.getMessage() for r in caplog.records),
+            timeout=90,
+            message=f"the processor to log {waits_for!r}",
+        )
+        pg_ctlcluster("start")
+
+    restarter = threading.Thread(target=bring_it_back)
+    restarter.start()
+    try:
+        return bench.processor.process(job_id)
+    finally:
+        restarter.join(timeout=120)
+        if restarter.is_alive() or not _running():  # whatever happened, leave it running
+            pg_ctlcluster("start")
+
+
+def test_a_database_lost_inside_the_unit_never_converts_again(
+    make_bench: Callable[..., Bench], quick_store: JobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The stage bookkeeping between convert and export meets the outage: it is skipped (a
+    progress report), the export goes on, and the results wait for the database. The retry
+    layer, which would take a retryable E401 for a reason to convert again, never sees one."""
+    caplog.set_level("INFO")
+    bench = make_bench(job_store=quick_store, processing={"lease_s": 120, "db_retry_s": 1})
+    job_id = bench.submit_one(write_sample(bench.folder, "docx", 31))
+    bench.runner.wrap_client = StopDatabaseAfterConvert
+    converts_before = bench.server.stats()["requests_by_tool"].get(CONVERT, 0)
+
+    outcome = run_through_outage(bench, job_id, caplog, "while storing the results")
+
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    assert bench.server.stats()["requests_by_tool"][CONVERT] == converts_before + 1
+    assert any("could not record the exporting stage" in r.getMessage() for r in caplog.records)
+    job = quick_store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED
+    assert (job.attempt, job.attempts_spent) == (1, 1)
+    assert [r.attempt for r in quick_store.list_results(job_id)] == [1]
+
+
+def test_a_database_lost_before_storing_waits_and_stores_the_same_conversion(
     make_bench: Callable[..., Bench], quick_store: JobStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level("INFO")
@@ -43,22 +112,26 @@ def test_a_database_lost_before_storing_hands_the_job_back_uncharged(
     # Converted, then the database goes away before the results are stored.
     bench.runner.after_unit = lambda: pg_ctlcluster("stop")
 
-    def bring_it_back() -> None:
-        wait_for(
-            lambda: any("database unreachable" in r.getMessage() for r in caplog.records),
-            timeout=60,
-            message="the processor to meet the outage",
-        )
-        pg_ctlcluster("start")
+    outcome = run_through_outage(bench, job_id, caplog, "while storing the results")
 
-    restarter = threading.Thread(target=bring_it_back)
-    restarter.start()
-    try:
-        outcome = bench.processor.process(job_id)
-    finally:
-        restarter.join(timeout=120)
-        if restarter.is_alive() or not _running():  # whatever happened, leave it running
-            pg_ctlcluster("start")
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    assert bench.server.stats()["requests_by_tool"][CONVERT] == 1
+    job = quick_store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED
+    assert (job.attempt, job.attempts_spent) == (1, 1)
+
+
+def test_a_database_gone_longer_than_a_lease_hands_the_job_back_uncharged(
+    make_bench: Callable[..., Bench], quick_store: JobStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Waiting is bounded by the lease; past it the job is handed back, uncharged, once the
+    database answers (here: it answers while the hand-back waits)."""
+    caplog.set_level("INFO")
+    bench = make_bench(job_store=quick_store, processing={"lease_s": 10, "db_retry_s": 1})
+    job_id = bench.submit_one(write_sample(bench.folder, "docx", 32))
+    bench.runner.after_unit = lambda: pg_ctlcluster("stop")
+
+    outcome = run_through_outage(bench, job_id, caplog, "while handing the job back")
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "E401")
     assert not outcome.attempt_spent and outcome.countdown_s is not None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -215,3 +216,56 @@ def test_publishing_stops_trying_once_the_broker_is_plainly_down(
     assert publisher.calls == BROKER_DOWN_AFTER
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
     assert {j.state for j in store.get_jobs(submission.job_ids)} == {JobState.QUEUED}
+
+
+def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """A killed worker leaves ``inbox/job-<id>-<attempt>/`` (and a ``.part`` in it) behind.
+
+    The folder of an attempt that still runs stays; the folders of a finished job, of an
+    earlier attempt, and of an unknown job go; a young folder stays whatever its job is.
+    """
+    inbox = tmp_path / "inbox"
+    docs = tmp_path / "docs"
+    running, done = (
+        enqueue([str(write_sample(docs, "md", n))], ("md",), publisher=RecordingPublisher(),
+                store=store).accepted[0].job_id
+        for n in (1, 2)
+    )  # fmt: skip
+    claimed = store.claim(running, "w:1", 60)
+    assert claimed is not None
+    finished = store.claim(done, "w:2", 60)
+    assert finished is not None and store.finish(done, finished.attempt, {"md": "# 2"})
+
+    def leftover(name: str, age_s: float) -> Path:
+        folder = inbox / name
+        folder.mkdir(parents=True)
+        (folder / ".doclane-abc.part").write_bytes(b"half a download")
+        old = datetime.now(UTC).timestamp() - age_s
+        os.utime(folder, (old, old))
+        return folder
+
+    alive = leftover(f"job-{running}-{claimed.attempt}", 600)
+    stale_attempt = leftover(f"job-{running}-{claimed.attempt + 5}", 600)
+    of_finished = leftover(f"job-{done}-{finished.attempt}", 600)
+    of_unknown = leftover("job-00000000-0000-4000-8000-000000000000-1", 600)
+    young = leftover(f"job-{done}-7", 0)
+    stray_part = inbox / ".doclane-stray.part"
+    stray_part.write_bytes(b"x")
+    old = datetime.now(UTC).timestamp() - 600
+    os.utime(stray_part, (old, old))
+    unrelated = inbox / "keep-me.md"
+    unrelated.write_text("# not ours")
+
+    report = reconcile_once(
+        store,
+        RecordingPublisher(),
+        load_reconcile_settings(reconcile_scratch_min_age_s=60),
+        inbox_dir=inbox,
+    )
+
+    assert sorted(report.swept) == sorted([stale_attempt, of_finished, of_unknown, stray_part])
+    assert alive.is_dir() and young.is_dir() and unrelated.is_file()
+    assert not stale_attempt.exists() and not of_finished.exists() and not of_unknown.exists()
+    assert not stray_part.exists()

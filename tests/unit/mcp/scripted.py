@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import CallTimeout, PipelineError, SessionExpired
-from pipeline.mcp import Binding, MessageSink, Reply
+from pipeline.mcp import Binding, CancelScope, MessageSink, Reply
 
 JsonObject = dict[str, Any]
 #: A tool implementation: (name, arguments, request) -> the messages to deliver, response last.
@@ -85,6 +85,8 @@ class ScriptedServer:
         self.initialize_failures: list[PipelineError] = []
         #: Messages delivered before every tools/call response (notifications, server requests).
         self.before_response: list[JsonObject] = []
+        #: Messages delivered before the response to a method (e.g. tools/list), every time.
+        self.notify_during: dict[str, list[JsonObject]] = {}
         self.posts: list[Post] = []
         self.deletes: list[Binding] = []
         self.closed = False
@@ -111,7 +113,13 @@ class ScriptedServer:
     # --- the transport protocol ------------------------------------------------------------------
 
     def post(
-        self, message: JsonObject, binding: Binding, *, timeout: float, sink: MessageSink
+        self,
+        message: JsonObject,
+        binding: Binding,
+        *,
+        timeout: float,
+        sink: MessageSink,
+        cancel: CancelScope | None = None,
     ) -> Reply:
         with self._lock:
             self.posts.append(Post(message, binding, timeout))
@@ -162,7 +170,8 @@ class ScriptedServer:
         request_id = message["id"]
         params = message.get("params") or {}
         if method == "tools/list":
-            return [response(request_id, self._tools_page(params.get("cursor")))]
+            page = response(request_id, self._tools_page(params.get("cursor")))
+            return [*self.notify_during.get(method, []), page]
         if method == "ping":
             return [response(request_id, {})]
         if method == "tools/call":

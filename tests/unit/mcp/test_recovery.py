@@ -60,8 +60,8 @@ def test_reinitialize_happens_only_once_per_request(
 ) -> None:
     original = server.post
 
-    def forgetful_post(message, binding, *, timeout, sink):  # type: ignore[no-untyped-def]
-        reply = original(message, binding, timeout=timeout, sink=sink)
+    def forgetful_post(message, binding, *, timeout, sink, cancel=None):  # type: ignore[no-untyped-def]
+        reply = original(message, binding, timeout=timeout, sink=sink, cancel=cancel)
         if message.get("method") == "tools/list":
             server.forget_sessions()  # the new session is forgotten right after the handshake
         return reply

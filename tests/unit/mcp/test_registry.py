@@ -157,3 +157,34 @@ def test_malformed_listings_are_E200(
 def test_tool_summary_is_the_first_description_line(client: McpClient) -> None:
     assert client.tool("echo").summary == "Echo the text back."
     assert client.tool("plain").summary == ""
+
+
+def test_a_change_announced_during_a_refresh_is_not_lost() -> None:
+    """list_changed arriving while tools/list is on the wire: that list may predate the change."""
+    registry = ToolRegistry(ttl=300, clock=Clock())
+    versions = iter([tools("old"), tools("old"), tools("new")])
+
+    def load_while_the_server_changes() -> list[Tool]:
+        listed = next(versions)
+        if registry.stats().refreshes == 1:  # the second fetch: the change comes in meanwhile
+            registry.invalidate()
+        return listed
+
+    registry.replace(next(versions))
+    registry.invalidate()  # the first announcement
+    assert registry.get("old", load_while_the_server_changes).name == "old"
+    assert not registry.fresh  # the second announcement was not swallowed by the refresh
+    assert registry.get("new", load_while_the_server_changes).name == "new"
+    assert registry.fresh
+
+
+def test_the_handshake_keeps_a_change_announced_during_it(
+    server: ScriptedServer, make_client: MakeClient
+) -> None:
+    """A list_changed on the handshake's own tools/list stream leaves the registry stale."""
+    changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    server.notify_during["tools/list"] = [changed]
+    client = make_client()
+    client.initialize()
+    stats = client.registry_stats()
+    assert stats.invalidations == 1 and not stats.fresh

@@ -39,7 +39,15 @@ class OneShotTransport:
         self.replies = replies
         self.posts: list[JsonObject] = []
 
-    def post(self, message: JsonObject, binding: Binding, *, timeout: float, sink: Any) -> Reply:
+    def post(
+        self,
+        message: JsonObject,
+        binding: Binding,
+        *,
+        timeout: float,
+        sink: Any,
+        cancel: Any = None,
+    ) -> Reply:
         self.posts.append(message)
         if "id" not in message or "method" not in message:
             return Reply(202)
@@ -97,7 +105,13 @@ def test_a_response_for_another_request_reaches_its_owner() -> None:
 
     class CrossTransport(OneShotTransport):
         def post(
-            self, message: JsonObject, binding: Binding, *, timeout: float, sink: Any
+            self,
+            message: JsonObject,
+            binding: Binding,
+            *,
+            timeout: float,
+            sink: Any,
+            cancel: Any = None,
         ) -> Reply:
             if message["params"].get("which") == "first":
                 first_sink_ready.set()

@@ -14,7 +14,13 @@ from typing import Any
 
 import pytest
 
-from errors import ConversionFailed, ExportFailed, MissingCapability, ServerUnavailable
+from errors import (
+    ConversionFailed,
+    ExportFailed,
+    MissingCapability,
+    ReplyTooLarge,
+    ServerUnavailable,
+)
 from pipeline.profiles import (
     ConversionRequest,
     DoclingMcpProfile,
@@ -224,6 +230,33 @@ def test_docling_json_through_a_mounted_cache_folder(tmp_path: Path) -> None:
     profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=mounted)
     out = profile.convert(client, request("json"), lambda r: None)
     assert out.outputs == {"json": '{"ok": true}'}
+
+
+def test_docling_json_over_the_reply_bound_is_E312_and_not_read(tmp_path: Path) -> None:
+    server_cache = tmp_path / "server-cache"
+    server_cache.mkdir()
+    server = DoclingServer(cache_dir=server_cache)
+    client = server.client()
+    save = client.handlers[SAVE]
+
+    def save_big(arguments: dict[str, Any]) -> Result:
+        result = save(arguments)
+        (server_cache / "key-a.json").write_bytes(b"[" + b"0," * 4000 + b"0]")  # 8 KB
+        return result
+
+    client.handlers[SAVE] = save_big
+    settings = ProfileSettings(server_cache_dir=server_cache, max_saved_bytes=4096)
+    profile = select_profile(DOCLING_TOOLS, ["md", "json"], settings)
+    with pytest.raises(ReplyTooLarge, match="4096") as caught:
+        profile.convert(client, request("md", "json"), lambda r: None)
+    assert caught.value.code == "E312" and not caught.value.retryable
+    assert not caught.value.trips_breaker
+    # Just under the bound it is read as it is.
+    settings = ProfileSettings(server_cache_dir=server_cache, max_saved_bytes=8003)
+    out = select_profile(DOCLING_TOOLS, ["json"], settings).convert(
+        client, request("json"), lambda r: None
+    )
+    assert out.outputs["json"].startswith("[0,0,")
 
 
 def test_docling_json_outside_the_cache_folder_is_not_read(tmp_path: Path) -> None:

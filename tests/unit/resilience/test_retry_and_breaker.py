@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-import pybreaker
 import pytest
 
 import errors
@@ -119,18 +118,6 @@ def test_a_bad_document_counts_as_neither_failure_nor_success() -> None:
     assert cb.is_open()
 
 
-def test_pybreaker_counts_an_excluded_error_as_a_success() -> None:
-    """Why doclane keeps its own bookkeeping: pybreaker's exclude resets the failure count."""
-    plain = pybreaker.CircuitBreaker(
-        fail_max=2, exclude=[lambda exc: not errors.classify(exc).trips_breaker]
-    )
-    with pytest.raises(errors.ServerUnavailable):
-        plain.call(failing(errors.ServerUnavailable("1")))
-    with pytest.raises(errors.ConversionFailed):
-        plain.call(failing(errors.ConversionFailed("bad document")))
-    assert plain.fail_counter == 0  # the sick server's count was wiped by a bad document
-
-
 def test_a_neither_outcome_of_the_trial_lets_the_next_call_be_the_trial() -> None:
     cb = breaker(fail_max=1, reset_s=0.05)
     with pytest.raises(errors.ServerUnavailable):
@@ -192,7 +179,7 @@ def test_a_failed_trial_opens_the_circuit_again() -> None:
     assert cb.snapshot()["state"] == "open" and cb.retry_after() > 0
 
 
-# ---- pybreaker's lock ------------------------------------------------------------------------
+# ---- no lock held across a call ---------------------------------------------------------------
 THREADS = 4
 
 
@@ -218,12 +205,6 @@ def all_inside_at_once(run: Callable[[Callable[[], object]], object]) -> bool:
     for t in threads:
         t.join(30)
     return not broken
-
-
-def test_pybreaker_call_serialises_concurrent_calls() -> None:
-    """Why doclane does not use pybreaker's call(): it holds its lock for the whole call."""
-    plain = pybreaker.CircuitBreaker(fail_max=5, reset_timeout=60)
-    assert all_inside_at_once(plain.call) is False
 
 
 def test_doclane_breaker_lets_concurrent_calls_run_concurrently() -> None:

@@ -146,7 +146,7 @@ def test_urls_are_prechecked_and_kept_as_given(settings):
     assert candidate.info.sha256 is None and candidate.info.size_bytes is None
     assert [r.code for r in result.rejected] == ["E104", "E104", "E104", "E104"]
     assert "loopback" in result.rejected[0].message
-    assert "scheme file://" in result.rejected[1].message
+    assert "scheme file:" in result.rejected[1].message
     assert "credentials" in result.rejected[2].message
     assert "never allowed" in result.rejected[3].message
     assert result.duplicates == 1
@@ -179,3 +179,23 @@ def test_a_host_with_one_private_address_among_public_ones_is_refused(settings):
     )
     assert [r.code for r in result.rejected] == ["E104"]
     assert "10.0.0.7" in result.rejected[0].message
+
+
+@pytest.mark.parametrize(
+    ("source", "scheme"),
+    [
+        ("data:text/html,<h1>hi</h1>", "data"),
+        ("javascript:alert(1)", "javascript"),
+        ("JavaScript:alert(1)", "javascript"),
+        ("file:///etc/passwd", "file"),
+        ("ftp://example.org/a.docx", "ftp"),
+        ("s3://bucket/a.docx", "s3"),
+    ],
+)
+def test_a_source_of_any_scheme_but_http_is_E104_naming_the_scheme(tmp_path, source, scheme):
+    """Not E105 "outside the allowed roots", even with roots set: it is no path at all."""
+    settings = load_source_settings(allowed_roots=(str(tmp_path),), path_map=())
+    result = expand([source], settings, cwd=tmp_path)
+    (refused,) = result.rejected
+    assert refused.code == "E104"
+    assert f"scheme {scheme}: is not allowed" in refused.message

@@ -9,7 +9,6 @@ from uuid import uuid4
 
 import pytest
 from celery import Celery
-from celery.app.task import Context
 
 from pipeline.publishing import JOB_QUEUES, QUEUE_SMALL, JobMessage
 from workers.app import create_app
@@ -149,18 +148,13 @@ def test_rabbitmq_job_queues_are_priority_queues_and_the_control_queue_is_not(
     assert "priority_steps" not in amqp_app.conf.broker_transport_options
 
 
-def test_a_celery_retry_is_sent_with_the_priority_it_was_delivered_with(redis_app: Celery) -> None:
-    """What ``self.retry(countdown=...)`` in the convert task builds its new message from."""
-    task = redis_app.tasks[CONVERT_TASK]
-    request = Context(
-        id="job",
-        args=["job"],
-        kwargs={},
-        retries=0,
-        delivery_info={"priority": 3, "exchange": "", "routing_key": QUEUE_SMALL},
-    )
-
-    retry = task.signature_from_request(request, countdown=2)
-
-    assert retry.options["priority"] == 3
-    assert retry.options["queue"] == QUEUE_SMALL
+def test_a_second_app_in_one_process_does_not_meet_the_first_ones_tasks() -> None:
+    """Tests, the CLI's publisher and a worker each make an app: no task may be shared."""
+    first = create_app(load_worker_settings(broker_url=REDIS_URL))
+    second = create_app(load_worker_settings(broker_url=REDIS_URL))
+    try:
+        assert first.tasks[CONVERT_TASK] is not second.tasks[CONVERT_TASK]
+        assert first.tasks[CONVERT_TASK].app is first and second.tasks[CONVERT_TASK].app is second
+    finally:
+        first.close()
+        second.close()

@@ -1,0 +1,188 @@
+"""What an attempt that did not succeed comes to: the job-level retry policy.
+
+- A retryable error is charged (one attempt spent) and retried after an exponential, jittered
+  backoff; with no attempts left the job fails with the last code.
+- An open circuit (E309) is not the job's fault: when no try of this attempt reached a server
+  (every origin's breaker refused it), the attempt is refunded and the job waits out the
+  breaker's reset. When an earlier try did reach one (E302, then every circuit open), the
+  attempt was really spent, and it is charged like any retryable error, still waiting for the
+  reset.
+- A database that went away mid-attempt is never the job's fault either: the job is handed back
+  uncharged once the database answers (within one lease), and storing finished results waits
+  for it the same way, so a database hiccup never costs a conversion.
+- A non-retryable error fails the job.
+
+Every write is guarded by the attempt: one that lost its job writes nothing (ABANDONED).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+from uuid import UUID
+
+import backoff
+
+from errors import DatabaseUnavailable, PipelineError
+from pipeline.jobs import Job, JobState
+from pipeline.processing.journal import conceal
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.settings import ProcessingSettings
+from pipeline.store import JobStore
+
+T = TypeVar("T")
+log = logging.getLogger("doclane.processor")
+
+
+class FailurePolicy:
+    """Turns an attempt's error into the job's next state and the message's fate."""
+
+    def __init__(self, store: JobStore, settings: ProcessingSettings) -> None:
+        self.store = store
+        self.settings = settings
+
+    # ---- outcomes -----------------------------------------------------------------------------
+    def failure(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
+        """Record ``error`` for this attempt (see the module docstring)."""
+        try:
+            return self._record(job, error, reached_server=reached_server)
+        except DatabaseUnavailable as exc:
+            log.warning("cannot record %s: %s", error.code, exc)
+            return self.hand_back(job, exc)
+
+    def hand_back(self, job: Job, error: DatabaseUnavailable) -> Outcome:
+        """The database went away mid-attempt: give the job back uncharged once it answers.
+
+        A database gone for longer than one lease leaves the job running under a lapsing
+        lease; the reconciler requeues it, charged, as it does for a worker that died.
+        """
+        delay = jittered(self.settings.db_retry_s)
+        try:
+            state = self.patiently(
+                lambda: self.store.schedule_retry(
+                    job.id, job.attempt, error, delay=delay, spend_attempt=False
+                )
+            )
+        except DatabaseUnavailable:
+            log.error("database still unreachable: the job waits for its lease to lapse")
+            return uncharged_retry(job.id, job.attempt, error, jittered(self.settings.db_retry_s))
+        if state is None:
+            return lost(job, "handing the job back")
+        log.warning("handed back uncharged; retrying in %.1fs", delay)
+        return uncharged_retry(job.id, job.attempt, error, delay)
+
+    def patiently(self, write: Callable[[], T], what: str = "handing the job back") -> T:
+        """``write``, tried again with backoff while the database is unreachable, for up to
+        one lease (the lease keeper renews meanwhile, as long as the database lets it)."""
+
+        def waiting(details: Any) -> None:
+            if details["tries"] == 1:
+                log.warning(
+                    "database unreachable while %s (%s); trying again for up to %.0fs",
+                    what,
+                    details["exception"],
+                    self.settings.lease_s,
+                )
+
+        patient = backoff.on_exception(
+            backoff.expo,
+            DatabaseUnavailable,
+            max_time=self.settings.lease_s,
+            max_value=5.0,
+            jitter=backoff.full_jitter,
+            on_backoff=waiting,
+            logger=None,
+        )(write)
+        return patient()
+
+    def _record(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
+        if error.code == "E309" and not reached_server:
+            delay = after_reset(error.retry_after or self.settings.circuit_retry_s)
+            state = self.store.schedule_retry(
+                job.id, job.attempt, error, delay=delay, spend_attempt=False
+            )
+            if state is None:
+                return lost(job, "scheduling a retry")
+            log.warning("%s; retrying in %.1fs without charging an attempt", error, delay)
+            return uncharged_retry(job.id, job.attempt, error, delay)
+        if error.retryable:
+            delay = max(self._backoff(job), error.retry_after or 0.0)
+            if error.code == "E309":  # charged: a try reached a server before the circuits opened
+                delay = max(delay, after_reset(error.retry_after or self.settings.circuit_retry_s))
+            state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay)
+            if state is None:
+                return lost(job, "scheduling a retry")
+            if state is JobState.RETRYING:
+                log.warning(
+                    "%s; retrying in %.1fs (%d of %d attempts charged)",
+                    error,
+                    delay,
+                    job.attempts_spent,
+                    job.max_attempts,
+                )
+                return Outcome(
+                    OutcomeKind.RETRY, job.id, job.attempt, error.code, error.message, delay
+                )
+            log.error("%s; no attempts left: failed", error)
+            return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)
+        if not self.store.fail(job.id, job.attempt, error):
+            return lost(job, "recording the failure")
+        log.error("failed: %s", error)
+        return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)
+
+    def _backoff(self, job: Job) -> float:
+        """Exponential in the attempts charged so far, capped, with jitter."""
+        exponent = max(job.attempts_spent - 1, 0)
+        ceiling = min(self.settings.job_retry_max_s, self.settings.job_retry_base_s * 2**exponent)
+        return jittered(ceiling)
+
+
+def uncharged_retry(
+    job_id: UUID, attempt: int | None, error: PipelineError, delay: float
+) -> Outcome:
+    """Try again in ``delay`` seconds without charging an attempt (E309, E401)."""
+    return Outcome(
+        OutcomeKind.RETRY,
+        job_id,
+        attempt,
+        error.code,
+        error.message,
+        countdown_s=delay,
+        attempt_spent=False,
+    )
+
+
+def lost(job: Job, where: str) -> Outcome:
+    log.warning("attempt abandoned (%s): the job was cancelled or requeued", where)
+    return Outcome(OutcomeKind.ABANDONED, job.id, job.attempt, message=where)
+
+
+def after_reset(reset_in: float) -> float:
+    """After the breaker's reset, never before it (an early try only meets E309 again),
+    spread over a quarter of the wait so the fleet does not return in one burst."""
+    return round(reset_in + random.uniform(0.05, max(reset_in / 4.0, 0.5)), 3)
+
+
+def jittered(ceiling: float) -> float:
+    """Between half and all of ``ceiling``: spread out, never immediately."""
+    return round(random.uniform(ceiling / 2.0, ceiling), 3)
+
+
+def scrubbed(error: PipelineError, job: Job) -> PipelineError:
+    """``error`` with its texts concealed (see :func:`.journal.conceal`) before it is stored."""
+
+    def clean(value: Any) -> Any:
+        if isinstance(value, str):
+            return conceal(value, job)
+        if isinstance(value, Mapping):
+            return {key: clean(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [clean(item) for item in value]
+        return value
+
+    error.message = clean(error.message)
+    error.args = (f"{error.code}: {error.message}",)
+    error.detail = clean(error.detail)
+    return error

@@ -1,0 +1,79 @@
+"""Making a job's source ready for the server, at the worker, at the time of the attempt.
+
+The file may have changed or vanished since submission, so it is validated again (E1xx fails
+the job without calling a server). A URL is fetched by the worker itself into a scratch folder
+of this attempt (``inbox/job-<id>-<attempt>/``) unless the server fetches URLs
+(``DOCLANE_URL_MODE=server``); the folder is removed when the attempt ends, and the reconciler
+sweeps the ones a killed worker left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from pipeline.jobs import Job, SourceKind
+from pipeline.processing.journal import AttemptJournal
+from pipeline.sources import Downloader, SourceInfo, SourceSettings, check_url, validate_file
+from pipeline.sources.pathmap import PathMap
+
+log = logging.getLogger("doclane.processor")
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSource:
+    """A source checked again at the worker, as the server will be given it."""
+
+    info: SourceInfo
+    #: A folder of this attempt's download, removed when the attempt ends.
+    scratch: Path | None = None
+
+    def discard(self) -> None:
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def scratch_folder(inbox_dir: Path, job: Job) -> Path:
+    """Where one attempt of ``job`` downloads its URL (the reconciler sweeps stale ones)."""
+    return inbox_dir / f"job-{job.id}-{job.attempt}"
+
+
+class SourcePreparer:
+    """Validates files again and downloads URLs, for one worker process."""
+
+    def __init__(
+        self,
+        settings: SourceSettings,
+        path_map: PathMap,
+        downloader: Downloader | None = None,
+    ) -> None:
+        self.settings = settings
+        self.path_map = path_map
+        self.downloader = downloader
+
+    def prepare(self, job: Job, journal: AttemptJournal) -> PreparedSource:
+        """The source as the server must see it; E1xx when it is refused."""
+        if job.source_kind is SourceKind.FILE:
+            info = validate_file(job.source_uri, self.settings, path_map=self.path_map)
+            if job.content_sha256 and info.sha256 != job.content_sha256:
+                log.warning("the file changed since submission; converting its current content")
+                journal.source(info)
+            return PreparedSource(info)
+        url = job.fetch_uri
+        if self.settings.url_mode == "server":
+            return PreparedSource(check_url(url, self.settings))
+        scratch = scratch_folder(self.settings.inbox_dir, job)
+        downloader = self.downloader or Downloader(self.settings, path_map=self.path_map)
+        try:
+            info = downloader.download(url, scratch)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        finally:
+            if downloader is not self.downloader:
+                downloader.close()
+        log.info("downloaded %s: %s bytes", job.source_uri, info.size_bytes)
+        journal.source(info)
+        return PreparedSource(info, scratch=scratch)
