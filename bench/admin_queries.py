@@ -35,14 +35,17 @@ from typing import Any
 
 import httpx
 import psycopg
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from store_admin_queries import LOAD_JOBS, explain  # noqa: E402
+from store_admin_queries import (  # noqa: E402
+    LOAD_JOBS,
+    bench_arguments,
+    explain,
+    in_scratch_database,
+)
 
 from pipeline.admin.stats import _job_figures  # noqa: E402
 from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES  # noqa: E402
@@ -66,31 +69,10 @@ UPDATE rollup_marks SET finished_before = '2000-01-01', events_before = '2000-01
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1_000_000)
-    parser.add_argument("--active", type=int, default=20_000, help="jobs still in flight")
-    parser.add_argument("--runs", type=int, default=5, help="EXPLAIN ANALYZE runs per query")
+    parser = bench_arguments(__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=30, help="HTTP requests per endpoint")
-    parser.add_argument(
-        "--server",
-        default=os.environ.get(
-            "DOCLANE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1/postgres"
-        ),
-    )
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--keep", action="store_true")
     args = parser.parse_args()
-
-    name = f"doclane_bench_admin_{os.getpid()}"
-    url = make_conninfo(args.server, dbname=name)
-    with psycopg.connect(args.server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        report = run(url, args)
-    finally:
-        if not args.keep:
-            with psycopg.connect(args.server, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    report = in_scratch_database(args, "doclane_bench_admin", run)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -153,7 +135,9 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             "state": "failed", "error_code": None, "queue": None, "since": None, "limit": 50,
         }  # fmt: skip
         report["jobs_failed_50"] = explain(conn, query("list_jobs"), failed, args.runs)
-        some = conn.execute("SELECT id FROM jobs WHERE state = 'succeeded' LIMIT 1 OFFSET 5000")
+        some = conn.execute(
+            "SELECT id FROM jobs WHERE state = 'succeeded' LIMIT 1 OFFSET %s", (args.jobs // 200,)
+        )
         job_id = some.fetchone()[0]  # type: ignore[index]
         status = {
             q: explain(conn, query(q), {"job_id": job_id}, args.runs)
