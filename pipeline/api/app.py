@@ -200,7 +200,7 @@ def _v1(ctx: ApiContext) -> APIRouter:
         since: Annotated[
             str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
         ] = None,
-        queue: Annotated[str | None, Query(max_length=200)] = None,
+        queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     ) -> JobList:
         """Jobs matching every given filter, newest first."""
