@@ -3,7 +3,7 @@
 Loads the same synthetic history as ``bench/store_admin_queries.py`` (default 1,000,000 jobs over
 30 days) plus two MCP calls per finished job in the trail, rolls the history up once (what the
 first reader after ``doclane db migrate`` on an existing database would otherwise do: migration
-0006 does it at migrate time), then measures:
+0007 does it at migrate time), then measures:
 
 - the database time of one ``doclane stats`` (every query it sends, under ``EXPLAIN ANALYZE``,
   summed; best of ``--runs``), and the same figures through ``AdminStore`` in Python;

@@ -190,7 +190,10 @@ class LogSettings(BaseSettings):
         env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
     )
 
+    #: ``text`` for people, ``json`` (one object per line with job_id, attempt and origin)
+    #: for log shippers.
     format: LogFormat = Field("text", validation_alias=AliasChoices("DOCLANE_LOG_FORMAT", "format"))
+    #: The root logger's level: DEBUG, INFO, WARNING or ERROR.
     level: str = Field("INFO", validation_alias=AliasChoices("DOCLANE_LOG_LEVEL", "level"))
     #: Query parameters masked wherever a URL is shown, besides those whose name says secret.
     secret_query_params: Annotated[tuple[str, ...], NoDecode] = Field(

@@ -1,7 +1,8 @@
 """Sweeping the inbox of what killed workers left behind.
 
 A worker that downloads a URL works in a folder of its own attempt, ``inbox/job-<id>-<attempt>/``,
-and removes it when the attempt ends, however it ends, except when it is killed (``kill -9``,
+and a batch of small documents goes to the server as ``inbox/batch-<lead id>-<attempt>/``; both
+are removed when the attempt ends, however it ends, except when the worker is killed (``kill -9``,
 OOM, a lost host): then the folder and any ``.part`` file in it stay forever. The reconciler
 asks the database which of those attempts are still running and removes the folders of the
 others. A folder younger than ``min_age_s`` is left alone even so: its attempt may have been
@@ -23,7 +24,7 @@ from pipeline.sources import remove_stale_partials
 log = logging.getLogger("doclane.reconcile")
 
 _SCRATCH = re.compile(
-    r"^job-(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(?P<attempt>\d+)$"
+    r"^(?:job|batch)-(?P<id>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-(?P<attempt>\d+)$"
 )
 
 RunningAttempts = Callable[[list[UUID]], Iterable[tuple[UUID, int]]]

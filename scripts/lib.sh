@@ -178,6 +178,22 @@ ensure_chromium() {
   command -v chromium >/dev/null || command -v chromium-browser >/dev/null || apt_install chromium
 }
 
+# ---- Docker Compose, to validate compose.yaml ---------------------------------------------
+
+# Docker cannot run on the dev and CI machines, but Compose can still read compose.yaml:
+# tests/deploy/ runs `docker-compose config` on it. Debian's docker-compose package (1.29) is
+# the Compose that apt offers here; 1.29 is the first to know `service_completed_successfully`.
+_docker_compose_ok() {
+  command -v docker-compose >/dev/null &&
+    docker-compose version --short 2>/dev/null | awk -F. '{ exit !($1 > 1 || ($1 == 1 && $2 >= 29)) }'
+}
+
+ensure_docker_compose() {
+  _docker_compose_ok && return
+  apt_install docker-compose
+  _docker_compose_ok || die "docker-compose 1.29+ is needed to check compose.yaml; apt installed $(docker-compose version --short 2>&1)"
+}
+
 # ---- the real docling-mcp server ----------------------------------------------------------
 
 _docling_version_ok() {
@@ -244,7 +260,10 @@ start_docling_mcp() {
   (
     cd "$work"
     # HF_HUB_OFFLINE: a PDF attempt fails at once instead of waiting for a download that cannot work.
+    # The cache must hold every batch in flight until it is exported (DOCLANE_BATCH_MAX_DOCS per
+    # worker process); the server's default of 10 would evict keys of concurrent batches.
     DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1 \
+      DOCLING_MCP_CACHE_MAX_DOCUMENTS="${DOCLING_MCP_CACHE_MAX_DOCUMENTS:-100}" \
       exec "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port"
   ) >"$work/server.log" 2>&1 &
   DOCLING_MCP_PID=$!

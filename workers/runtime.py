@@ -16,7 +16,7 @@ from pathlib import Path
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
-from pipeline.mcp import load_mcp_settings
+from pipeline.mcp import CallTimeouts, load_mcp_settings
 from pipeline.processing import JobProcessor, load_processing_settings
 from pipeline.profiles import load_profile_settings
 from pipeline.reconcile import ReconcileSettings, load_reconcile_settings
@@ -49,9 +49,11 @@ class WorkerRuntime:
 
 def build_runtime(app: Celery) -> WorkerRuntime:
     source_settings = load_source_settings()
+    mcp_settings = load_mcp_settings()
     store = JobStore(load_store_settings())
-    resilient = build_resilient(load_mcp_settings(), load_resilience_settings())
+    resilient = build_resilient(mcp_settings, load_resilience_settings())
     downloader = Downloader(source_settings)
+    publisher = CeleryPublisher(app)
     processor = JobProcessor(
         store=store,
         runner=resilient,
@@ -60,13 +62,15 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         profile_settings=load_profile_settings(),
         downloader=downloader,
         deadline_exceptions=(SoftTimeLimitExceeded,),
+        publisher=publisher,
+        timeouts=CallTimeouts.from_settings(mcp_settings),
     )
     return WorkerRuntime(
         store=store,
         resilient=resilient,
         downloader=downloader,
         processor=processor,
-        publisher=CeleryPublisher(app),
+        publisher=publisher,
         reconcile_settings=load_reconcile_settings(),
         inbox_dir=source_settings.inbox_dir,
     )

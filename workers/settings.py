@@ -30,6 +30,8 @@ class WorkerSettings(BaseSettings):
     broker_url: str = DEFAULT_BROKER_URL
     #: Queues a worker consumes, comma-separated in the environment.
     worker_queues: Annotated[tuple[str, ...], NoDecode] = (*JOB_QUEUES, CONTROL_QUEUE)
+    #: Worker processes per ``doclane worker`` (``--concurrency``); each converts one job at a
+    #: time with its own MCP client.
     worker_concurrency: int = Field(default=2, ge=1)
     #: Run beat (the reconciler's clock) inside ``doclane worker``. Several beats are harmless
     #: (a pass is idempotent) but wasteful: large fleets run one ``doclane beat`` instead.

@@ -4,7 +4,7 @@ Workers are separate Celery prefork processes: counters kept in the API process 
 the API's own work, and counters kept in each worker would need a push gateway or a port per
 process. The fleet's history is in PostgreSQL already (every job, every state change, every MCP
 call with tool, duration and outcome), so a custom collector reads it at scrape time, from the
-rollups of migration 0006 plus the rows since their mark: a few index scans, cheap at a million
+rollups of migration 0007 plus the rows since their mark: a few index scans, cheap at a million
 jobs. Breakers come from Redis and queue depths from the broker, like ``doclane stats``; a part
 that cannot be read is left out of the scrape and ``doclane_up{part}`` says so.
 """

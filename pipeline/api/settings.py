@@ -13,7 +13,9 @@ class ApiSettings(BaseSettings):
         env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
     )
 
+    #: The address ``doclane api`` listens on (``0.0.0.0`` in a container).
     api_host: str = "127.0.0.1"
+    #: Its port (0: any free one, printed in uvicorn's start-up line).
     api_port: int = Field(default=8080, ge=0, le=65535)
     #: The bearer token every endpoint but /healthz, /readyz, /metrics and the status page asks
     #: for. ``doclane api`` refuses to start without one.

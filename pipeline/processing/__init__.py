@@ -5,14 +5,16 @@ Celery-free: ``workers/`` turns an :class:`Outcome` into an acknowledgement or a
 
 from __future__ import annotations
 
+from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.journal import AttemptLost
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
-from pipeline.processing.processor import JobProcessor, UnitRunner
+from pipeline.processing.processor import JobProcessor
 from pipeline.processing.settings import ProcessingSettings, load_processing_settings
 
 __all__ = [
     "AttemptLost",
+    "BatchRunner",
     "JobProcessor",
     "LeaseKeeper",
     "Outcome",

@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
-from typing import Protocol, TypeVar
+from typing import TypeVar
 from uuid import UUID
 
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
 from pipeline.joblog import job_context, update_job_context
 from pipeline.jobs import Job, Stage
-from pipeline.mcp import CancelScope, McpClient
+from pipeline.mcp import CallTimeouts, CancelScope, McpClient
+from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.failures import (
     FailurePolicy,
     jittered,
@@ -50,24 +50,13 @@ from pipeline.profiles import (
     ProfileSettings,
     select_profile,
 )
+from pipeline.publishing import Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.store import JobStore
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
-
-
-class UnitRunner(Protocol):
-    """The resilience layer as the processor uses it (``pipeline.resilience.Resilient``)."""
-
-    def run(
-        self,
-        unit: Callable[[McpClient], T],
-        *,
-        label: str = ...,
-        record: RetryRecord | None = ...,
-    ) -> T: ...
 
 
 class JobProcessor:
@@ -83,7 +72,11 @@ class JobProcessor:
         profile_settings: ProfileSettings,
         downloader: Downloader | None = None,
         deadline_exceptions: tuple[type[BaseException], ...] = (),
+        publisher: Publisher | None = None,
+        timeouts: CallTimeouts | None = None,
     ) -> None:
+        """With a ``publisher`` (for the companions' next messages) small file jobs are
+        converted in batches (``DOCLANE_BATCH_MAX_DOCS``, :mod:`.batching`)."""
         self.store = store
         self.runner = runner
         self.settings = settings
@@ -93,6 +86,23 @@ class JobProcessor:
         self.failures = FailurePolicy(store, settings)
         self.worker_id = settings.resolved_worker_id()
         self.deadline_exceptions = deadline_exceptions
+        self.batches = (
+            BatchRunner(
+                store=store,
+                runner=runner,
+                failures=self.failures,
+                sources=self.sources,
+                settings=settings,
+                profile_settings=profile_settings,
+                path_map=self.path_map,
+                inbox_dir=source_settings.inbox_dir,
+                publisher=publisher,
+                timeouts=timeouts or CallTimeouts(),
+                worker_id=self.worker_id,
+            )
+            if publisher is not None
+            else None
+        )
 
     # ---- the one entry point ------------------------------------------------------------------
     def process(self, job_id: UUID) -> Outcome:
@@ -127,6 +137,10 @@ class JobProcessor:
                 job.attempts_spent,
                 job.max_attempts,
             )
+            if self.batches is not None and self.batches.may_lead(job):
+                companions = self._companions(job)
+                if companions:
+                    return self.batches.run(job, companions)
             scope = CancelScope()
             keeper = LeaseKeeper(
                 self.store,
@@ -140,6 +154,14 @@ class JobProcessor:
                 return self._run_attempt(job, AttemptJournal(self.store, job, keeper), scope)
             finally:
                 keeper.stop()
+
+    def _companions(self, lead: Job) -> list[Job]:
+        assert self.batches is not None
+        try:
+            return self.batches.claim_companions(lead)
+        except DatabaseUnavailable as exc:  # the lead goes alone; the others wait their turn
+            log.warning("cannot claim a batch: %s", exc)
+            return []
 
     # ---- one attempt --------------------------------------------------------------------------
     def _run_attempt(self, job: Job, journal: AttemptJournal, scope: CancelScope) -> Outcome:

@@ -42,6 +42,16 @@ class ProcessingSettings(BaseSettings):
     def lease_check_interval_s(self) -> float:
         return min(self.cancel_check_s, self.lease_s / 3.0)
 
+    #: Small file jobs converted in one call of the server's directory tool: at most this many
+    #: documents (1 turns batching off). A default docling-mcp caches 10 documents, and a batch
+    #: must stay in the cache until it is exported: raise DOCLING_MCP_CACHE_MAX_DOCUMENTS on the
+    #: server before raising this.
+    batch_max_docs: int = Field(default=8, ge=1)
+    #: The largest total size of the documents of one batch.
+    batch_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
+    #: The batch call's deadline: the size tier of its total bytes, plus this per document.
+    batch_per_doc_s: float = Field(default=5.0, ge=0)
+
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"
 

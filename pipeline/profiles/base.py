@@ -127,6 +127,7 @@ def call_tool(
     stage: Stage,
     report: CallReporter,
     size_bytes: int | None = None,
+    timeout: float | None = None,
     raise_on_error: bool = True,
 ) -> ToolResultView:
     """Call ``tool``, report it, and turn an ``isError`` result into E306/E307 (by ``stage``).
@@ -136,7 +137,9 @@ def call_tool(
     """
     started = time.monotonic()
     try:
-        result: ToolResultView = client.call_tool(tool, arguments, size_bytes=size_bytes)
+        result: ToolResultView = client.call_tool(
+            tool, arguments, size_bytes=size_bytes, timeout=timeout
+        )
     except CallCancelled:
         raise  # withdrawn by its caller (the job was cancelled): not an outcome to report
     except PipelineError as exc:

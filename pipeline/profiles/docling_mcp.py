@@ -39,7 +39,7 @@ SAVE = "save_docling_document"
 CHECK_CACHE = "check_document_in_local_cache"
 
 
-class _KeyVanished(Exception):
+class KeyVanished(Exception):
     """The server no longer holds the document key (evicted or restarted)."""
 
     def __init__(self, tool: str, server_text: str) -> None:
@@ -89,6 +89,11 @@ class DoclingMcpProfile:
     def fits(tool_names: frozenset[str]) -> bool:
         return {CONVERT, EXPORT_MARKDOWN} <= tool_names
 
+    @property
+    def reads_saved_json(self) -> bool:
+        """Whether this worker can read what ``save_docling_document`` writes."""
+        return self._cache_dir is not None and self._offers_save
+
     def missing_formats(self, formats: Sequence[str]) -> list[str]:
         can = {"md"}
         if self._cache_dir is not None and self._offers_save:
@@ -102,14 +107,14 @@ class DoclingMcpProfile:
         conversion = Conversion(profile=self.name, outputs={}, document_key=key)
         try:
             conversion.outputs = self._export_all(client, key, request, report)
-        except _KeyVanished as gone:
+        except KeyVanished as gone:
             conversion.notes.append(f"document key {key} evicted after convert; converted again")
             key = self._convert(client, request, report)
             conversion.document_key = key
             conversion.conversions += 1
             try:
                 conversion.outputs = self._export_all(client, key, request, report)
-            except _KeyVanished as again:
+            except KeyVanished as again:
                 raise ExportFailed(
                     f"{again.tool}: document key vanished twice from the server's cache"
                     + (f" ({again.server_text})" if again.server_text else ""),
@@ -134,20 +139,27 @@ class DoclingMcpProfile:
         outputs: dict[str, str] = {}
         for fmt in request.formats:
             if fmt == "md":
-                outputs["md"] = self._markdown(client, key, request, report)
+                outputs["md"] = self.markdown(client, key, request, report)
             elif fmt == "json":
                 outputs["json"] = self._json(client, key, request, report)
         return outputs
 
-    def _markdown(
+    def markdown(
         self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
     ) -> str:
+        """The markdown of a converted ``key``; ``KeyVanished`` when the server lost it."""
         result = self._export_call(client, EXPORT_MARKDOWN, key, request, report)
         return require_str(structured(result, EXPORT_MARKDOWN), "markdown", EXPORT_MARKDOWN)
 
     def _json(
         self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
     ) -> str:
+        return self.saved_json(client, key, request, report)
+
+    def saved_json(
+        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
+    ) -> str:
+        """The Docling JSON of ``key``, saved by the server and read from its cache folder."""
         assert self._cache_dir is not None  # missing_formats() refused json otherwise
         result = self._export_call(client, SAVE, key, request, report)
         server_path = require_str(structured(result, SAVE), "json_file", SAVE)
@@ -212,7 +224,7 @@ class DoclingMcpProfile:
             return result
         server_text = text_of(result)
         if not self._key_in_cache(client, key, report):
-            raise _KeyVanished(tool, server_text)
+            raise KeyVanished(tool, server_text)
         raise ExportFailed(
             f"{tool}: {server_text or 'the server reported an error'}",
             detail={"tool": tool, "document_key": key, "tool_text": server_text},

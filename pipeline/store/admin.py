@@ -2,7 +2,7 @@
 
 ``AdminStore`` is a :class:`JobStore` with the reading side of ``doclane stats``, ``doclane
 jobs`` and ``/metrics`` added. Each query is made to stay cheap at a million jobs
-(``bench/admin_queries.py`` proves it): all-time sums come from the rollups of migration 0006
+(``bench/admin_queries.py`` proves it): all-time sums come from the rollups of migration 0007
 plus the rows after their mark, which the first reader after the marks grew stale moves into the
 rollups (one reader at a time; the others do not wait for it).
 """
@@ -143,7 +143,7 @@ class AdminStore(JobStore):
         return marks
 
     def mcp_duration_bounds(self) -> list[float]:
-        """The latency histogram's bucket bounds in milliseconds (fixed by migration 0006)."""
+        """The latency histogram's bucket bounds in milliseconds (fixed by migration 0007)."""
         rows = self._fetch_rows("reading histogram bounds", query("mcp_duration_bounds"), {})
         return [float(b) for b in rows[0]["bounds"]]
 

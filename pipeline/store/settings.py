@@ -11,28 +11,38 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
 
-#: The repository's ``migrations/`` folder (next to ``pipeline/``), where an editable install or a
-#: source checkout (the container image) keeps the numbered SQL files.
+#: The repository's ``migrations/`` folder (next to ``pipeline/``), where a source checkout or an
+#: editable install finds the numbered SQL files. A regular install (the container image) has no
+#: such folder beside the package: it sets ``DOCLANE_MIGRATIONS_DIR`` (the image: /app/migrations).
 DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
 
 
 class StoreSettings(BaseSettings):
     """One per process; the pool it describes must be created after a fork, never before."""
 
+    # env_ignore_empty: .env.example lists DOCLANE_MIGRATIONS_DIR= (empty: the default); read
+    # as a value, the empty string was Path("."), and `doclane db migrate` found no migrations.
     model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
     )
 
     #: libpq URL or key=value string. Secret because it may carry a password.
     database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)
+    #: Connections a process keeps open while idle.
     pool_min_size: int = Field(default=1, ge=0)
+    #: Connections one process may hold at once; PostgreSQL's max_connections must cover the
+    #: sum over the fleet (worker containers x concurrency x this, plus the API and beat).
     pool_max_size: int = Field(default=4, ge=1)
     #: How long a store call waits for a connection before giving up with E401.
     pool_timeout_s: float = Field(default=10.0, gt=0)
+    #: How long opening one connection may take before it counts as a failure.
     connect_timeout_s: int = Field(default=5, ge=1)
     #: Server-side limit on one statement, so a stuck lock cannot hang a worker forever.
     statement_timeout_s: float = Field(default=60.0, ge=0)
+    #: How doclane's connections are named in pg_stat_activity.
     application_name: str = "doclane"
+    #: Where the numbered SQL files are: the checkout's migrations/ folder (the image sets
+    #: /app/migrations).
     migrations_dir: Path = DEFAULT_MIGRATIONS_DIR
 
     def conninfo(self) -> str:

@@ -17,7 +17,7 @@ from every method; the pool replaces dead connections once the database is back.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
@@ -112,6 +112,47 @@ class JobStore:
         """
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self._fetch_job("claiming a job", query("claim_job"), params)
+
+    def claim_companions(
+        self,
+        lead: Job,
+        worker: str,
+        lease_s: float,
+        *,
+        candidates: int,
+        small_below: int,
+        choose: Callable[[list[dict[str, Any]]], list[UUID]],
+    ) -> list[Job]:
+        """Claim due jobs that can share ``lead``'s batch (see sql/batches.sql).
+
+        ``choose`` picks among at most ``candidates`` locked rows (id, source_uri, size_bytes,
+        content_sha256), in priority order; each chosen job is claimed as ``claim`` would.
+        """
+        params = {
+            "queue": lead.queue,
+            "profile": lead.profile,
+            "options": jsonb(lead.options),
+            "formats": list(lead.formats),
+            "small_below": small_below,
+            "lead": lead.id,
+            "limit": candidates,
+        }
+        with self._connection("claiming a batch") as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            chosen = choose(cur.execute(query("batch_candidates"), params).fetchall())
+            if not chosen:
+                return []
+            claim = {"job_ids": chosen, "worker": worker, "lease_s": float(lease_s)}
+            rows = cur.execute(query("claim_batch_members"), claim).fetchall()
+        order = {job_id: n for n, job_id in enumerate(chosen)}
+        return sorted((Job.model_validate(r) for r in rows), key=lambda j: order[j.id])
+
+    def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
+        """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
+        with self._connection("releasing a job") as conn, conn.transaction():
+            conn.execute(query("set_reason"), {"reason": reason})
+            params = {"job_id": job_id, "attempt": attempt}
+            return conn.execute(query("release_job"), params).rowcount == 1
 
     def seconds_until_due(self, job_id: UUID) -> float | None:
         """How long a retrying job still waits before it may be claimed (None: not waiting)."""

@@ -123,3 +123,40 @@ def test_a_missing_argument_is_refused_before_sending(client: McpClient) -> None
     with pytest.raises(errors.InvalidParams) as caught:
         client.call_tool(CONVERT, {})
     assert caught.value.code == "E203"
+
+
+def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_one(
+    client: McpClient, docling_server: DoclingServer, tmp_path: Path
+) -> None:
+    """The directory tool, proven key by key through the saved JSON's origin.filename."""
+    from pipeline.profiles import ConversionRequest, DoclingMcpProfile
+    from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
+
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    names = sorted(EXPECTED_MARKDOWN)
+    for name in names:
+        (folder / name).write_bytes(example(name).read_bytes())
+    single = DoclingMcpProfile.for_tools(
+        frozenset(t.name for t in client.tools()), server_cache_dir=docling_server.cache_dir
+    )
+    batch = DoclingBatchProfile(single)
+    assert DoclingBatchProfile.fits(frozenset(t.name for t in client.tools()))
+
+    members = [BatchMember(name, (folder / name).stat().st_size) for name in names]
+    converted = batch.convert(
+        client, str(folder), members, ("json", "md"), lambda record, name: None, timeout=120
+    )
+
+    assert converted.unproven == [] and sorted(converted.converted) == names
+    for name in names:
+        alone = single.convert(
+            client,
+            ConversionRequest(str(example(name)), "file", Path(name).suffix, ("md",)),
+            lambda record: None,
+        )
+        assert converted.converted[name].outputs["md"] == alone.outputs["md"], name
+        for expected in EXPECTED_MARKDOWN[name]:
+            assert expected in converted.converted[name].outputs["md"]
+        origin = json.loads(converted.converted[name].outputs["json"])["origin"]
+        assert origin["filename"] == name

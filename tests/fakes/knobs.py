@@ -86,6 +86,16 @@ class Knobs(BaseModel):
         default="sse", description="the oversize reply as one SSE event or a JSON body"
     )
 
+    # --- the directory tool ----------------------------------------------------------------------
+    dir_skip: list[str] = Field(
+        default_factory=list,
+        description="file names convert_directory_files_into_docling_document silently skips",
+    )
+    dir_order: Literal["listed", "reversed", "shuffled"] = Field(
+        default="listed", description="the order the directory tool answers its keys in"
+    )
+    dir_seed: int = Field(default=0, description="the shuffle's seed")
+
     # --- reply shapes (session-scoped: apply to sessions opened after the change) -----------------
     json_response: bool = Field(
         default=False, description="plain application/json replies instead of SSE"

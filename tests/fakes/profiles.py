@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -105,6 +106,8 @@ class DoclingProfile(Profile):
             if not from_cache:
                 cache.put(document)
             return {"from_cache": from_cache, "document_key": document.key}
+        if name == "convert_directory_files_into_docling_document":
+            return {"result": self._convert_directory(Path(arguments["source"]))}
         if name == "export_docling_document_to_markdown":
             document = self._cached(arguments["document_key"])
             markdown = document.markdown
@@ -127,6 +130,33 @@ class DoclingProfile(Profile):
         if name == "remove_document_from_local_cache":
             return {"dropped": cache.remove(arguments["document_key"])}
         raise ToolFailed(f"{name} is listed but not implemented by the fake")
+
+    def _convert_directory(self, folder: Path) -> list[dict[str, Any]]:
+        """Like docling-mcp 3.3.0: every file directly in the folder, in listing order; a file
+        that fails is skipped without a word. Knobs: ``dir_skip`` (file names the server
+        "cannot convert"), ``dir_order`` (answer in listed, reversed or shuffled order)."""
+        if not folder.is_dir():
+            raise ToolFailed(f"Not a directory: {folder}")
+        knobs, cache = self.state.knobs, self.state.cache
+        self.state.stats.directory_calls.append(str(folder))
+        answers: list[dict[str, Any]] = []
+        for path in folder.iterdir():
+            if not path.is_file() or path.name in knobs.dir_skip:
+                continue
+            try:
+                document = documents.convert_file(path)
+            except ConversionFailed:
+                continue
+            from_cache = cache.get(document.key) is not None
+            if not from_cache:
+                cache.put(document)
+                self.state.stats.directory_conversions += 1
+            answers.append({"from_cache": from_cache, "document_key": document.key})
+        if knobs.dir_order == "reversed":
+            answers.reverse()
+        elif knobs.dir_order == "shuffled":
+            random.Random(knobs.dir_seed).shuffle(answers)
+        return answers
 
     def _cached(self, key: str) -> Document:
         document = self.state.cache.get(key)

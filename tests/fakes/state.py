@@ -76,6 +76,9 @@ class Stats:
     log_messages_sent: int = 0
     list_changed_sent: int = 0
     keepalives_sent: int = 0
+    directory_calls: list[str] = field(default_factory=list)
+    #: Documents the directory tool converted (cache hits and skipped files not counted).
+    directory_conversions: int = 0
     trickled_bytes: int = 0
     tool_calls_in_flight: int = 0
     max_tool_calls_in_flight: int = 0
@@ -104,6 +107,8 @@ class Stats:
             "log_messages_sent": self.log_messages_sent,
             "list_changed_sent": self.list_changed_sent,
             "keepalives_sent": self.keepalives_sent,
+            "directory_calls": list(self.directory_calls),
+            "directory_conversions": self.directory_conversions,
             "trickled_bytes": self.trickled_bytes,
             "tool_calls_in_flight": self.tool_calls_in_flight,
             "max_tool_calls_in_flight": self.max_tool_calls_in_flight,

@@ -26,6 +26,10 @@ def test_two_hundred_mixed_documents_through_two_workers(
         any_broker, fake_server.url, DOCLANE_SERVER_CACHE_DIR=str(fake_server.cache_dir)
     )
     paths = write_mixed(tmp_path / "docs", count)
+    # Four processes may each hold a batch of 8 in the server's cache until it is exported, as
+    # doclane's scripts allow for on the real server (DOCLING_MCP_CACHE_MAX_DOCUMENTS); with the
+    # default of 10, evicted keys are converted again (correct, but not "exactly once").
+    fake_server.configure(cache_max_documents=64)
     first = cluster.start_worker(concurrency=2)
     second = cluster.start_worker(concurrency=2)
 
@@ -35,8 +39,11 @@ def test_two_hundred_mixed_documents_through_two_workers(
 
     assert [j.state for j in jobs] == [JobState.SUCCEEDED] * count, cluster.logs()
     assert_one_result_set(cluster, jobs)
-    # Nothing converted twice: the server was asked to convert each document exactly once.
-    assert fake_server.stats()["requests_by_tool"][CONVERT] == count
+    # Nothing converted twice: the server converted each document exactly once, one by one or
+    # in a batch of its directory tool (the cache folder lets the workers batch small files).
+    stats = fake_server.stats()
+    assert stats["requests_by_tool"].get(CONVERT, 0) + stats["directory_conversions"] == count
+    assert stats["directory_calls"], "small documents went in batches"
     owners = {
         (e.detail or {}).get("worker")
         for job in jobs

@@ -96,7 +96,10 @@ def make_bench(
         sources: dict[str, Any] | None = None,
         profiles: dict[str, Any] | None = None,
         job_store: JobStore | None = None,
+        batches: bool = False,
     ) -> Bench:
+        """``batches=True``: small file jobs go in batches (the processor gets the bench's
+        publisher for its companions' messages, and reads the fake's cache folder)."""
         target = server or fake_server
         store_used = job_store or store
         resilient = build_resilient(
@@ -107,6 +110,9 @@ def make_bench(
             inbox_dir=tmp_path / "inbox", allow_private_urls=True, **(sources or {})
         )
         runner = HookedRunner(resilient)
+        publisher = RecordingPublisher()
+        if batches:
+            profiles = {"server_cache_dir": target.cache_dir, **(profiles or {})}
         processor = JobProcessor(
             store=store_used,
             runner=runner,
@@ -121,12 +127,13 @@ def make_bench(
             ),
             source_settings=source_settings,
             profile_settings=load_profile_settings(**(profiles or {})),
+            publisher=publisher if batches else None,
         )
         bench = Bench(
             store=store_used,
             processor=processor,
             runner=runner,
-            publisher=RecordingPublisher(),
+            publisher=publisher,
             folder=tmp_path / "docs",
             server=target,
             source_settings=source_settings,

@@ -1,4 +1,4 @@
--- 0006: rollups that keep `doclane stats` and `/metrics` cheap at a million jobs.
+-- 0007: rollups that keep `doclane stats` and `/metrics` cheap at a million jobs.
 --
 -- All-time questions ("how many jobs ever succeeded", "how many failed with E101", "how many MCP
 -- calls did export make") would read the whole table on every call. They need not: a finished

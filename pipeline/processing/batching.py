@@ -1,0 +1,351 @@
+"""Small documents in batches: one directory call for several jobs, each under its own fence.
+
+A worker that claimed a small file job (its *lead*) takes more due jobs that can share the call
+(same queue, profile, options and formats, never tried before, small), up to
+``DOCLANE_BATCH_MAX_DOCS`` and ``DOCLANE_BATCH_MAX_BYTES``. Each keeps its own claim, attempt,
+lease and fencing; their broker messages later find nothing to claim.
+
+The documents go to the server as a folder it can read (``inbox/batch-<lead>-<attempt>/``,
+through the path map), each hard-linked under its own name (names are unique in a batch), and
+the folder is removed afterwards, or swept by the reconciler when the worker dies first. The
+batch profile proves which key came from which file (:mod:`pipeline.profiles.docling_batch`).
+
+What each job comes to:
+- converted and proven: its results are stored under its own fence;
+- skipped by the server, or not provable: given back uncharged and converted alone (a job
+  tried once is never batched again), so a file the server cannot convert costs its own
+  conversion, not its batch's, and gets its own error;
+- the batch call failed (timeout, server down, open circuits): every job gets the outcome it
+  would have had alone (retryable errors charged, an open circuit not).
+- cancelled while in the batch: nothing is written for it; the others go on.
+Companions that end up retrying get a message of their own through the publisher; the lead's
+outcome goes back to the glue like any outcome.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
+from pipeline.jobs import Job, Stage
+from pipeline.mcp import CallTimeouts, McpClient
+from pipeline.processing.failures import FailurePolicy, lost, scrubbed
+from pipeline.processing.journal import AttemptJournal, AttemptLost
+from pipeline.processing.lease import LeaseKeeper
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.settings import ProcessingSettings
+from pipeline.processing.sourcing import PreparedSource, SourcePreparer
+from pipeline.profiles import McpCallRecord, ProfileSettings, available_profiles
+from pipeline.profiles.docling_batch import BatchConversion, BatchMember, DoclingBatchProfile
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.publishing import JobMessage, Publisher
+from pipeline.resilience import RetryRecord
+from pipeline.sizes import SMALL_BELOW_BYTES
+from pipeline.sources.pathmap import PathMap
+from pipeline.store import JobStore
+
+T = TypeVar("T")
+log = logging.getLogger("doclane.processor")
+
+
+class UnitRunner(Protocol):
+    """The resilience layer as the processor uses it (``pipeline.resilience.Resilient``)."""
+
+    def run(
+        self,
+        unit: Callable[[McpClient], T],
+        *,
+        label: str = ...,
+        record: RetryRecord | None = ...,
+    ) -> T: ...
+
+
+class NotBatchable(PipelineError):
+    """The server offers no directory tool, or this worker cannot read what it saves."""
+
+
+@dataclass
+class _Member:
+    job: Job
+    keeper: LeaseKeeper
+    journal: AttemptJournal
+    source: PreparedSource | None = None
+    outcome: Outcome | None = None
+    place: int = 0
+
+    @property
+    def name(self) -> str:
+        assert self.source is not None and self.source.info.path is not None
+        return Path(self.source.info.path).name
+
+
+@dataclass
+class _Batch:
+    id: str
+    members: list[_Member]
+    folder: Path
+    active: list[_Member] = field(default_factory=list)
+
+
+class BatchRunner:
+    """Claims companions for a lead job and converts them together (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        store: JobStore,
+        runner: UnitRunner,
+        failures: FailurePolicy,
+        sources: SourcePreparer,
+        settings: ProcessingSettings,
+        profile_settings: ProfileSettings,
+        path_map: PathMap,
+        inbox_dir: Path,
+        publisher: Publisher,
+        timeouts: CallTimeouts,
+        worker_id: str,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.failures = failures
+        self.sources = sources
+        self.settings = settings
+        self.profile_settings = profile_settings
+        self.path_map = path_map
+        self.inbox_dir = inbox_dir
+        self.publisher = publisher
+        self.timeouts = timeouts
+        self.worker_id = worker_id
+        self._origin = ""
+
+    # ---- who may share a call ----------------------------------------------------------------
+    def may_lead(self, job: Job) -> bool:
+        return (
+            self.settings.batch_max_docs > 1
+            and job.attempt == 1
+            and job.source_kind.value == "file"
+            and job.size_bytes is not None
+            and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)
+            and self.profile_settings.server_cache_dir is not None
+            and self.profile_settings.profile in ("auto", "docling-mcp")
+        )
+
+    def claim_companions(self, lead: Job) -> list[Job]:
+        limit = self.settings.batch_max_docs - 1
+
+        def choose(rows: list[dict[str, Any]]) -> list[UUID]:
+            names = {Path(lead.source_uri).name}
+            contents = {lead.content_sha256}
+            total = lead.size_bytes or 0
+            chosen: list[UUID] = []
+            for row in rows:
+                name, size = Path(row["source_uri"]).name, int(row["size_bytes"] or 0)
+                if name in names or row["content_sha256"] in contents:
+                    continue  # one name is one document; one content is one key
+                if total + size > self.settings.batch_max_bytes:
+                    continue
+                names.add(name)
+                contents.add(row["content_sha256"])
+                total += size
+                chosen.append(row["id"])
+                if len(chosen) == limit:
+                    break
+            return chosen
+
+        return self.store.claim_companions(
+            lead,
+            self.worker_id,
+            self.settings.lease_s,
+            candidates=limit * 3,
+            small_below=min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes),
+            choose=choose,
+        )
+
+    # ---- one batch -----------------------------------------------------------------------------
+    def run(self, lead: Job, companions: list[Job]) -> Outcome:
+        batch_id = f"batch-{lead.id}-{lead.attempt}"
+        members = [self._member(job, place) for place, job in enumerate([lead, *companions])]
+        batch = _Batch(batch_id, members, self.inbox_dir / batch_id)
+        log.info("batch %s: %d document(s)", batch_id, len(members))
+        try:
+            self._prepare(batch)
+            if batch.active:
+                self._convert(batch)
+        finally:
+            shutil.rmtree(batch.folder, ignore_errors=True)
+            for member in members:
+                member.keeper.stop()
+                if member.source is not None:
+                    member.source.discard()
+        for member in members[1:]:
+            self._publish_retry(member)
+        assert members[0].outcome is not None
+        return members[0].outcome
+
+    def _member(self, job: Job, place: int) -> _Member:
+        keeper = LeaseKeeper(
+            self.store,
+            job.id,
+            job.attempt,
+            self.settings.lease_s,
+            interval_s=self.settings.lease_check_interval_s,
+        ).start()
+        return _Member(job, keeper, AttemptJournal(self.store, job, keeper), place=place)
+
+    def _prepare(self, batch: _Batch) -> None:
+        """Check each source again and link it into the batch folder; E1xx fails it alone."""
+        batch.folder.mkdir(parents=True, exist_ok=True)
+        for member in batch.members:
+            try:
+                member.journal.stage(Stage.VALIDATING)
+                member.source = self.sources.prepare(member.job, member.journal)
+                _link(Path(member.source.info.path or ""), batch.folder / member.name)
+            except AttemptLost as gone:
+                member.outcome = lost(member.job, gone.message)
+            except DatabaseUnavailable as exc:
+                member.outcome = self.failures.hand_back(member.job, exc)
+            except Exception as exc:
+                error = scrubbed(classify(exc), member.job)
+                member.outcome = self.failures.failure(member.job, error, reached_server=False)
+            else:
+                batch.active.append(member)
+                note = {"batch": batch.id, "size": len(batch.members), "place": member.place}
+                self._note(member, "converted in a batch", **note)
+
+    def _convert(self, batch: _Batch) -> None:
+        active = batch.active
+        folder = self.path_map.to_server_path(str(batch.folder))
+        total = sum(m.source.info.size_bytes or 0 for m in active if m.source is not None)
+        deadline = self.timeouts.for_size(total) + self.settings.batch_per_doc_s * len(active)
+        by_name = {m.name: m for m in active}
+        tries = RetryRecord()
+
+        def report(record: McpCallRecord, name: str | None) -> None:
+            for member in [by_name[name]] if name is not None else active:
+                if not member.keeper.lost:
+                    member.journal.call(self._origin, record)
+
+        def unit(client: McpClient) -> BatchConversion:
+            self._origin = client.origin
+            profile = self._profile(client)
+            for member in active:
+                self._stage(member, Stage.CONVERTING, client.origin)
+            members = [BatchMember(m.name, m.source.info.size_bytes or 0) for m in active
+                       if m.source is not None]  # fmt: skip
+            return profile.convert(
+                client, folder, members, active[0].job.formats, report, timeout=deadline
+            )
+
+        try:
+            converted = self.runner.run(unit, label=batch.id, record=tries)
+        except NotBatchable as exc:
+            log.info("batch %s: %s; every document goes alone", batch.id, exc.message)
+            for member in active:
+                self._release(member, f"not batched: {exc.message}")
+            return
+        except CallCancelled as stopped:
+            for member in active:
+                member.outcome = lost(member.job, stopped.message)
+            return
+        except Exception as exc:
+            reached = any(code != "E309" for code in tries.codes)
+            for member in active:
+                error = scrubbed(classify(exc), member.job)
+                member.outcome = self.failures.failure(member.job, error, reached_server=reached)
+            return
+        log.info(
+            "batch %s: %d key(s) for %d document(s), %d proven",
+            batch.id,
+            converted.keys,
+            len(active),
+            len(converted.converted),
+        )
+        for member in active:
+            conversion = converted.converted.get(member.name)
+            if member.keeper.lost:
+                member.outcome = lost(member.job, "cancelled or taken during the batch")
+            elif conversion is None:
+                self._release(member, "the batch gave no result it could prove; converting alone")
+            else:
+                member.outcome = self._store(member, conversion.outputs, conversion.profile)
+
+    # ---- per member ----------------------------------------------------------------------------
+    def _profile(self, client: McpClient) -> DoclingBatchProfile:
+        names = frozenset(tool.name for tool in client.tools())
+        if not DoclingBatchProfile.fits(names):
+            raise NotBatchable("the server offers no directory tool")
+        found = available_profiles(names, self.profile_settings, self.path_map.to_worker_path)
+        for profile in found:
+            if isinstance(profile, DoclingMcpProfile) and profile.reads_saved_json:
+                return DoclingBatchProfile(profile)
+        raise NotBatchable("this worker cannot read the Docling JSON the server saves")
+
+    @staticmethod
+    def _stage(member: _Member, stage: Stage, origin: str | None = None) -> None:
+        # A lost member's keeper knows; nothing is written for it from here on.
+        with contextlib.suppress(AttemptLost):
+            member.journal.stage(stage, origin=origin)
+
+    def _store(self, member: _Member, outputs: dict[str, str], profile: str) -> Outcome:
+        job = member.job
+        try:
+            self._stage(member, Stage.STORING)
+            stored = self.failures.patiently(
+                lambda: self.store.finish(job.id, job.attempt, outputs), "storing the results"
+            )
+        except DatabaseUnavailable as exc:
+            return self.failures.hand_back(job, exc)
+        if not stored:
+            return lost(job, "storing")
+        log.info("batch member %s succeeded (%s)", job.id, profile)
+        return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
+
+    def _release(self, member: _Member, reason: str) -> None:
+        job = member.job
+        try:
+            released = self.store.release(job.id, job.attempt, reason=reason)
+        except DatabaseUnavailable as exc:
+            member.outcome = self.failures.hand_back(job, exc)
+            return
+        if not released:
+            member.outcome = lost(job, "releasing")
+            return
+        member.outcome = Outcome(
+            OutcomeKind.RETRY, job.id, job.attempt, message=reason, countdown_s=0.0,
+            attempt_spent=False,
+        )  # fmt: skip
+
+    def _note(self, member: _Member, text: str, **detail: Any) -> None:
+        try:
+            self.store.add_note(member.job.id, member.job.attempt, text, **detail)
+        except DatabaseUnavailable as exc:
+            log.warning("could not note the batch: %s", exc)
+
+    def _publish_retry(self, member: _Member) -> None:
+        """A companion's next step needs a message of its own (the lead's goes back to Celery)."""
+        outcome = member.outcome
+        if outcome is None or not outcome.retry:
+            return
+        job = member.job
+        message = JobMessage(job.id, job.queue, countdown_s=outcome.countdown_s or 0.0,
+                             priority=job.priority)  # fmt: skip
+        try:
+            self.publisher.publish(message)
+        except Exception as exc:  # the reconciler republishes a waiting job whose message is lost
+            log.warning("could not publish the next attempt of %s: %s", job.id, exc)
+
+
+def _link(source: Path, target: Path) -> None:
+    """Place ``source`` in the batch folder without copying where the filesystem allows."""
+    try:
+        os.link(source, target)
+    except OSError:  # another filesystem, or links not allowed: a copy does the same job
+        shutil.copyfile(source, target)

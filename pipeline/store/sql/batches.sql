@@ -1,0 +1,38 @@
+-- Batches: a worker that claimed a small file job takes more due jobs that can share its call
+-- to the server's directory tool. Each taken job gets its own claim (attempt, lease) exactly as
+-- claim_job gives one; their broker messages later find nothing to claim.
+
+-- name: batch_candidates
+-- Never-tried queued file jobs of the same queue, profile, options and formats, small enough,
+-- by priority then age; rows another worker is taking are skipped, not waited for. A job that
+-- was tried before (attempt > 0) is never batched: a retry goes alone.
+SELECT id, source_uri, size_bytes, content_sha256
+FROM jobs
+WHERE state = 'queued' AND attempt = 0 AND source_kind = 'file'
+  AND queue = %(queue)s AND profile = %(profile)s AND options = %(options)s
+  AND formats = %(formats)s::text[] AND size_bytes < %(small_below)s AND id <> %(lead)s
+ORDER BY priority DESC, created_at
+LIMIT %(limit)s
+FOR UPDATE SKIP LOCKED
+
+-- name: claim_batch_members
+UPDATE jobs
+SET state = 'running',
+    attempt = attempt + 1,
+    attempts_spent = attempts_spent + 1,
+    lease_owner = %(worker)s,
+    lease_expires_at = now() + make_interval(secs => %(lease_s)s),
+    stage = NULL
+WHERE id = ANY(%(job_ids)s::uuid[]) AND state = 'queued'
+RETURNING *
+
+-- name: release_job
+-- running -> queued, the claim's attempt refunded: a batch member whose result could not be
+-- proven goes back to be converted alone (attempt > 0 keeps it out of later batches).
+UPDATE jobs
+SET state = 'queued',
+    attempts_spent = attempts_spent - 1,
+    lease_owner = NULL,
+    lease_expires_at = NULL,
+    stage = NULL
+WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'

@@ -1,0 +1,178 @@
+"""Small documents in batches, against the fake server's directory tool and a real PostgreSQL.
+
+The fake answers like docling-mcp 3.3.0 (document keys only, in listing order, files it cannot
+convert silently skipped) and can skip chosen files or answer in reversed or shuffled order.
+Every test checks that each job got its *own* document's result: the samples carry their number
+in their content, and the markdown says which one it came from.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
+
+import pytest
+
+from pipeline.jobs import EventKind, JobState
+from pipeline.processing import Outcome, OutcomeKind
+from tests.fixtures.waiting import wait_for
+from tests.integration.workers.conftest import Bench
+from tests.integration.workers.samples import write_sample
+
+CONVERT = "convert_document_into_docling_document"
+DIRECTORY = "convert_directory_files_into_docling_document"
+MARKERS = {"md": "# Notes {n}", "html": "Page {n}", "csv": "{people}"}
+
+
+def submit_samples(bench: Bench, count: int, formats: tuple[str, ...] = ("md",)) -> list[UUID]:
+    """Submit ``count`` samples; the publisher then holds only what processing publishes."""
+    kinds = ("md", "html", "csv")
+    paths = [write_sample(bench.folder, kinds[n % 3], n) for n in range(1, count + 1)]
+    submission = bench.submit(*paths, formats=formats)
+    assert not submission.rejected
+    bench.publisher.messages.clear()
+    return [a.job_id for a in submission.accepted]
+
+
+def assert_own_result(bench: Bench, job_id: UUID, number: int) -> None:
+    markdown = bench.store.get_result(job_id, "md") or ""
+    kind = ("md", "html", "csv")[number % 3]
+    marker = MARKERS[kind].format(n=number, people=700000 + number)
+    assert marker in markdown, f"job {number} got someone else's result: {markdown[:80]!r}"
+
+
+def batch_notes(bench: Bench, job_id: UUID) -> list[dict[str, object]]:
+    return [
+        e.detail
+        for e in bench.store.events(job_id)
+        if e.kind is EventKind.NOTE and e.detail and "batch" in e.detail
+    ]
+
+
+@pytest.mark.parametrize("order", ["listed", "reversed", "shuffled"])
+def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
+    make_bench: Callable[..., Bench], order: str
+) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 6})
+    bench.server.configure(dir_order=order, dir_seed=7)
+    ids = submit_samples(bench, 6, formats=("json", "md"))
+
+    outcome = bench.processor.process(ids[0])
+
+    assert outcome.kind is OutcomeKind.SUCCEEDED
+    stats = bench.server.stats()
+    assert len(stats["directory_calls"]) == 1
+    assert stats["requests_by_tool"].get(CONVERT, 0) == 0, "nothing converted one by one"
+    for number, job_id in enumerate(ids, start=1):
+        job = bench.store.get_job(job_id)
+        assert job is not None and job.state is JobState.SUCCEEDED and job.attempt == 1
+        assert_own_result(bench, job_id, number)
+        assert Path(job.source_uri).name in (bench.store.get_result(job_id, "json") or "")
+        [note] = batch_notes(bench, job_id)
+        assert note["size"] == 6 and note["place"] == number - 1
+    assert bench.publisher.messages == [], "no companion needs a message of its own"
+    assert not list((bench.source_settings.inbox_dir).glob("batch-*")), "the folder is removed"
+
+
+def test_a_file_the_server_skips_is_converted_alone_and_fails_with_its_own_code(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 4})
+    ids = submit_samples(bench, 4)
+    skipped = Path((bench.store.get_job(ids[2]) or pytest.fail()).source_uri).name
+    bench.server.configure(dir_skip=[skipped])
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    for number in (1, 2, 4):
+        assert_own_result(bench, ids[number - 1], number)
+    released = bench.store.get_job(ids[2])
+    assert released is not None and released.state is JobState.QUEUED
+    assert (released.attempt, released.attempts_spent) == (1, 0), "the batch cost it nothing"
+    assert [m.job_id for m in bench.publisher.messages] == [ids[2]]
+    # Alone, the server really cannot convert it: it fails with its own code.
+    bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
+    alone = bench.processor.process(ids[2])
+    assert (alone.kind, alone.code) == (OutcomeKind.FAILED, "E306")
+    assert len(bench.server.stats()["directory_calls"]) == 1, "a retry is never batched again"
+
+
+def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 3})
+    ids = submit_samples(bench, 3)
+    first = Path((bench.store.get_job(ids[0]) or pytest.fail()).source_uri).name
+    bench.server.configure(dir_skip=[first])
+
+    lead = bench.processor.process(ids[0])
+
+    assert lead.kind is OutcomeKind.RETRY and not lead.attempt_spent and lead.countdown_s == 0
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    for number, job_id in enumerate(ids, start=1):
+        assert_own_result(bench, job_id, number)
+    job = bench.store.get_job(ids[0])
+    assert job is not None and (job.attempt, job.attempts_spent) == (2, 1)
+
+
+def test_a_batch_of_one_is_exactly_the_single_path(make_bench: Callable[..., Bench]) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 1})
+    ids = submit_samples(bench, 3)
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    stats = bench.server.stats()
+    assert stats["directory_calls"] == [] and stats["requests_by_tool"][CONVERT] == 1
+    assert [(bench.store.get_job(i) or pytest.fail()).state for i in ids[1:]] == [
+        JobState.QUEUED, JobState.QUEUED,
+    ]  # fmt: skip
+    assert batch_notes(bench, ids[0]) == []
+
+
+def test_a_failed_batch_gives_each_job_the_outcome_it_would_have_had_alone(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(
+        batches=True,
+        processing={"batch_max_docs": 3},
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
+    )
+    bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[DIRECTORY])
+    ids = submit_samples(bench, 3)
+
+    lead = bench.processor.process(ids[0])
+
+    assert (lead.kind, lead.code, lead.attempt_spent) == (OutcomeKind.RETRY, "E302", True)
+    for job_id in ids:
+        job = bench.store.get_job(job_id)
+        assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
+        assert (job.attempt, job.attempts_spent) == (1, 1)
+    companions = {m.job_id: m.countdown_s for m in bench.publisher.messages}
+    assert set(companions) == set(ids[1:]) and all(c and c > 0 for c in companions.values())
+
+
+def test_cancelling_one_job_of_a_running_batch_writes_nothing_for_it(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 3, "cancel_check_s": 0.1})
+    bench.server.configure(delay_s=3, delay_tools=[DIRECTORY])
+    ids = submit_samples(bench, 3)
+    outcomes: list[Outcome] = []
+    worker = threading.Thread(target=lambda: outcomes.append(bench.processor.process(ids[0])))
+    worker.start()
+    wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="in the batch")
+    events_before = len(bench.store.events(ids[1]))
+
+    assert bench.store.cancel(ids[1]) is not None
+    worker.join(timeout=60)
+
+    assert outcomes and outcomes[0].kind is OutcomeKind.SUCCEEDED
+    cancelled = bench.store.get_job(ids[1])
+    assert cancelled is not None and cancelled.state is JobState.CANCELLED
+    assert bench.store.list_results(ids[1]) == []
+    later = bench.store.events(ids[1])[events_before:]
+    assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
+    for number in (1, 3):
+        assert_own_result(bench, ids[number - 1], number)
