@@ -24,6 +24,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -114,8 +115,9 @@ def _indexes(node: dict[str, Any]) -> set[str]:
     return found
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def bench_arguments(description: str) -> argparse.ArgumentParser:
+    """The options every store benchmark takes (bench/admin_queries.py adds its own)."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--jobs", type=int, default=1_000_000)
     parser.add_argument("--active", type=int, default=20_000, help="jobs still in flight")
     parser.add_argument("--runs", type=int, default=5, help="EXPLAIN ANALYZE runs per query")
@@ -128,18 +130,28 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--keep", action="store_true", help="do not drop the scratch database")
-    args = parser.parse_args()
+    return parser
 
-    name = f"doclane_bench_{os.getpid()}"
+
+def in_scratch_database(
+    args: argparse.Namespace, prefix: str, run: Callable[[str, argparse.Namespace], Any]
+) -> Any:
+    """``run(url, args)`` on a database of its own, dropped afterwards unless ``--keep``."""
+    name = f"{prefix}_{os.getpid()}"
     url = make_conninfo(args.server, dbname=name)
     with psycopg.connect(args.server, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        report = run(url, args)
+        return run(url, args)
     finally:
         if not args.keep:
             with psycopg.connect(args.server, autocommit=True) as admin:
                 admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def main() -> None:
+    args = bench_arguments(__doc__.split("\n")[0]).parse_args()
+    report = in_scratch_database(args, "doclane_bench", run)
     if args.json:
         print(json.dumps(report, indent=1))
     else:
@@ -206,7 +218,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             (
                 "reconciler: stale queued/retrying (10 min, 1000)",
                 "take_stale_waiting",
-                {"now": None, "older_than_s": 600.0, "limit": 1000},
+                {"now": None, "older_than_s": 600.0, "limit": 1000, "queues": None},
             ),
             ("dedup lookup of 100 hashes", "find_succeeded_by_content", {"hashes": hashes}),
         ]

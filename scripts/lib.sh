@@ -173,6 +173,11 @@ ensure_services() {
   ensure_rabbitmq
 }
 
+# Headless Chromium renders the status page in the tests (a real browser, as a person sees it).
+ensure_chromium() {
+  command -v chromium >/dev/null || command -v chromium-browser >/dev/null || apt_install chromium
+}
+
 # ---- Docker Compose, to validate compose.yaml ---------------------------------------------
 
 # Docker cannot run on the dev and CI machines, but Compose can still read compose.yaml:

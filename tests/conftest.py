@@ -12,4 +12,5 @@ pytest_plugins = [
     "tests.fixtures.http_source",
     "tests.fixtures.brokers",
     "tests.fixtures.workers",
+    "tests.fixtures.api_server",
 ]

@@ -7,6 +7,7 @@ Each command group lives in its own module and is registered here; every command
 from __future__ import annotations
 
 import importlib
+import logging
 
 import typer
 
@@ -24,6 +25,7 @@ _GROUPS: tuple[tuple[str, str | None], ...] = (
     ("pipeline.cli.mcp_commands", "mcp"),
     ("pipeline.cli.db_commands", "db"),
     ("pipeline.cli.jobs_commands", None),
+    ("pipeline.cli.admin_commands", None),
     ("pipeline.cli.worker_commands", None),
 )
 
@@ -45,6 +47,9 @@ def _register() -> None:
 @app.callback()
 def _root() -> None:
     """Convert documents through a Docling MCP server, with a fleet of workers."""
+    # The pool logs every failed connect; a command reports an unreachable database in one
+    # line of its own (E401), so without logging configured these stay quiet.
+    logging.getLogger("psycopg.pool").addHandler(logging.NullHandler())
 
 
 @app.command()

@@ -20,10 +20,10 @@ import typer
 from tqdm import tqdm
 
 from errors import PipelineError
+from pipeline.admin import JobNotFound, WrongState, retry_failed, retry_job
 from pipeline.enqueue import Submission, check_formats, enqueue
 from pipeline.jobs import Job, JobEvent, JobState
-from pipeline.publishing import JobMessage
-from pipeline.store import JobStore, load_store_settings
+from pipeline.store import AdminStore, JobStore, load_store_settings
 
 from .output import fail, usage_error
 from .wiring import celery_publisher
@@ -270,51 +270,87 @@ def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: boo
 
 
 @app.command()
-def retry(job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = _JSON) -> None:
+def retry(
+    job_id: str | None = typer.Argument(None, help="The job's id (or --failed for many)."),
+    *,
+    failed: bool = typer.Option(False, "--failed", help="Retry failed jobs in bulk."),
+    error_code: str | None = typer.Option(
+        None, "--error-code", help="With --failed: only jobs that failed with this code."
+    ),
+    since: str | None = typer.Option(
+        None, "--since", help="With --failed: only jobs submitted since (30m, 1h, 2d, ISO)."
+    ),
+    limit: int = typer.Option(1000, "--limit", min=1, help="With --failed: at most this many."),
+    as_json: bool = _JSON,
+) -> None:
     """Run a job again: a waiting one now, a failed or cancelled one as a new job.
 
     Finished jobs never change (their history stays as it was); retrying one submits its source
-    again with the same formats and priority, and prints the new job's id.
+    again with the same formats and priority, and prints the new job's id. ``--failed`` does
+    that for every failed job matching the filters, newest first.
     """
+    if failed == (job_id is not None):
+        usage_error("give either a job id or --failed (with its filters)", as_json)
+    if failed:
+        _retry_failed(error_code, since, limit, as_json)
+        return
+    assert job_id is not None
     jid = _job_id(job_id, as_json)
     with _store(as_json) as store, celery_publisher() as publisher:
-        job = _get(store, jid, as_json)
-        if job.state in (JobState.QUEUED, JobState.RETRYING):
-            store.make_due(job.id)  # a retrying job's backoff is waived: "now" means now
-            publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
-            out: dict[str, Any] = {"ok": True, "job_id": str(job.id), "action": "published"}
-        elif job.state in (JobState.FAILED, JobState.CANCELLED):
-            submission = enqueue(
-                [job.fetch_uri],
-                job.formats,
-                priority=job.priority,
-                publisher=publisher,
-                store=store,
-            )
-            if submission.rejected:
-                refused = submission.rejected[0]
-                usage_error(f"{refused.code}: {refused.message}", as_json, code=1)
-            out = {
-                "ok": True,
-                "job_id": str(submission.accepted[0].job_id),
-                "retry_of": str(job.id),
-                "action": "resubmitted",
-            }
-        else:
-            usage_error(f"job {jid} is {job.state.value}: nothing to retry", as_json, code=1)
+        try:
+            outcome = retry_job(store, publisher, jid)
+        except JobNotFound:
+            usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
+        except WrongState as exc:
+            usage_error(str(exc), as_json, code=1)
+    if outcome.action == "refused":
+        usage_error(f"{outcome.code}: {outcome.message}", as_json, code=1)
     if as_json:
+        out: dict[str, Any] = {"ok": True, "job_id": str(outcome.job_id), "action": outcome.action}
+        if outcome.action == "resubmitted":
+            out["retry_of"] = str(jid)
         typer.echo(json.dumps(out))
-    elif out["action"] == "published":
+    elif outcome.action == "published":
         typer.echo(f"{jid} published again")
     else:
-        typer.echo(f"{out['job_id']} submitted again (retry of {jid})")
+        typer.echo(f"{outcome.job_id} submitted again (retry of {jid})")
+
+
+def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json: bool) -> None:
+    from .admin_commands import job_filter
+
+    filters = job_filter(
+        JobState.FAILED,
+        error_code=error_code,
+        since=since,
+        queue=None,
+        limit=limit,
+        as_json=as_json,
+    )
+    with _store(as_json) as store, celery_publisher() as publisher:
+        outcomes = retry_failed(
+            store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
+        )
+    refused = [o for o in outcomes if o.action == "refused"]
+    if as_json:
+        out = {"ok": not refused, "retried": [o.model_dump(mode="json") for o in outcomes]}
+        typer.echo(json.dumps(out))
+    else:
+        for o in outcomes:
+            if o.action == "refused":
+                typer.echo(f"refused {o.code}  {o.retry_of}: {o.message}", err=True)
+            else:
+                typer.echo(f"{o.job_id} submitted again (retry of {o.retry_of})")
+        typer.echo(f"{len(outcomes) - len(refused)} job(s) retried, {len(refused)} refused")
+    if refused:
+        raise typer.Exit(1)
 
 
 # ---- helpers -----------------------------------------------------------------------------------
 @contextmanager
-def _store(as_json: bool) -> Iterator[JobStore]:
+def _store(as_json: bool) -> Iterator[AdminStore]:
     try:
-        store = JobStore(load_store_settings())
+        store = AdminStore(load_store_settings())
     except PipelineError as exc:
         fail(exc, as_json)
     try:
@@ -328,7 +364,7 @@ def _store(as_json: bool) -> Iterator[JobStore]:
 def _get(store: JobStore, jid: UUID, as_json: bool) -> Job:
     job = store.get_job(jid)
     if job is None:
-        usage_error(f"no job {jid}", as_json, code=1)
+        usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
     return job
 
 

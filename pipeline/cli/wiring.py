@@ -11,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
+from pipeline.admin import Fleet
 from pipeline.publishing import Publisher
 
 
@@ -42,3 +43,15 @@ def run_worker(
 def run_beat(*, loglevel: str | None) -> None:
     main = importlib.import_module("workers.main")
     main.run_beat(loglevel=loglevel)
+
+
+@contextmanager
+def celery_fleet(inspect_timeout_s: float) -> Iterator[Fleet]:
+    """The broker's side of the admin views (queues, live workers), closed on exit."""
+    app_module = importlib.import_module("workers.app")
+    fleet_module = importlib.import_module("workers.fleet")
+    app: Any = app_module.create_app()
+    try:
+        yield cast(Fleet, fleet_module.CeleryFleet(app, inspect_timeout_s=inspect_timeout_s))
+    finally:
+        app.close()

@@ -15,7 +15,7 @@ origin's circuit (state, failures, time to reset, fleet-wide transition counts).
 from __future__ import annotations
 
 from .breaker import OriginBreaker
-from .facade import Resilient, build_resilient, redis_for_breakers
+from .facade import Resilient, build_resilient, origin_breaker, redis_for_breakers
 from .pool import ServerPool
 from .retry import RetryRecord, gives_up, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
@@ -31,6 +31,7 @@ __all__ = [
     "build_resilient",
     "gives_up",
     "load_resilience_settings",
+    "origin_breaker",
     "redis_for_breakers",
     "retry_call",
 ]

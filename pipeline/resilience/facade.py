@@ -104,6 +104,22 @@ def redis_for_breakers(settings: ResilienceSettings) -> BreakerRedis | None:
     return breaker_redis(settings.redis_url)
 
 
+def origin_breaker(
+    origin: str, settings: ResilienceSettings, shared: BreakerRedis | None
+) -> OriginBreaker:
+    """The breaker of one origin as the settings make it (state in ``shared`` Redis)."""
+    return OriginBreaker(
+        origin,
+        fail_max=settings.breaker_fail_max,
+        reset_s=settings.breaker_reset_s,
+        trial_ttl_s=settings.breaker_trial_ttl_s,
+        redis_client=shared,
+        namespace=settings.breaker_namespace,
+        redis_retry_s=settings.breaker_redis_retry_s,
+        redis_where=f"Redis at {redacted(settings.redis_url)}",
+    )
+
+
 def build_resilient(
     mcp_settings: McpSettings | None = None,
     settings: ResilienceSettings | None = None,
@@ -116,18 +132,8 @@ def build_resilient(
     res = settings if settings is not None else load_resilience_settings()
     shared = redis_for_breakers(res)
 
-    def make_breaker(origin: str) -> OriginBreaker:
-        return OriginBreaker(
-            origin,
-            fail_max=res.breaker_fail_max,
-            reset_s=res.breaker_reset_s,
-            trial_ttl_s=res.breaker_trial_ttl_s,
-            redis_client=shared,
-            namespace=res.breaker_namespace,
-            redis_retry_s=res.breaker_redis_retry_s,
-            redis_where=f"Redis at {redacted(res.redis_url)}",
-        )
-
     factory = client_factory or (lambda endpoint: McpClient(endpoint, settings=mcp))
-    pool = ServerPool(endpoints or mcp.endpoints, factory, make_breaker)
+    pool = ServerPool(
+        endpoints or mcp.endpoints, factory, lambda origin: origin_breaker(origin, res, shared)
+    )
     return Resilient(pool, res, redis_client=shared)

@@ -1,0 +1,111 @@
+"""What the admin views ask outside PostgreSQL: the broker (queues, live workers) and Redis
+(the circuit breakers every worker shares).
+
+``pipeline`` never imports Celery: the broker side is the :class:`Fleet` protocol, which
+``workers.fleet.CeleryFleet`` implements and the composition roots (the CLI, ``doclane api``)
+wire in. The breakers are read here, through the same ``OriginBreaker`` the workers use, so
+state, failures and time to reset mean exactly what the workers act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from pipeline.mcp import load_mcp_settings, origin_of
+from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
+from pipeline.resilience.storage import BreakerRedis, RedisUnavailable, redacted
+
+#: pybreaker keeps an origin's state at ``<namespace>:<origin>:pybreaker:state``.
+_STATE_SUFFIX = ":pybreaker:state"
+
+
+class WorkerInfo(BaseModel):
+    """A worker (a Celery node) that answered inspect."""
+
+    name: str
+    concurrency: int | None = None
+    tasks_done: int | None = None
+
+
+class QueueDepth(BaseModel):
+    queue: str
+    waiting: int
+
+
+class BreakerState(BaseModel):
+    origin: str
+    state: str
+    failures: int
+    fail_max: int
+    retry_after_s: float
+
+
+class Fleet(Protocol):
+    """The broker's side of the fleet. Both methods raise when the broker cannot be asked."""
+
+    def queue_depths(self) -> list[QueueDepth]:
+        """Messages waiting in each of doclane's queues."""
+        ...
+
+    def workers(self) -> list[WorkerInfo]:
+        """The workers that answer a ping now (takes the inspect timeout)."""
+        ...
+
+
+class RedisUnreachable(Exception):
+    """Redis, where the breakers live, did not answer."""
+
+
+def read_breakers(settings: ResilienceSettings, origins: Sequence[str] = ()) -> list[BreakerState]:
+    """Every known origin's circuit: those configured (``DOCLING_MCP_ORIGIN``), those given, and
+    those the fleet has state for in Redis. Raises :class:`RedisUnreachable` when Redis is
+    configured but does not answer: a breaker read from this process's memory would say
+    "closed" about a circuit the fleet holds open."""
+    client = redis_for_breakers(settings)
+    known = set(origins) | set(_configured_origins())
+    if client is not None:
+        try:
+            client.ping()
+            known |= _origins_in_redis(client, settings.breaker_namespace)
+        except RedisUnavailable as exc:
+            raise RedisUnreachable(
+                f"Redis at {redacted(settings.redis_url)} did not answer: {exc}"
+            ) from exc
+    try:
+        return [_state_of(origin, settings, client) for origin in sorted(known)]
+    finally:
+        if client is not None:
+            client.close()
+
+
+def _configured_origins() -> list[str]:
+    try:
+        return [origin_of(endpoint) for endpoint in load_mcp_settings().endpoints]
+    except ValueError:  # a malformed DOCLING_MCP_ORIGIN is the workers' problem to report
+        return []
+
+
+def _origins_in_redis(client: BreakerRedis, namespace: str) -> set[str]:
+    prefix = f"{namespace}:"
+    found = set()
+    for raw in client.scan_iter(match=f"{namespace}:*{_STATE_SUFFIX}", count=500):
+        key = raw.decode() if isinstance(raw, bytes) else str(raw)
+        found.add(key[len(prefix) : -len(_STATE_SUFFIX)])
+    return found
+
+
+def _state_of(
+    origin: str, settings: ResilienceSettings, client: BreakerRedis | None
+) -> BreakerState:
+    breaker = origin_breaker(origin, settings, client)
+    snap = breaker.snapshot()
+    return BreakerState(
+        origin=origin,
+        state=str(snap["state"]),
+        failures=int(snap["failures"]),
+        fail_max=int(snap["fail_max"]),
+        retry_after_s=float(snap["retry_after_s"]),
+    )

@@ -1,0 +1,215 @@
+"""Jobs as admins handle them: listed by filters, shown whole, retried one at a time or in bulk,
+cancelled. The CLI (``doclane jobs|status|retry``) and the HTTP API (``/v1/jobs``) both call
+these, so both answer the same question the same way.
+
+A finished job never changes (the database refuses it), so "retry" of a failed or cancelled job
+submits its source again as a new job, checked again exactly as ``doclane submit`` checks it; the
+old job's trail gets a note naming its successor.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
+
+from pydantic import BaseModel
+
+from errors import entry
+from pipeline.enqueue import enqueue
+from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
+from pipeline.publishing import JobMessage, Publisher
+from pipeline.sources import load_source_settings
+from pipeline.store import AdminStore, JobFilter, JobStore
+
+_SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+class JobNotFound(LookupError):
+    """No job has this id."""
+
+    def __init__(self, job_id: UUID) -> None:
+        super().__init__(f"no job {job_id}")
+        self.job_id = job_id
+
+
+class WrongState(ValueError):
+    """The job's state does not allow it (retry a running job, cancel a finished one)."""
+
+
+def parse_since(text: str, *, now: datetime | None = None) -> datetime:
+    """``30m``, ``1h``, ``2d``, ``1w`` ago, or an ISO 8601 time; ``ValueError`` otherwise."""
+    match = _SINCE.match(text)
+    moment = now or datetime.now(UTC)
+    if match:
+        return moment - timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    try:
+        parsed = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValueError(
+            f"not a time: {text!r} (use e.g. 30m, 1h, 2d, or 2026-11-23T08:00:00Z)"
+        ) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def list_jobs(store: AdminStore, filters: JobFilter) -> list[Job]:
+    """Newest first; every given filter applies."""
+    return store.list_jobs(filters)
+
+
+class ErrorInfo(BaseModel):
+    code: str
+    title: str
+    message: str | None
+    user_message: str
+    action: str
+    retryable: bool
+
+
+class JobDetail(BaseModel):
+    """A job, its error explained from the catalog, its results and its history."""
+
+    job: Job
+    error: ErrorInfo | None
+    results: list[ResultInfo]
+    events: list[JobEvent]
+
+
+def job_detail(store: JobStore, job_id: UUID, *, events: bool = True) -> JobDetail:
+    job = store.get_job(job_id)
+    if job is None:
+        raise JobNotFound(job_id)
+    return JobDetail(
+        job=job,
+        error=error_info(job),
+        results=store.list_results(job_id),
+        events=store.events(job_id) if events else [],
+    )
+
+
+def error_info(job: Job) -> ErrorInfo | None:
+    if not job.error_code:
+        return None
+    try:
+        row = entry(job.error_code)
+    except KeyError:
+        return ErrorInfo(
+            code=job.error_code,
+            title="unknown code",
+            message=job.error_message,
+            user_message="This error code is not in this doclane's catalog.",
+            action="",
+            retryable=False,
+        )
+    return ErrorInfo(
+        code=job.error_code,
+        title=row.title,
+        message=job.error_message,
+        user_message=row.user_message,
+        action=row.action,
+        retryable=row.retryable,
+    )
+
+
+class RetryOutcome(BaseModel):
+    """One retried job: published again (waiting jobs), resubmitted as a new job, or refused."""
+
+    retry_of: UUID
+    action: str  # "published" | "resubmitted" | "refused"
+    job_id: UUID | None = None
+    code: str | None = None
+    message: str | None = None
+
+
+def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutcome:
+    """A waiting job now (its backoff waived); a failed or cancelled one as a new job."""
+    job = store.get_job(job_id)
+    if job is None:
+        raise JobNotFound(job_id)
+    if job.state in (JobState.QUEUED, JobState.RETRYING):
+        store.make_due(job.id)
+        publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
+        return RetryOutcome(retry_of=job.id, action="published", job_id=job.id)
+    if job.state in (JobState.FAILED, JobState.CANCELLED):
+        return _resubmit(store, publisher, [job])[0]
+    raise WrongState(f"job {job.id} is {job.state.value}: nothing to retry")
+
+
+def retry_failed(
+    store: AdminStore,
+    publisher: Publisher,
+    *,
+    error_code: str | None = None,
+    since: datetime | None = None,
+    limit: int = 1000,
+) -> list[RetryOutcome]:
+    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``)."""
+    failed = store.list_jobs(
+        JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
+    )
+    return _resubmit(store, publisher, failed)
+
+
+@dataclass
+class _Group:
+    formats: tuple[str, ...]
+    priority: int
+    options: dict[str, Any]
+    jobs: list[Job] = field(default_factory=list)
+
+
+def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[RetryOutcome]:
+    """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
+    shown = load_source_settings().shown
+    groups: dict[tuple[Any, ...], _Group] = {}
+    for job in jobs:
+        key = (job.formats, job.priority, repr(sorted(job.options.items())))
+        groups.setdefault(key, _Group(job.formats, job.priority, dict(job.options))).jobs.append(
+            job
+        )
+    outcomes: dict[UUID, RetryOutcome] = {}
+    for group in groups.values():
+        by_source: dict[str, list[Job]] = defaultdict(list)
+        for job in group.jobs:
+            by_source[job.fetch_uri].append(job)
+        # enqueue names sources as everyone is shown them (a URL's secrets masked)
+        by_shown = {shown(source): jobs for source, jobs in by_source.items()}
+        submission = enqueue(
+            list(by_source),
+            group.formats,
+            priority=group.priority,
+            publisher=publisher,
+            store=store,
+            options=group.options,
+        )
+        for accepted in submission.accepted:
+            for old in by_shown.get(accepted.source, []):
+                outcomes[old.id] = RetryOutcome(
+                    retry_of=old.id, action="resubmitted", job_id=accepted.job_id
+                )
+                store.add_note(
+                    old.id, old.attempt, "retried as a new job", retried_as=str(accepted.job_id)
+                )
+        for refused in submission.rejected:
+            for old in by_shown.get(refused.source, []):
+                outcomes[old.id] = RetryOutcome(
+                    retry_of=old.id, action="refused", code=refused.code, message=refused.message
+                )
+    return [outcomes[j.id] for j in jobs if j.id in outcomes]
+
+
+def cancel_job(store: JobStore, job_id: UUID) -> Job:
+    """queued|retrying|running -> cancelled. Only the row changes, as with ``doclane cancel``: a
+    waiting message finds nothing to claim, a running attempt notices at its next lease renewal
+    and writes nothing."""
+    cancellation = store.cancel(job_id, reason="cancelled through the API")
+    if cancellation is None:
+        job = store.get_job(job_id)
+        if job is None:
+            raise JobNotFound(job_id)
+        raise WrongState(f"job {job_id} is already {job.state.value}")
+    return cancellation.job

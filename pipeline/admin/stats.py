@@ -1,0 +1,247 @@
+"""``doclane stats``: the fleet at a glance, from PostgreSQL, the broker and Redis at once.
+
+The parts are asked side by side, each in its own thread, under one deadline: a broker or a
+Redis that is down (or hangs) costs at most the deadline, and the answer names the part it could
+not reach (``unreachable``) instead of failing whole. PostgreSQL answers the job questions from
+indexes and rollups (``pipeline.store.admin``), cheap at a million jobs.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from errors import PipelineError, entry
+from pipeline.admin.fleet import (
+    BreakerState,
+    Fleet,
+    QueueDepth,
+    WorkerInfo,
+    read_breakers,
+)
+from pipeline.admin.settings import AdminSettings
+from pipeline.jobs import JobState
+from pipeline.resilience import ResilienceSettings
+from pipeline.sizes import SIZE_TIERS
+from pipeline.store.admin import AdminStore
+
+T = TypeVar("T")
+log = logging.getLogger("doclane.admin")
+
+
+class Window(BaseModel):
+    """Jobs that finished within a window, and the rate that makes."""
+
+    minutes: int
+    finished: int
+    succeeded: int
+    failed: int
+    cancelled: int
+    per_minute: float
+
+
+class Throughput(BaseModel):
+    last_1m: Window
+    last_5m: Window
+    last_60m: Window
+    #: Jobs finished in each of the last 60 minutes, oldest first (the status page's chart).
+    per_minute: list[int]
+
+
+class TierTimes(BaseModel):
+    """Seconds from a job's first claim to its success, over the percentile window."""
+
+    tier: str
+    jobs: int
+    p50_s: float | None
+    p95_s: float | None
+
+
+class Failures(BaseModel):
+    code: str
+    title: str
+    message: str
+    action: str
+    last_hour: int
+    all_time: int
+
+
+class Stats(BaseModel):
+    """What ``doclane stats --json`` prints and ``GET /v1/stats`` answers."""
+
+    at: datetime
+    #: Every state's count, an integer under the state's name (all time).
+    jobs: dict[str, int] | None = None
+    throughput: Throughput | None = None
+    conversion_window_s: float
+    conversion_time: list[TierTimes] = []
+    failures: list[Failures] = []
+    breakers: list[BreakerState] | None = None
+    queues: list[QueueDepth] | None = None
+    workers: list[WorkerInfo] | None = None
+    #: Parts that could not be asked ("database", "broker", "redis", "workers"), and why.
+    unreachable: dict[str, str] = {}
+
+
+class _JobFigures(BaseModel):
+    jobs: dict[str, int]
+    throughput: Throughput
+    conversion_time: list[TierTimes]
+    failures: list[Failures]
+
+
+def collect_stats(
+    store: AdminStore,
+    fleet: Fleet | None,
+    *,
+    settings: AdminSettings,
+    resilience: ResilienceSettings,
+    workers: Callable[[], list[WorkerInfo]] | None = None,
+) -> Stats:
+    """Ask every part at once; whatever has not answered by the deadline is unreachable.
+
+    ``workers`` replaces ``fleet.workers`` (the API passes its cached list: inspect always
+    takes its whole timeout). ``fleet`` None: no broker configured, queues and workers unknown.
+    """
+    parts: dict[str, Callable[[], Any]] = {
+        "database": lambda: _job_figures(store, settings.percentile_window_s),
+        "redis": lambda: read_breakers(resilience),
+    }
+    if fleet is not None:
+        parts["broker"] = fleet.queue_depths
+        parts["workers"] = workers or fleet.workers
+    answers, unreachable = run_parts(parts, deadline_s=settings.stats_deadline_s)
+    figures: _JobFigures | None = answers.get("database")
+    return Stats(
+        at=datetime.now(UTC),
+        jobs=figures.jobs if figures else None,
+        throughput=figures.throughput if figures else None,
+        conversion_window_s=settings.percentile_window_s,
+        conversion_time=figures.conversion_time if figures else [],
+        failures=figures.failures if figures else [],
+        breakers=answers.get("redis"),
+        queues=answers.get("broker"),
+        workers=answers.get("workers"),
+        unreachable=unreachable,
+    )
+
+
+def run_parts(
+    parts: dict[str, Callable[[], Any]], *, deadline_s: float
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run each part in its own thread; answers by name, and why the others failed.
+
+    The threads are daemons and a late one is not waited for: a part stuck on a dead host is
+    left to its own timeout while the caller answers, and never holds up the process's exit.
+    """
+    outcomes: dict[str, tuple[bool, Any]] = {}
+    threads = []
+    for name, fn in parts.items():
+
+        def run(name: str = name, fn: Callable[[], Any] = fn) -> None:
+            try:
+                outcomes[name] = (True, fn())
+            except Exception as exc:
+                outcomes[name] = (False, exc)
+
+        thread = threading.Thread(target=run, name=f"doclane-stats-{name}", daemon=True)
+        thread.start()
+        threads.append(thread)
+    deadline = time.monotonic() + deadline_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    answers: dict[str, Any] = {}
+    unreachable: dict[str, str] = {}
+    for name in parts:
+        if name not in outcomes:
+            unreachable[name] = f"no answer within {deadline_s:g}s"
+            continue
+        ok, value = outcomes[name]
+        if ok:
+            answers[name] = value
+        elif isinstance(value, PipelineError):
+            unreachable[name] = f"{value.code}: {value.message}"
+        else:
+            unreachable[name] = f"{type(value).__name__}: {value}"
+            log.info("stats: %s unreachable: %s", name, unreachable[name])
+    return answers, unreachable
+
+
+def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
+    counts = dict.fromkeys((s.value for s in JobState), 0)
+    counts.update({s.value: n for s, n in store.count_in_flight().items()})
+    all_time: dict[str, int] = {}
+    for total in store.finished_totals():
+        counts[total.state.value] += total.jobs
+        if total.state is JobState.FAILED and total.error_code:
+            all_time[total.error_code] = all_time.get(total.error_code, 0) + total.jobs
+    last_hour = store.failures_by_error_code(datetime.now(UTC) - timedelta(hours=1))
+    failures = [
+        Failures(
+            code=code,
+            title=_catalog(code)[0],
+            message=_catalog(code)[1],
+            action=_catalog(code)[2],
+            last_hour=last_hour.get(code, 0),
+            all_time=max(all_time.get(code, 0), last_hour.get(code, 0)),
+        )
+        for code in sorted(set(all_time) | set(last_hour))
+    ]
+    failures.sort(key=lambda f: (-f.last_hour, -f.all_time, f.code))
+    return _JobFigures(
+        jobs=counts,
+        throughput=_throughput(store),
+        conversion_time=_percentiles(store, window_s),
+        failures=failures,
+    )
+
+
+def _throughput(store: AdminStore) -> Throughput:
+    per_minute = [0] * 60
+    sums = {m: dict.fromkeys(("succeeded", "failed", "cancelled"), 0) for m in (1, 5, 60)}
+    for row in store.throughput():
+        per_minute[59 - row.minutes_ago] += row.last_60m
+        for minutes, count in ((1, row.last_1m), (5, row.last_5m), (60, row.last_60m)):
+            sums[minutes][row.state.value] += count
+
+    def window(minutes: int) -> Window:
+        by_state = sums[minutes]
+        finished = sum(by_state.values())
+        return Window(minutes=minutes, finished=finished, per_minute=finished / minutes, **by_state)
+
+    return Throughput(
+        last_1m=window(1), last_5m=window(5), last_60m=window(60), per_minute=per_minute
+    )
+
+
+def _percentiles(store: AdminStore, window_s: float) -> list[TierTimes]:
+    found = {p.tier: p for p in store.conversion_percentiles(window_s)}
+    out = []
+    for tier in SIZE_TIERS:
+        p = found.get(tier)
+        out.append(
+            TierTimes(
+                tier=tier,
+                jobs=p.jobs if p else 0,
+                p50_s=round(p.p50_s, 3) if p else None,
+                p95_s=round(p.p95_s, 3) if p else None,
+            )
+        )
+    return out
+
+
+def _catalog(code: str) -> tuple[str, str, str]:
+    try:
+        row = entry(code)
+    except KeyError:  # a code from a newer doclane, or typed by hand
+        return ("unknown code", "This error code is not in this doclane's catalog.", "")
+    return (row.title, row.user_message, row.action)
+
+
+__all__ = ["Failures", "Stats", "Throughput", "TierTimes", "Window", "collect_stats", "run_parts"]

@@ -1,0 +1,30 @@
+"""The HTTP API (``doclane api``): jobs, results, stats, health, metrics and the status page.
+
+::
+
+    from pipeline.api import ApiContext, create_app, load_api_settings
+    app = create_app(ApiContext(...))          # a FastAPI app; ``serve`` runs it on uvicorn
+
+The composition root (``pipeline.cli``) builds the context (store, Celery publisher and fleet),
+so this package, like the rest of ``pipeline``, never imports Celery.
+"""
+
+from __future__ import annotations
+
+from pipeline.api.app import ApiContext, create_app
+from pipeline.api.settings import ApiSettings, load_api_settings
+
+__all__ = ["ApiContext", "ApiSettings", "create_app", "load_api_settings", "serve"]
+
+
+def serve(ctx: ApiContext) -> None:
+    """Run the API on uvicorn at the context's host and port until interrupted."""
+    import uvicorn
+
+    uvicorn.run(
+        create_app(ctx),
+        host=ctx.settings.api_host,
+        port=ctx.settings.api_port,
+        log_level="info",
+        access_log=False,
+    )

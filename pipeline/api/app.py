@@ -1,0 +1,294 @@
+"""The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.enqueue``.
+
+Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
+``Authorization: Bearer <DOCLANE_API_TOKEN>`` (compared in constant time). Handlers that touch
+PostgreSQL or the broker are plain functions, which FastAPI runs in its thread pool; the upload
+is async because it streams the request body into the inbox as it arrives.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from pipeline.admin import (
+    AdminSettings,
+    AdminStore,
+    Fleet,
+    JobDetail,
+    JobFilter,
+    RetryOutcome,
+    Stats,
+    cancel_job,
+    collect_stats,
+    job_detail,
+    list_jobs,
+    parse_since,
+    retry_job,
+)
+from pipeline.api.errors import ErrorResponse, install_handlers
+from pipeline.api.metrics import FleetCollector, metrics_registry, render
+from pipeline.api.page import render_page
+from pipeline.api.results import stream_result
+from pipeline.api.settings import ApiSettings
+from pipeline.api.submit import (
+    FORMATS_PATTERN,
+    PRIORITY_RANGE,
+    SubmitRequest,
+    SubmitResponse,
+    submit_json,
+    submit_upload,
+)
+from pipeline.api.workers_cache import WorkersCache
+from pipeline.jobs import Job, JobState
+from pipeline.publishing import Publisher
+from pipeline.resilience import ResilienceSettings
+from pipeline.sources import SourceSettings
+
+
+@dataclass
+class ApiContext:
+    """What the handlers share: one store, one publisher, one fleet per API process."""
+
+    settings: ApiSettings
+    admin: AdminSettings
+    resilience: ResilienceSettings
+    sources: SourceSettings
+    store: AdminStore
+    publisher: Publisher
+    fleet: Fleet | None
+    workers: WorkersCache
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse, "description": why}
+    for code, why in {
+        400: "malformed request",
+        401: "no or wrong bearer token",
+        404: "no such job, or no such result",
+        409: "not possible in the job's state",
+        413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
+        415: "neither JSON nor a multipart form",
+        422: "invalid parameters, or a source refused (E1xx)",
+        500: "a bug (E399)",
+        502: "a server answered with an error",
+        503: "the database, broker or a server is unreachable (E401, E302 ...)",
+    }.items()
+}
+
+
+class JobList(BaseModel):
+    jobs: list[Job]
+
+
+class JobOut(BaseModel):
+    job: Job
+
+
+class Health(BaseModel):
+    ok: bool
+    parts: dict[str, str] = {}
+
+
+_BEARER = HTTPBearer(auto_error=False, description="DOCLANE_API_TOKEN")
+
+
+class BearerToken:
+    """The dependency that guards /v1: the token compared in constant time; none set, no entry."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = token.encode()
+
+    def __call__(
+        self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+    ) -> None:
+        given = credentials.credentials.encode() if credentials else b""
+        if not self._expected or not secrets.compare_digest(given, self._expected):
+            raise HTTPException(401, "a valid bearer token is required")
+
+
+def create_app(ctx: ApiContext) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        ctx.workers.start()
+        try:
+            yield
+        finally:
+            ctx.workers.stop()
+
+    app = FastAPI(
+        title="doclane",
+        summary="Document conversion jobs, their results, and the fleet's state.",
+        version="1",
+        lifespan=lifespan,
+        responses={500: _ERRORS[500]},
+    )
+    install_handlers(app)
+    app.include_router(_v1(ctx))
+    _operations(app, ctx)
+    return app
+
+
+def _stats(ctx: ApiContext) -> Stats:
+    return collect_stats(
+        ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience, workers=ctx.workers.get
+    )
+
+
+def _v1(ctx: ApiContext) -> APIRouter:
+    """The token-protected API."""
+    authorized = BearerToken(
+        ctx.settings.api_token.get_secret_value() if ctx.settings.api_token else ""
+    )
+
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=_ERRORS)
+
+    @v1.post(
+        "/jobs",
+        status_code=202,
+        response_model=SubmitResponse,
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": SubmitRequest.model_json_schema()},
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["file"],
+                            "properties": {
+                                "file": {"type": "string", "format": "binary"},
+                                "to": {
+                                    "type": "string",
+                                    "default": "md",
+                                    "pattern": FORMATS_PATTERN,
+                                },
+                                "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                            },
+                        }
+                    },
+                },
+            }
+        },
+    )
+    async def submit(request: Request) -> Response:
+        """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "application/json":
+            answer = await submit_json(request, ctx.store, ctx.publisher, ctx.sources)
+        elif kind == "multipart/form-data":
+            answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
+        else:
+            raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
+        return JSONResponse(answer.model_dump(mode="json"), status_code=202)
+
+    @v1.get("/jobs", response_model=JobList)
+    def jobs(
+        state: JobState | None = None,
+        error_code: Annotated[str | None, Query(pattern=r"^E\d{3}$")] = None,
+        since: Annotated[
+            str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
+        ] = None,
+        queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+    ) -> JobList:
+        """Jobs matching every given filter, newest first."""
+        try:
+            moment = parse_since(since) if since is not None else None
+        except (ValueError, OverflowError) as exc:
+            raise HTTPException(422, str(exc)) from exc
+        filters = JobFilter(
+            state=state, error_code=error_code, since=moment, queue=queue, limit=limit
+        )
+        return JobList(jobs=list_jobs(ctx.store, filters))
+
+    @v1.get("/jobs/{job_id}", response_model=JobDetail)
+    def job(job_id: UUID) -> JobDetail:
+        """A job: state, stage, attempts, its error explained, results and history."""
+        return job_detail(ctx.store, job_id)
+
+    @v1.get(
+        "/jobs/{job_id}/result/{fmt}",
+        response_class=StreamingResponse,
+        responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
+    )
+    def result(job_id: UUID, fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")]) -> Response:
+        """One result of a succeeded job, streamed from the database as stored."""
+        return stream_result(ctx.store, job_id, fmt)
+
+    @v1.post("/jobs/{job_id}/cancel", response_model=JobOut)
+    def cancel(job_id: UUID) -> JobOut:
+        """Cancel a queued, retrying or running job."""
+        return JobOut(job=cancel_job(ctx.store, job_id))
+
+    @v1.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
+    def retry(job_id: UUID) -> RetryOutcome:
+        """A waiting job now; a failed or cancelled one as a new job."""
+        return retry_job(ctx.store, ctx.publisher, job_id)
+
+    @v1.get("/stats", response_model=Stats)
+    def stats_endpoint() -> Stats:
+        """What ``doclane stats --json`` prints."""
+        return _stats(ctx)
+
+    return v1
+
+
+def _operations(app: FastAPI, ctx: ApiContext) -> None:
+    """What needs no token: health, readiness, metrics, the status page."""
+    registry = metrics_registry(
+        FleetCollector(
+            ctx.store,
+            ctx.fleet,
+            ctx.resilience,
+            workers=ctx.workers.get if ctx.fleet is not None else None,
+            deadline_s=ctx.admin.stats_deadline_s,
+        )
+    )
+    scrape_lock = threading.Lock()
+
+    @app.get("/healthz", response_model=Health)
+    def healthz() -> Health:
+        """The process is alive."""
+        return Health(ok=True)
+
+    @app.get("/readyz", response_model=Health, responses={503: {"model": Health}})
+    def readyz() -> Response:
+        """The database and the broker answer."""
+        parts: dict[str, str] = {}
+        try:
+            ctx.store.ping()
+            parts["database"] = "ok"
+        except Exception as exc:
+            parts["database"] = str(exc)
+        if ctx.fleet is not None:
+            try:
+                ctx.fleet.queue_depths()
+                parts["broker"] = "ok"
+            except Exception as exc:
+                parts["broker"] = f"{type(exc).__name__}: {exc}"
+        ok = all(v == "ok" for v in parts.values())
+        return JSONResponse(Health(ok=ok, parts=parts).model_dump(), status_code=200 if ok else 503)
+
+    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    def metrics() -> Response:
+        """Prometheus exposition: the whole fleet's figures, read at scrape time."""
+        with scrape_lock:  # one scrape at a time: each reads the same few index ranges
+            body = render(registry)
+        return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=True)
+    def page() -> HTMLResponse:
+        """The status page (aggregates only, no token)."""
+        return HTMLResponse(render_page(_stats(ctx), refresh_s=ctx.settings.api_page_refresh_s))

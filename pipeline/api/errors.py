@@ -1,0 +1,120 @@
+"""One JSON shape for every error the API answers: ``{"error": {"code": ..., ...}}``.
+
+A catalog error keeps its code (E103, E401, ...) and the catalog's texts; what the catalog does
+not cover (no such job, no token, a malformed request) gets a short word for a code, so clients
+switch on ``error.code`` whatever went wrong. Nothing leaves as a bare 500 page.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from errors import PipelineError, UnexpectedError
+from pipeline.admin import JobNotFound, WrongState
+
+log = logging.getLogger("doclane.api")
+
+
+class ApiError(BaseModel):
+    code: str
+    title: str
+    message: str
+    action: str = ""
+    retryable: bool = False
+    detail: Any = None
+
+
+class ErrorResponse(BaseModel):
+    error: ApiError
+
+
+#: What a client should do about the errors the catalog does not cover, by code.
+_HTTP_CODES: dict[int, tuple[str, str, str]] = {
+    400: ("invalid_request", "invalid request", "Fix the request and send it again."),
+    401: ("unauthorized", "unauthorized", "Send Authorization: Bearer <DOCLANE_API_TOKEN>."),
+    404: ("not_found", "not found", "Check the URL (GET /openapi.json lists the endpoints)."),
+    405: ("method_not_allowed", "method not allowed", "Check the method (see /openapi.json)."),
+    413: ("too_large", "request too large", "Send a smaller document."),
+    415: (
+        "unsupported_media_type",
+        "unsupported media type",
+        "Send application/json or multipart/form-data.",
+    ),
+    422: ("invalid_request", "invalid request", "Fix the fields named in detail."),
+}
+
+
+def error_response(
+    status: int, code: str, title: str, message: str, action: str = "", **extra: Any
+) -> JSONResponse:
+    body = ErrorResponse(
+        error=ApiError(code=code, title=title, message=message, action=action, **extra)
+    )
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
+
+
+def catalog_status(exc: PipelineError) -> int:
+    """E103 413; other input errors 422; the database or a server down 503; the rest 502."""
+    if exc.code == "E103":
+        return 413
+    if exc.code.startswith("E1"):
+        return 422
+    if exc.code == "E399":
+        return 500
+    return 503 if exc.retryable else 502
+
+
+def catalog_response(exc: PipelineError) -> JSONResponse:
+    body = exc.to_dict()
+    return error_response(
+        catalog_status(exc),
+        exc.code,
+        body["title"],
+        exc.message,
+        exc.action,
+        retryable=exc.retryable,
+        detail=body.get("detail"),
+    )
+
+
+def install_handlers(app: FastAPI) -> None:
+    @app.exception_handler(PipelineError)
+    async def _catalog(_: Request, exc: PipelineError) -> JSONResponse:
+        return catalog_response(exc)
+
+    @app.exception_handler(JobNotFound)
+    async def _no_job(_: Request, exc: JobNotFound) -> JSONResponse:
+        return error_response(
+            404, "job_not_found", "no such job", str(exc), "Check the id (GET /v1/jobs lists them)."
+        )
+
+    @app.exception_handler(WrongState)
+    async def _wrong_state(_: Request, exc: WrongState) -> JSONResponse:
+        return error_response(409, "wrong_state", "not possible in this state", str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        code, title, action = _HTTP_CODES[422]
+        detail = jsonable_encoder(exc.errors(), custom_encoder={Exception: str})
+        return error_response(422, code, title, "the request is not valid", action, detail=detail)
+
+    @app.exception_handler(HTTPException)
+    async def _http(_: Request, exc: HTTPException) -> JSONResponse:
+        code, title, action = _HTTP_CODES.get(
+            exc.status_code, (f"http_{exc.status_code}", "request refused", "")
+        )
+        return error_response(exc.status_code, code, title, str(exc.detail), action)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error in the API")
+        return catalog_response(UnexpectedError(f"{type(exc).__name__}: {exc}"))

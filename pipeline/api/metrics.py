@@ -1,0 +1,177 @@
+"""``/metrics``: the whole fleet's figures, read at scrape time, for Prometheus.
+
+Workers are separate Celery prefork processes: counters kept in the API process would see only
+the API's own work, and counters kept in each worker would need a push gateway or a port per
+process. The fleet's history is in PostgreSQL already (every job, every state change, every MCP
+call with tool, duration and outcome), so a custom collector reads it at scrape time, from the
+rollups of migration 0007 plus the rows since their mark: a few index scans, cheap at a million
+jobs. Breakers come from Redis and queue depths from the broker, like ``doclane stats``; a part
+that cannot be read is left out of the scrape and ``doclane_up{part}`` says so.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from pipeline.admin import AdminStore, Fleet, WorkerInfo, read_breakers, run_parts
+from pipeline.jobs import JobState
+from pipeline.resilience import ResilienceSettings
+from pipeline.store.admin import EventTotal
+
+_BREAKER_STATES = ("closed", "half-open", "open")
+
+
+class FleetCollector(Collector):
+    """Collects on every scrape; registered in a registry of its own (not the global one)."""
+
+    def __init__(
+        self,
+        store: AdminStore,
+        fleet: Fleet | None,
+        resilience: ResilienceSettings,
+        *,
+        workers: Callable[[], list[WorkerInfo]] | None = None,
+        deadline_s: float = 3.0,
+    ) -> None:
+        self.store = store
+        self.fleet = fleet
+        self.resilience = resilience
+        self.workers = workers
+        self.deadline_s = deadline_s
+
+    def collect(self) -> Iterator[Metric]:
+        parts: dict[str, Callable[[], Any]] = {
+            "database": self._database,
+            "redis": lambda: read_breakers(self.resilience),
+        }
+        if self.fleet is not None:
+            parts["broker"] = self.fleet.queue_depths
+        if self.workers is not None:
+            parts["workers"] = self.workers
+        answers, unreachable = run_parts(parts, deadline_s=self.deadline_s)
+        up = GaugeMetricFamily(
+            "doclane_up", "Whether a part of the fleet answered this scrape.", labels=["part"]
+        )
+        for part in parts:
+            up.add_metric([part], 0.0 if part in unreachable else 1.0)
+        yield up
+        if "database" in answers:
+            yield from answers["database"]
+        if "redis" in answers:
+            yield from _breakers(answers["redis"])
+        if "broker" in answers:
+            depth = GaugeMetricFamily(
+                "doclane_queue_depth", "Messages waiting in a queue.", labels=["queue"]
+            )
+            for q in answers["broker"]:
+                depth.add_metric([q.queue], float(q.waiting))
+            yield depth
+        if "workers" in answers:
+            yield GaugeMetricFamily(
+                "doclane_workers",
+                "Workers that answered the latest inspect.",
+                len(answers["workers"]),
+            )
+
+    def _database(self) -> list[Metric]:
+        counts = dict.fromkeys((s.value for s in JobState), 0)
+        counts.update({s.value: n for s, n in self.store.count_in_flight().items()})
+        conversions = CounterMetricFamily(
+            "doclane_conversions", "Jobs that finished, by outcome.", labels=["outcome"]
+        )
+        failures = CounterMetricFamily(
+            "doclane_job_failures", "Jobs that failed, by error code.", labels=["error_code"]
+        )
+        by_outcome: dict[str, int] = defaultdict(int)
+        for total in self.store.finished_totals():
+            counts[total.state.value] += total.jobs
+            by_outcome[total.state.value] += total.jobs
+            if total.state is JobState.FAILED and total.error_code:
+                failures.add_metric([total.error_code], float(total.jobs))
+        for outcome in sorted(s.value for s in JobState if s.terminal):
+            conversions.add_metric([outcome], float(by_outcome[outcome]))
+        jobs = GaugeMetricFamily("doclane_jobs", "Jobs by state.", labels=["state"])
+        for state, n in counts.items():
+            jobs.add_metric([state], float(n))
+        events = self.store.event_totals()
+        bounds = self.store.mcp_duration_bounds()
+        return [jobs, conversions, failures, *_event_metrics(events, bounds)]
+
+
+def _event_metrics(events: list[EventTotal], bounds: list[float]) -> list[Metric]:
+    calls = CounterMetricFamily(
+        "doclane_mcp_calls", "MCP tool calls, by tool and outcome.", labels=["tool", "outcome"]
+    )
+    retries = CounterMetricFamily(
+        "doclane_retries", "Times a job was scheduled for another attempt (entered retrying)."
+    )
+    per_call: dict[tuple[str, str], int] = defaultdict(int)
+    # tool -> bucket -> calls, and tool -> duration sum (ms)
+    buckets: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    sums: dict[str, float] = defaultdict(float)
+    entered_retrying = 0
+    for e in events:
+        if e.kind == "mcp_call":
+            per_call[(e.name, e.outcome)] += e.events
+            buckets[e.name][e.bucket] += e.events
+            sums[e.name] += e.duration_ms_sum
+        elif e.name == JobState.RETRYING.value:
+            entered_retrying += e.events
+    for (tool, outcome), n in sorted(per_call.items()):
+        calls.add_metric([tool, outcome], float(n))
+    retries.add_metric([], float(entered_retrying))
+    latency = HistogramMetricFamily(
+        "doclane_mcp_call_duration_seconds", "MCP tool call latency, by tool.", labels=["tool"]
+    )
+    for tool, counts in sorted(buckets.items()):
+        # width_bucket: bucket i holds [bounds[i-1], bounds[i]) (1-based), so "le bounds[k]"
+        # (k 0-based, k >= 1) is every bucket up to k.
+        cumulative: list[tuple[str, float]] = []
+        running = 0
+        for k in range(1, len(bounds)):
+            running += counts.get(k, 0)
+            cumulative.append((_le(bounds[k] / 1000.0), float(running)))
+        cumulative.append(("+Inf", float(sum(counts.values()))))
+        latency.add_metric([tool], cumulative, sum_value=sums[tool] / 1000.0)
+    return [calls, retries, latency]
+
+
+def _breakers(states: list[Any]) -> list[Metric]:
+    state = GaugeMetricFamily(
+        "doclane_breaker_state",
+        "1 for the state an origin's circuit breaker is in.",
+        labels=["origin", "state"],
+    )
+    failures = GaugeMetricFamily(
+        "doclane_breaker_failures", "Consecutive failures counted by a breaker.", labels=["origin"]
+    )
+    for b in states:
+        for name in _BREAKER_STATES:
+            state.add_metric([b.origin, name], 1.0 if b.state == name else 0.0)
+        failures.add_metric([b.origin], float(b.failures))
+    return [state, failures]
+
+
+def _le(seconds: float) -> str:
+    return f"{seconds:g}"
+
+
+def metrics_registry(collector: FleetCollector) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    return registry
+
+
+def render(registry: CollectorRegistry) -> bytes:
+    return generate_latest(registry)

@@ -1,0 +1,153 @@
+"""The status page at ``/``: ``doclane stats`` for people who would rather look than read.
+
+One HTML document rendered on the server from the same :class:`~pipeline.admin.Stats` as
+``GET /v1/stats``: no JavaScript at all (a ``<meta http-equiv="refresh">`` reloads it), no asset
+from anywhere (styles inline, the chart an inline SVG). It shows aggregates only (counts,
+rates, codes, breakers, queues, worker names), the same figures ``/metrics`` publishes without a
+token, so it needs none either; job ids, sources and results stay behind the token.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from pipeline.admin import Stats
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#222;background:#fafafa}
+h1{font-size:1.3rem;margin:0 0 .2rem}h2{font-size:1rem;margin:1.2rem 0 .4rem}
+table{border-collapse:collapse}td,th{padding:.15rem .7rem .15rem 0;text-align:left}
+td.n{text-align:right;font-variant-numeric:tabular-nums}
+.bad{color:#b00020;font-weight:600}.muted{color:#777}
+.cards{display:flex;gap:.6rem;flex-wrap:wrap}
+.card{background:#fff;border:1px solid #ddd;border-radius:6px;padding:.4rem .8rem;min-width:6rem}
+.card b{display:block;font-size:1.4rem}
+"""
+
+
+def render_page(stats: Stats, *, refresh_s: int) -> str:
+    at = stats.at.isoformat(timespec="seconds")
+    body = [
+        f"<h1>doclane</h1><p class=muted>as of <time id=at>{escape(at)}</time>, "
+        f"refreshed every {refresh_s}s</p>",
+        *_unreachable(stats),
+        *_jobs(stats),
+        *_throughput(stats),
+        *_failures(stats),
+        *_breakers(stats),
+        *_queues(stats),
+        *_workers(stats),
+    ]
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f'<meta http-equiv="refresh" content="{refresh_s}">'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>doclane status</title><style>{_STYLE}</style></head><body>"
+        + "".join(body)
+        + "</body></html>"
+    )
+
+
+def _unreachable(s: Stats) -> list[str]:
+    return [
+        f'<p class=bad data-unreachable="{escape(part)}">{escape(part)} unreachable: '
+        f"{escape(why)}</p>"
+        for part, why in s.unreachable.items()
+    ]
+
+
+def _jobs(s: Stats) -> list[str]:
+    if s.jobs is None:
+        return []
+    cards = "".join(
+        f'<div class=card><span>{escape(state)}</span><b id="jobs-{escape(state)}">{n}</b></div>'
+        for state, n in s.jobs.items()
+    )
+    return [f"<h2>Jobs</h2><div class=cards>{cards}</div>"]
+
+
+def _throughput(s: Stats) -> list[str]:
+    if s.throughput is None:
+        return []
+    t = s.throughput
+    rates = " · ".join(
+        f'last {w.minutes} min: <b id="finished-{w.minutes}m">{w.finished}</b> '
+        f"({w.per_minute:.1f}/min, {w.failed} failed)"
+        for w in (t.last_1m, t.last_5m, t.last_60m)
+    )
+    return [f"<h2>Throughput</h2><p>{rates}</p>", _chart(t.per_minute)]
+
+
+def _chart(per_minute: list[int]) -> str:
+    """Jobs finished per minute over the last hour, as bars (oldest left)."""
+    width, height, bar = 600, 80, 10
+    top = max(per_minute) or 1
+    bars = "".join(
+        f'<rect x="{i * bar}" y="{height - round(n * height / top)}" width="{bar - 1}" '
+        f'height="{round(n * height / top)}" fill="#3b6ea5"><title>{n}</title></rect>'
+        for i, n in enumerate(per_minute)
+        if n
+    )
+    return (
+        f'<svg id=chart role=img aria-label="jobs finished per minute, last hour" '
+        f'width="{width}" height="{height + 1}" viewBox="0 0 {width} {height + 1}">'
+        f'<line x1="0" y1="{height}" x2="{width}" y2="{height}" stroke="#999"/>{bars}</svg>'
+        f"<p class=muted>jobs finished per minute, last 60 minutes (peak {max(per_minute)})</p>"
+    )
+
+
+def _failures(s: Stats) -> list[str]:
+    if s.jobs is None:
+        return []
+    if not s.failures:
+        return ["<h2>Failures</h2><p class=muted>none</p>"]
+    rows = "".join(
+        f'<tr data-code="{escape(f.code)}"><td><b>{escape(f.code)}</b></td>'
+        f'<td class=n id="failures-{escape(f.code)}-hour">{f.last_hour}</td>'
+        f'<td class=n id="failures-{escape(f.code)}-all">{f.all_time}</td>'
+        f"<td>{escape(f.title)}: {escape(f.message)}</td></tr>"
+        for f in s.failures
+    )
+    return [_table("Failures", ("code", "last hour", "all time", "meaning"), rows)]
+
+
+def _breakers(s: Stats) -> list[str]:
+    if s.breakers is None:
+        return []
+    rows = "".join(
+        f"<tr><td>{escape(b.origin)}</td>"
+        f'<td class="{"bad" if b.state != "closed" else ""}">{escape(b.state)}</td>'
+        f"<td class=n>{b.failures}/{b.fail_max}</td>"
+        f"<td class=n>{f'{b.retry_after_s:.0f}s' if b.retry_after_s else ''}</td></tr>"
+        for b in s.breakers
+    )
+    return [_table("Circuit breakers", ("origin", "state", "failures", "reset in"), rows)]
+
+
+def _queues(s: Stats) -> list[str]:
+    if s.queues is None:
+        return []
+    rows = "".join(
+        f'<tr><td>{escape(q.queue)}</td><td class=n id="queue-{escape(q.queue)}">{q.waiting}</td>'
+        "</tr>"
+        for q in s.queues
+    )
+    return [_table("Queues", ("queue", "waiting"), rows)]
+
+
+def _workers(s: Stats) -> list[str]:
+    if s.workers is None:
+        return []
+    rows = "".join(
+        f"<tr><td class=worker>{escape(w.name)}</td><td class=n>{w.concurrency or ''}</td>"
+        f"<td class=n>{w.tasks_done if w.tasks_done is not None else ''}</td></tr>"
+        for w in s.workers
+    )
+    title = f"Workers (<span id=workers>{len(s.workers)}</span>)"
+    return [_table(title, ("worker", "processes", "tasks done"), rows)]
+
+
+def _table(title: str, columns: tuple[str, ...], rows: str) -> str:
+    """A section: its title (trusted markup), a header row, and the rows (escaped already)."""
+    head = "".join(f"<th>{escape(c)}</th>" for c in columns)
+    return f"<h2>{title}</h2><table><tr>{head}</tr>{rows}</table>"

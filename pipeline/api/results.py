@@ -1,0 +1,73 @@
+"""``GET /v1/jobs/{id}/result/{format}``: a result streamed from PostgreSQL as it is read.
+
+The store's ``write_result`` copies a result's bytes out of the database (binary COPY) into a
+file-like object; here that object hands each piece to the response through a small bounded
+queue, so a 50 MB markdown never sits whole in the API's memory and a slow client slows the copy
+down instead of piling the document up.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from uuid import UUID
+
+from fastapi.responses import StreamingResponse
+from starlette.exceptions import HTTPException
+
+from pipeline.admin import JobNotFound
+from pipeline.jobs import JobState
+from pipeline.store import JobStore
+
+_MEDIA_TYPES = {
+    "md": "text/markdown; charset=utf-8",
+    "json": "application/json",
+    "html": "text/html; charset=utf-8",
+}
+_DONE = object()
+
+
+class _Pipe:
+    """The writing end: ``write`` blocks while the reader is behind by a few pieces."""
+
+    def __init__(self) -> None:
+        self.pieces: queue.Queue[object] = queue.Queue(maxsize=8)
+
+    def write(self, data: bytes) -> int:
+        self.pieces.put(bytes(data))
+        return len(data)
+
+
+def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
+    """404 (with why) unless the job has this result; else its bytes as they come."""
+    if not any(r.format == fmt for r in store.list_results(job_id)):
+        job = store.get_job(job_id)
+        if job is None:
+            raise JobNotFound(job_id)
+        if job.state is JobState.SUCCEEDED:
+            raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
+        raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")
+    pipe = _Pipe()
+
+    def copy_out() -> None:
+        try:
+            store.write_result(job_id, fmt, pipe)  # type: ignore[arg-type]
+        except BaseException as exc:  # the reader re-raises it, ending the response
+            pipe.pieces.put(exc)
+        finally:
+            pipe.pieces.put(_DONE)
+
+    def pieces() -> Iterator[bytes]:
+        threading.Thread(target=copy_out, name="doclane-result", daemon=True).start()
+        while True:
+            piece = pipe.pieces.get()
+            if piece is _DONE:
+                return
+            if isinstance(piece, BaseException):
+                raise piece
+            assert isinstance(piece, bytes)
+            yield piece
+
+    media = _MEDIA_TYPES.get(fmt, "application/octet-stream")
+    return StreamingResponse(pieces(), media_type=media)

@@ -1,0 +1,152 @@
+"""``POST /v1/jobs``: sources as JSON, or one uploaded document, through ``enqueue``.
+
+Sources are checked exactly as ``doclane submit`` checks them (``pipeline.enqueue``): each
+refused one comes back with its E1xx code and the others go on. An upload is stored into the
+inbox folder first (``pipeline.api.uploads``), then submitted as that file.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from typing import Annotated, Any
+
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field, ValidationError
+from starlette.exceptions import HTTPException
+
+from errors import EmptySource
+from pipeline.api.uploads import BadUpload, receive_upload
+from pipeline.enqueue import Submission, check_formats, enqueue
+from pipeline.publishing import Publisher
+from pipeline.sources import SourceSettings
+from pipeline.store import JobStore
+
+#: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
+FORMATS_PATTERN = r"^\s*(md|json|html)\s*(,\s*(md|json|html)\s*)*$"
+PRIORITY_RANGE = {"minimum": -32768, "maximum": 32767}
+
+
+class SubmitRequest(BaseModel):
+    # No NUL: no path or URL holds one (and pipeline.sources would trip over it).
+    sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]] = (
+        Field(min_length=1, max_length=10000)
+    )
+    to: str = Field(
+        default="md",
+        pattern=FORMATS_PATTERN,
+        description="Output formats, comma-separated: md, json, html.",
+    )
+    priority: int = Field(default=0, ge=-32768, le=32767)
+
+
+class AcceptedOut(BaseModel):
+    source: str
+    uri: str
+    job_id: str
+    queue: str
+    deduplicated: bool
+    published: bool
+
+
+class RefusedOut(BaseModel):
+    source: str
+    code: str
+    message: str
+
+
+class SubmitResponse(BaseModel):
+    accepted: list[AcceptedOut]
+    rejected: list[RefusedOut]
+    skipped: dict[str, int]
+    duplicates: int
+    publish_failures: dict[str, str]
+
+
+async def submit_json(
+    request: Request, store: JobStore, publisher: Publisher, sources: SourceSettings
+) -> SubmitResponse:
+    try:
+        body: Any = json.loads(await request.body())
+        asked = SubmitRequest.model_validate(body)
+    except json.JSONDecodeError as exc:
+        raise HTTPException(400, f"the body is not JSON: {exc}") from exc
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from exc
+    formats = _formats(asked.to)
+    return await run_in_threadpool(
+        _enqueue,
+        asked.sources,
+        formats,
+        asked.priority,
+        store=store,
+        publisher=publisher,
+        sources=sources,
+    )
+
+
+async def submit_upload(
+    request: Request, store: JobStore, publisher: Publisher, sources: SourceSettings
+) -> SubmitResponse:
+    length = request.headers.get("content-length")
+    try:
+        upload = await receive_upload(
+            request.headers.get("content-type", ""),
+            int(length) if length and length.isdigit() else None,
+            request.stream(),
+            inbox=sources.inbox_dir,
+            max_bytes=int(sources.max_source_bytes),
+        )
+    except BadUpload as exc:
+        raise HTTPException(400, str(exc)) from exc
+    except EmptySource as exc:  # refused like any source: in the answer, with its code
+        refused = RefusedOut(source=str(exc.detail or "upload"), code=exc.code, message=exc.message)
+        return SubmitResponse(
+            accepted=[], rejected=[refused], skipped={}, duplicates=0, publish_failures={}
+        )
+    try:
+        formats = _formats(upload.fields.get("to", "md"))
+        priority = int(upload.fields.get("priority", "0") or 0)
+        if not -32768 <= priority <= 32767:
+            raise ValueError(priority)
+    except ValueError as exc:
+        shutil.rmtree(upload.path.parent, ignore_errors=True)
+        if isinstance(exc, HTTPException):
+            raise
+        raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
+    answer = await run_in_threadpool(
+        _enqueue,
+        [str(upload.path)],
+        formats,
+        priority,
+        store=store,
+        publisher=publisher,
+        sources=sources,
+    )
+    if not answer.accepted:  # refused (e.g. E102, E105): nothing will read the file
+        shutil.rmtree(upload.path.parent, ignore_errors=True)
+    return answer
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    try:
+        return check_formats(text)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
+def _enqueue(
+    items: list[str],
+    formats: tuple[str, ...],
+    priority: int,
+    *,
+    store: JobStore,
+    publisher: Publisher,
+    sources: SourceSettings,
+) -> SubmitResponse:
+    submission: Submission = enqueue(
+        items, formats, priority=priority, publisher=publisher, store=store, source_settings=sources
+    )
+    return SubmitResponse.model_validate(submission.to_dict())

@@ -1,0 +1,227 @@
+"""``doclane stats | jobs | api``: the admin's commands, thin over ``pipeline.admin``.
+
+``stats`` asks PostgreSQL, the broker and Redis at once and says which it could not reach
+(exit 1 then, with what it could answer); ``jobs`` lists by filters, newest first; ``api``
+serves the same views over HTTP with the status page.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from pipeline.admin import (
+    JobFilter,
+    Stats,
+    collect_stats,
+    list_jobs,
+    load_admin_settings,
+    parse_since,
+)
+from pipeline.jobs import Job, JobState
+from pipeline.resilience import load_resilience_settings
+
+from .jobs_commands import _store
+from .output import usage_error
+from .wiring import celery_fleet, celery_publisher
+
+app = typer.Typer(add_completion=False)
+
+_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+_ERROR_CODE = re.compile(r"^E\d{3}$")
+
+#: What to do about a part ``doclane stats`` could not reach.
+_REMEDIES = {
+    "database": "check PostgreSQL and DOCLANE_DATABASE_URL (and `doclane db migrate`)",
+    "broker": "check the broker (Redis or RabbitMQ) and DOCLANE_BROKER_URL",
+    "workers": "check the broker and that `doclane worker` runs",
+    "redis": "check Redis and DOCLANE_REDIS_URL (breaker state is shared there)",
+}
+
+
+# ---- stats -------------------------------------------------------------------------------------
+@app.command()
+def stats(
+    as_json: bool = _JSON,
+    watch: bool = typer.Option(False, "--watch", help="Refresh in place until Ctrl-C."),
+    interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
+) -> None:
+    """Jobs by state, throughput, conversion times, failures, breakers, queues and workers."""
+    settings = load_admin_settings()
+    resilience = load_resilience_settings()
+    with _store(as_json) as store, celery_fleet(settings.inspect_timeout_s) as fleet:
+        figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
+        _show(figures, as_json=as_json, watch=watch)
+        try:
+            while watch:
+                time.sleep(interval)  # the refresh period of --watch, not a synchronisation
+                figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
+                _show(figures, as_json=as_json, watch=watch)
+        except KeyboardInterrupt:  # Ctrl-C is how --watch ends
+            typer.echo("", err=True)
+    if figures.unreachable:
+        for part, why in figures.unreachable.items():
+            typer.echo(f"{part} unreachable ({why}): {_REMEDIES.get(part, '')}", err=True)
+        raise typer.Exit(1)
+
+
+def _show(figures: Stats, *, as_json: bool, watch: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps({"ok": not figures.unreachable, **figures.model_dump(mode="json")}))
+    else:  # --watch: home the cursor and clear the screen, then draw over the last one
+        typer.echo(("\033[H\033[J" if watch else "") + render_stats(figures), nl=False)
+
+
+def render_stats(s: Stats) -> str:
+    """The readable form of ``doclane stats``."""
+    lines = [f"doclane stats at {s.at.isoformat(timespec='seconds')}"]
+    if s.jobs is not None:
+        lines.append("jobs       " + "  ".join(f"{state} {n}" for state, n in s.jobs.items()))
+    if s.throughput is not None:
+        t = s.throughput
+        lines.append(
+            "finished   "
+            + "  ".join(
+                f"last {w.minutes}m {w.finished} ({w.per_minute:.1f}/min, {w.failed} failed)"
+                for w in (t.last_1m, t.last_5m, t.last_60m)
+            )
+        )
+    if s.conversion_time:
+        window = f"{s.conversion_window_s / 60:g} min"
+        lines.append(f"conversion p50/p95 by size tier, jobs succeeded in the last {window}")
+        for tier in s.conversion_time:
+            if tier.jobs:
+                lines.append(
+                    f"  {tier.tier:<7} {tier.jobs:>6} jobs  p50 {tier.p50_s:.2f}s  "
+                    f"p95 {tier.p95_s:.2f}s"
+                )
+            else:
+                lines.append(f"  {tier.tier:<7}      0 jobs")
+    if s.failures:
+        lines.append("failures   last hour / all time")
+        for f in s.failures:
+            lines.append(f"  {f.code} {f.last_hour:>6} / {f.all_time:<8} {f.title}: {f.message}")
+    if s.breakers is not None:
+        lines.append("breakers")
+        for b in s.breakers or []:
+            reset = f", reset in {b.retry_after_s:.0f}s" if b.retry_after_s else ""
+            lines.append(f"  {b.origin}  {b.state} ({b.failures}/{b.fail_max} failures{reset})")
+    if s.queues is not None:
+        lines.append("queues     " + "  ".join(f"{q.queue} {q.waiting}" for q in s.queues))
+    if s.workers is not None:
+        lines.append(f"workers    {len(s.workers)} alive")
+        for w in s.workers:
+            lines.append(f"  {w.name}  concurrency {w.concurrency}  tasks done {w.tasks_done}")
+    return "\n".join(lines) + "\n"
+
+
+# ---- jobs --------------------------------------------------------------------------------------
+@app.command()
+def jobs(
+    *,
+    state: Annotated[
+        JobState | None, typer.Option("--state", help="Only jobs in this state.")
+    ] = None,
+    error_code: str | None = typer.Option(None, "--error-code", help="Only jobs with this code."),
+    since: str | None = typer.Option(
+        None, "--since", help="Only jobs submitted since: 30m, 1h, 2d, or an ISO time."
+    ),
+    queue: str | None = typer.Option(None, "--queue", help="Only jobs of this queue."),
+    limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many."),
+    as_json: bool = _JSON,
+) -> None:
+    """List jobs, newest first."""
+    filters = job_filter(
+        state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json
+    )
+    with _store(as_json) as store:
+        found = list_jobs(store, filters)
+    if as_json:
+        out = {"ok": True, "jobs": [j.model_dump(mode="json") for j in found]}
+        typer.echo(json.dumps(out))
+        return
+    for job in found:
+        typer.echo(_job_line(job))
+    if not found:
+        typer.echo("no jobs match", err=True)
+
+
+def job_filter(
+    state: JobState | None,
+    *,
+    error_code: str | None,
+    since: str | None,
+    queue: str | None,
+    limit: int,
+    as_json: bool,
+) -> JobFilter:
+    """The filters of ``jobs`` and ``retry --failed``, checked; a bad one is a usage error."""
+    if error_code is not None and not _ERROR_CODE.match(error_code.upper()):
+        usage_error(f"not an error code: {error_code!r} (e.g. E101)", as_json)
+    moment: datetime | None = None
+    if since is not None:
+        try:
+            moment = parse_since(since)
+        except ValueError as exc:
+            usage_error(str(exc), as_json)
+    return JobFilter(
+        state=state,
+        error_code=error_code.upper() if error_code else None,
+        since=moment,
+        queue=queue,
+        limit=limit,
+    )
+
+
+def _job_line(job: Job) -> str:
+    state = job.state.value + (f" ({job.error_code})" if job.error_code else "")
+    created = job.created_at.isoformat(timespec="seconds")
+    return f"{job.id}  {state:<18} {job.queue:<15} {created}  {job.source_uri}"
+
+
+# ---- api ---------------------------------------------------------------------------------------
+@app.command()
+def api(
+    host: str | None = typer.Option(None, "--host", help="Listen address (DOCLANE_API_HOST)."),
+    port: int | None = typer.Option(None, "--port", help="Listen port (DOCLANE_API_PORT)."),
+) -> None:
+    """Serve the HTTP API, /metrics and the status page (uvicorn)."""
+    from pipeline.api import ApiContext, load_api_settings, serve
+    from pipeline.api.workers_cache import WorkersCache
+    from pipeline.sources import load_source_settings
+
+    overrides: dict[str, Any] = {}
+    if host is not None:
+        overrides["api_host"] = host
+    if port is not None:
+        overrides["api_port"] = port
+    settings = load_api_settings(**overrides)
+    if settings.api_token is None or not settings.api_token.get_secret_value():
+        usage_error(
+            "DOCLANE_API_TOKEN is not set: set it to the bearer token clients must send", False
+        )
+    admin = load_admin_settings()
+    with (
+        _store(False) as store,
+        celery_publisher() as publisher,
+        celery_fleet(admin.inspect_timeout_s) as fleet,
+    ):
+        ctx = ApiContext(
+            settings=settings,
+            admin=admin,
+            resilience=load_resilience_settings(),
+            sources=load_source_settings(),
+            store=store,
+            publisher=publisher,
+            fleet=fleet,
+            workers=WorkersCache(fleet.workers, settings.api_workers_refresh_s),
+        )
+        serve(ctx)
+
+
+__all__ = ["app", "job_filter", "render_stats"]

@@ -1,0 +1,191 @@
+"""What admins read: totals, throughput, percentiles, the MCP call trail in sums, job lists.
+
+``AdminStore`` is a :class:`JobStore` with the reading side of ``doclane stats``, ``doclane
+jobs`` and ``/metrics`` added. Each query is made to stay cheap at a million jobs
+(``bench/admin_queries.py`` proves it): all-time sums come from the rollups of migration 0007
+plus the rows after their mark, which the first reader after the marks grew stale moves into the
+rollups (one reader at a time; the others do not wait for it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg.rows import dict_row
+
+from errors import DatabaseUnavailable
+from pipeline.jobs import Job, JobState
+from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.store.queries import query
+from pipeline.store.store import JobStore
+
+#: Rows newer than this are never rolled up: their transaction may not have committed yet.
+ROLLUP_MARGIN_S = 15 * 60
+#: Marks older than this are moved forward by the next reader, so a reader counts at most this
+#: much recent history row by row.
+ROLLUP_STALE_S = 30 * 60
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedTotal:
+    state: JobState
+    error_code: str | None
+    jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class EventTotal:
+    """All-time sum of one kind of event: a state entered, or MCP calls of one tool, outcome and
+    latency bucket (``bucket`` indexes :meth:`AdminStore.mcp_duration_bounds`, 1-based)."""
+
+    kind: str
+    name: str
+    outcome: str
+    bucket: int
+    events: int
+    duration_ms_sum: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputRow:
+    minutes_ago: int
+    state: JobState
+    last_1m: int
+    last_5m: int
+    last_60m: int
+
+
+@dataclass(frozen=True, slots=True)
+class Percentiles:
+    tier: str
+    jobs: int
+    p50_s: float
+    p95_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class JobFilter:
+    """``doclane jobs`` / ``GET /v1/jobs``: every filter optional, newest first."""
+
+    state: JobState | None = None
+    error_code: str | None = None
+    queue: str | None = None
+    since: datetime | None = None
+    limit: int = 50
+
+
+class AdminStore(JobStore):
+    """The job store with the admin views' reads (one per process, like ``JobStore``).
+
+    A database without doclane's schema, or with an older one, is a usual mistake of a fresh
+    install, not a bug: it becomes E401 saying to run ``doclane db migrate``.
+    """
+
+    @contextmanager
+    def _connection(self, action: str) -> Iterator[psycopg.Connection]:
+        try:
+            with super()._connection(action) as conn:
+                yield conn
+        except (pg_errors.UndefinedTable, pg_errors.UndefinedFunction) as exc:
+            raise DatabaseUnavailable(
+                f"{action}: the database has no doclane schema or an old one "
+                f"({exc.diag.message_primary}); run `doclane db migrate`",
+                detail={"sqlstate": exc.sqlstate, "migrations": "missing"},
+            ) from exc
+
+    def roll_up(self) -> bool:
+        """Move the rollup marks forward if they are stale; False when there was nothing to do
+        or another reader is doing it right now."""
+        params = {"margin_s": float(ROLLUP_MARGIN_S), "stale_s": float(ROLLUP_STALE_S)}
+        with self._connection("rolling up totals") as conn, conn.transaction():
+            marks = conn.execute(query("take_rollup_marks"), params).fetchone()
+            if marks is None:
+                return False
+            finished_before, events_before, until = marks
+            conn.execute(query("roll_up_finished"), {"since": finished_before, "until": until})
+            conn.execute(query("roll_up_events"), {"since": events_before, "until": until})
+            conn.execute(query("set_rollup_marks"), {"until": until})
+        return True
+
+    def finished_totals(self) -> list[FinishedTotal]:
+        """All-time succeeded, failed and cancelled jobs, by error code."""
+        rows = self._fetch_rows("counting finished jobs", query("finished_totals"), self._marks())
+        return [
+            FinishedTotal(JobState(r["state"]), r["error_code"] or None, int(r["jobs"]))
+            for r in rows
+        ]
+
+    def event_totals(self) -> list[EventTotal]:
+        """All-time state changes and MCP calls, summed (for Prometheus counters)."""
+        rows = self._fetch_rows("summing the job trail", query("event_totals"), self._marks())
+        return [
+            EventTotal(
+                kind=r["kind"],
+                name=r["name"] or "",
+                outcome=r["outcome"],
+                bucket=int(r["bucket"]),
+                events=int(r["events"]),
+                duration_ms_sum=float(r["duration_ms_sum"]),
+            )
+            for r in rows
+        ]
+
+    def _marks(self) -> dict[str, Any]:
+        """Roll up if due, then the marks the totals add the recent rows from."""
+        self.roll_up()
+        [marks] = self._fetch_rows("reading the rollup marks", query("rollup_marks"), {})
+        return marks
+
+    def mcp_duration_bounds(self) -> list[float]:
+        """The latency histogram's bucket bounds in milliseconds (fixed by migration 0007)."""
+        rows = self._fetch_rows("reading histogram bounds", query("mcp_duration_bounds"), {})
+        return [float(b) for b in rows[0]["bounds"]]
+
+    def throughput(self) -> list[ThroughputRow]:
+        """Jobs finished over the last hour, by minute and state, with 1/5/60-minute counts."""
+        rows = self._fetch_rows("measuring throughput", query("throughput"), {})
+        return [
+            ThroughputRow(
+                int(r["minutes_ago"]),
+                JobState(r["state"]),
+                int(r["last_1m"]),
+                int(r["last_5m"]),
+                int(r["last_60m"]),
+            )
+            for r in rows
+        ]
+
+    def conversion_percentiles(self, window_s: float) -> list[Percentiles]:
+        """p50/p95 seconds from first claim to success, by size tier, over ``window_s``."""
+        params = {
+            "window_s": float(window_s),
+            "small_below": SMALL_BELOW_BYTES,
+            "medium_below": MEDIUM_BELOW_BYTES,
+        }
+        sql = query("conversion_percentiles")
+        rows = self._fetch_rows("measuring conversion times", sql, params)
+        return [
+            Percentiles(r["tier"], int(r["jobs"]), float(r["p50_s"]), float(r["p95_s"]))
+            for r in rows
+        ]
+
+    def list_jobs(self, filters: JobFilter) -> list[Job]:
+        """Newest jobs matching every given filter. Sent unprepared (see ``list_jobs`` in
+        admin.sql): a generic plan could not drop the unused filters and pick the index."""
+        params: dict[str, Any] = {
+            "state": filters.state.value if filters.state else None,
+            "error_code": filters.error_code,
+            "queue": filters.queue,
+            "since": filters.since,
+            "limit": filters.limit,
+        }
+        with self._connection("listing jobs") as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            rows = cur.execute(query("list_jobs"), params, prepare=False).fetchall()
+        return [Job.model_validate(row) for row in rows]

@@ -1,0 +1,58 @@
+"""``retry_failed`` resubmits what failed, matching the filters, and notes the successor on the
+old job; a presigned URL goes out whole (the worker must fetch it) yet is matched back by the
+masked form everyone else sees."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from errors import SourceNotFound
+from pipeline.admin import retry_failed
+from pipeline.jobs import JobState, NewJob, SourceKind
+from pipeline.publishing import RecordingPublisher
+from pipeline.store import AdminStore, StoreSettings
+
+SECRET_URL = "http://127.0.0.1:9/doc.docx?X-Amz-Signature=abcdef0123456789&X-Amz-Expires=60"
+
+
+def _failed(store: AdminStore, spec: NewJob) -> None:
+    job_id = store.create(spec).job_id
+    assert store.claim(job_id, "w", 60) is not None
+    assert store.fail(job_id, 1, SourceNotFound("gone"))
+
+
+def test_failed_jobs_come_back_as_new_jobs_and_the_old_ones_say_so(
+    store_settings: StoreSettings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DOCLANE_ALLOW_PRIVATE_URLS", "true")
+    store = AdminStore(store_settings)
+    doc = tmp_path / "a.md"
+    doc.write_text("# again\n")
+    _failed(store, NewJob(source_kind=SourceKind.FILE, source_uri=str(doc), queue="doclane.small"))
+    _failed(
+        store,
+        NewJob(
+            source_kind=SourceKind.URL,
+            source_uri="http://127.0.0.1:9/doc.docx?X-Amz-Signature=***&X-Amz-Expires=60",
+            source_fetch_uri=SECRET_URL,
+            queue="doclane.large",
+        ),
+    )
+    store.create(NewJob(source_kind=SourceKind.FILE, source_uri="/x.md", queue="doclane.small"))
+    publisher = RecordingPublisher()
+    try:
+        outcomes = retry_failed(store, publisher, error_code="E101")
+        assert [o.action for o in outcomes] == ["resubmitted", "resubmitted"]
+        new = store.get_jobs([o.job_id for o in outcomes if o.job_id])
+        assert all(j.state is JobState.QUEUED for j in new)
+        url_job = next(j for j in new if j.source_kind is SourceKind.URL)
+        assert url_job.fetch_uri == SECRET_URL and "abcdef" not in url_job.source_uri
+        assert len(publisher.messages) == 2
+        for outcome in outcomes:
+            notes = [e for e in store.events(outcome.retry_of) if e.kind.value == "note"]
+            assert (notes[-1].detail or {})["retried_as"] == str(outcome.job_id)
+        assert retry_failed(store, publisher, error_code="E303") == []
+    finally:
+        store.close()

@@ -1,0 +1,105 @@
+"""Every /v1 endpoint's JSON over real HTTP, on a fleet with no worker (jobs stay where the API
+puts them): submit, read, list, cancel, retry, stats; and the token on each of them."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.api_server import ApiServer
+from tests.fixtures.brokers import Broker
+
+
+@pytest.fixture
+def api(
+    make_api_server: Callable[..., ApiServer],
+    migrated_database_url: str,
+    redis_broker: Broker,
+    tmp_path: Path,
+) -> ApiServer:
+    env = {
+        **os.environ,
+        "DOCLANE_DATABASE_URL": migrated_database_url,
+        "DOCLANE_BROKER_URL": redis_broker.url,
+        "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
+        "DOCLANE_INSPECT_TIMEOUT_S": "0.3",
+    }
+    return make_api_server(env)
+
+
+def test_a_job_through_every_endpoint(api: ApiServer, tmp_path: Path) -> None:
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+    sent = api.post("/v1/jobs", json={"sources": [str(doc)], "to": "md,json", "priority": 2})
+    assert sent.status_code == 202
+    [accepted] = sent.json()["accepted"]
+    assert set(accepted) == {"source", "uri", "job_id", "queue", "deduplicated", "published"}
+    assert accepted["queue"] == "doclane.small" and accepted["published"] is True
+    job_id = accepted["job_id"]
+
+    detail = api.get(f"/v1/jobs/{job_id}").json()
+    assert set(detail) == {"job", "error", "results", "events"}
+    job = detail["job"]
+    assert (job["state"], job["stage"], job["attempt"], job["formats"]) == (
+        "queued", None, 0, ["json", "md"],
+    )  # fmt: skip
+    assert [e["to_state"] for e in detail["events"]] == ["queued"]
+
+    again = api.post(f"/v1/jobs/{job_id}/retry").json()
+    assert again == {
+        "retry_of": job_id, "action": "published", "job_id": job_id, "code": None, "message": None,
+    }  # fmt: skip
+    cancelled = api.post(f"/v1/jobs/{job_id}/cancel").json()["job"]
+    assert cancelled["id"] == job_id and cancelled["state"] == "cancelled"
+    listed = api.get("/v1/jobs", params={"state": "cancelled", "since": "1h"}).json()["jobs"]
+    assert [j["id"] for j in listed] == [job_id]
+    resubmitted = api.post(f"/v1/jobs/{job_id}/retry").json()
+    assert resubmitted["action"] == "resubmitted" and resubmitted["job_id"] != job_id
+    no_result = api.get(f"/v1/jobs/{job_id}/result/md")
+    assert no_result.status_code == 404 and "cancelled" in no_result.json()["error"]["message"]
+
+    stats = api.get("/v1/stats").json()
+    assert stats["jobs"] == {
+        "queued": 1, "running": 0, "retrying": 0, "succeeded": 0, "failed": 0, "cancelled": 1,
+    }  # fmt: skip
+    assert stats["workers"] is None or stats["workers"] == []
+    assert stats["throughput"]["last_1m"]["cancelled"] == 1
+
+    for method, path in [
+        ("GET", "/v1/stats"),
+        ("GET", "/v1/jobs"),
+        ("GET", f"/v1/jobs/{job_id}"),
+        ("GET", f"/v1/jobs/{job_id}/result/md"),
+        ("POST", f"/v1/jobs/{job_id}/cancel"),
+        ("POST", f"/v1/jobs/{job_id}/retry"),
+        ("POST", "/v1/jobs"),
+    ]:
+        refused = api.request(method, path, token=None)
+        assert refused.status_code == 401, (method, path)
+        assert refused.headers["www-authenticate"] == "Bearer"
+        assert refused.json()["error"]["code"] == "unauthorized"
+    for path in ("/healthz", "/readyz", "/metrics", "/", "/openapi.json"):
+        assert api.get(path, token=None).status_code == 200, path
+
+
+def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> None:
+    as_json = {"Content-Type": "application/json"}
+    as_text = {"Content-Type": "text/plain"}
+    cases = [
+        (api.post("/v1/jobs", content=b"not json", headers=as_json), 400, "invalid_request"),
+        (api.post("/v1/jobs", json={"sources": []}), 422, "invalid_request"),
+        (api.post("/v1/jobs", json={"sources": ["/x.md"], "to": "pdf"}), 422, "invalid_request"),
+        (api.post("/v1/jobs", content=b"x", headers=as_text), 415, "unsupported_media_type"),
+        (api.get("/v1/jobs", params={"state": "lost"}), 422, "invalid_request"),
+        (api.get("/v1/jobs", params={"error_code": "101"}), 422, "invalid_request"),
+        (api.get("/v1/jobs/123"), 422, "invalid_request"),
+        (api.get("/v1/nothing"), 404, "not_found"),
+        (api.request("DELETE", "/v1/stats"), 405, "method_not_allowed"),
+    ]  # fmt: skip
+    for response, status, code in cases:
+        body = response.json()
+        assert (response.status_code, body["error"]["code"]) == (status, code), body
+        assert set(body["error"]) == {"code", "title", "message", "action", "retryable", "detail"}
