@@ -63,6 +63,15 @@ class TierTimes(BaseModel):
     p95_s: float | None
 
 
+class Batches(BaseModel):
+    """Small documents converted together (one directory call each), over the last hour."""
+
+    batches: int
+    documents: int
+    mean_size: float | None
+    largest: int
+
+
 class Failures(BaseModel):
     code: str
     title: str
@@ -81,6 +90,7 @@ class Stats(BaseModel):
     throughput: Throughput | None = None
     conversion_window_s: float
     conversion_time: list[TierTimes] = []
+    batches_last_hour: Batches | None = None
     failures: list[Failures] = []
     breakers: list[BreakerState] | None = None
     queues: list[QueueDepth] | None = None
@@ -93,6 +103,7 @@ class _JobFigures(BaseModel):
     jobs: dict[str, int]
     throughput: Throughput
     conversion_time: list[TierTimes]
+    batches: Batches
     failures: list[Failures]
 
 
@@ -124,6 +135,7 @@ def collect_stats(
         throughput=figures.throughput if figures else None,
         conversion_window_s=settings.percentile_window_s,
         conversion_time=figures.conversion_time if figures else [],
+        batches_last_hour=figures.batches if figures else None,
         failures=figures.failures if figures else [],
         breakers=answers.get("redis"),
         queues=answers.get("broker"),
@@ -198,7 +210,18 @@ def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
         jobs=counts,
         throughput=_throughput(store),
         conversion_time=_percentiles(store, window_s),
+        batches=batches_since(store, datetime.now(UTC) - timedelta(hours=1)),
         failures=failures,
+    )
+
+
+def batches_since(store: AdminStore, since: datetime) -> Batches:
+    count, documents, largest = store.batch_sizes(since)
+    return Batches(
+        batches=count,
+        documents=documents,
+        mean_size=round(documents / count, 2) if count else None,
+        largest=largest,
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -25,6 +26,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from pipeline.admin import AdminStore, Fleet, WorkerInfo, read_breakers, run_parts
+from pipeline.admin.stats import batches_since
 from pipeline.jobs import JobState
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal
@@ -106,7 +108,19 @@ class FleetCollector(Collector):
             jobs.add_metric([state], float(n))
         events = self.store.event_totals()
         bounds = self.store.mcp_duration_bounds()
-        return [jobs, conversions, failures, *_event_metrics(events, bounds)]
+        batches = batches_since(self.store, datetime.now(UTC) - timedelta(hours=1))
+        batch = GaugeMetricFamily(
+            "doclane_batches_last_hour",
+            "Batches of small documents (one directory call each) in the last hour.",
+        )
+        batch.add_metric([], float(batches.batches))
+        batched = GaugeMetricFamily(
+            "doclane_batched_documents_last_hour",
+            "Documents converted in batches in the last hour (divide by doclane_batches_last_hour "
+            "for the mean batch size).",
+        )
+        batched.add_metric([], float(batches.documents))
+        return [jobs, conversions, failures, batch, batched, *_event_metrics(events, bounds)]
 
 
 def _event_metrics(events: list[EventTotal], bounds: list[float]) -> list[Metric]:

@@ -102,6 +102,12 @@ def render_stats(s: Stats) -> str:
                 )
             else:
                 lines.append(f"  {tier.tier:<7}      0 jobs")
+    if s.batches_last_hour is not None and s.batches_last_hour.batches:
+        batches = s.batches_last_hour
+        lines.append(
+            f"batches    last hour {batches.batches} ({batches.documents} documents, mean size "
+            f"{batches.mean_size:g}, largest {batches.largest})"
+        )
     if s.failures:
         lines.append("failures   last hour / all time")
         for f in s.failures:

@@ -161,6 +161,16 @@ class AdminStore(JobStore):
             for r in rows
         ]
 
+    def batch_sizes(self, since: datetime) -> tuple[int, int, int]:
+        """(batches, documents in them, the largest) of the batches noted since ``since``."""
+        rows = self._fetch_rows("measuring batches", query("batch_sizes"), {"since": since})
+        row = rows[0] if rows else {}
+        return (
+            int(row.get("batches") or 0),
+            int(row.get("documents") or 0),
+            int(row.get("largest") or 0),
+        )
+
     def conversion_percentiles(self, window_s: float) -> list[Percentiles]:
         """p50/p95 seconds from first claim to success, by size tier, over ``window_s``."""
         params = {

@@ -146,3 +146,12 @@ WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)
 ORDER BY created_at DESC
 LIMIT %(limit)s
+
+-- name: batch_sizes
+-- Batches whose members were noted since a time (every member of a batch gets one note naming
+-- the batch and its size): how many batches, how many documents went in them, the largest.
+SELECT count(DISTINCT detail->>'batch') AS batches,
+       count(*) AS documents,
+       coalesce(max((detail->>'size')::int), 0) AS largest
+FROM job_events
+WHERE kind = 'note' AND detail ? 'batch' AND at >= %(since)s

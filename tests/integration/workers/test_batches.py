@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from uuid import UUID
 
 import pytest
 
+from pipeline.admin.stats import batches_since
 from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
+from pipeline.store import StoreSettings
+from pipeline.store.admin import AdminStore
 from tests.fixtures.waiting import wait_for
 from tests.integration.workers.conftest import Bench
 from tests.integration.workers.samples import write_sample
@@ -176,3 +180,17 @@ def test_cancelling_one_job_of_a_running_batch_writes_nothing_for_it(
     assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
     for number in (1, 3):
         assert_own_result(bench, ids[number - 1], number)
+
+
+def test_stats_and_metrics_show_the_batch_sizes(
+    make_bench: Callable[..., Bench], store_settings: StoreSettings
+) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 4})
+    ids = submit_samples(bench, 6)
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # a batch of 4
+    assert bench.processor.process(ids[4]).kind is OutcomeKind.SUCCEEDED  # a batch of 2
+
+    with AdminStore(store_settings) as admin:
+        batches = batches_since(admin, datetime.now(UTC) - timedelta(hours=1))
+    assert (batches.batches, batches.documents, batches.largest) == (2, 6, 4)
+    assert batches.mean_size == 3.0
