@@ -73,8 +73,8 @@ def _message(check: dict[str, Any]) -> str:
 def run_scenario(
     scenario: str, out_dir: Path, suite: str = "0.1.16", spec_version: str | None = None
 ) -> ScenarioRun:
-    SUITE = SUITES[suite]  # noqa: N806
-    if not NODE.exists() or not SUITE.exists():
+    suite_js = SUITES[suite]
+    if not NODE.exists() or not suite_js.exists():
         pytest.fail(
             f"the MCP conformance suite or Node 22 is not installed under {TOOLS}: run "
             "scripts/test, which installs them (or set DOCLANE_NODE22_DIR)",
@@ -83,7 +83,7 @@ def run_scenario(
     proc = subprocess.run(
         [
             str(NODE),
-            str(SUITE),
+            str(suite_js),
             "client",
             "--command",
             f"{sys.executable} -m pipeline.mcp.conformance",
