@@ -145,8 +145,9 @@ class McpSettings(BaseSettings):
     @field_validator("origin")
     @classmethod
     def _valid_origins(cls, value: str) -> str:
-        split_origins(value)  # raises ValueError with the offending entry
-        return value
+        if value.strip():  # empty: no server by URL (a command must say how to start one)
+            split_origins(value)  # raises ValueError with the offending entry
+        return value.strip()
 
     @field_validator("command")
     @classmethod
@@ -162,11 +163,14 @@ class McpSettings(BaseSettings):
     @model_validator(mode="after")
     def _one_kind_of_server(self) -> McpSettings:
         """A command *and* an explicit origin is ambiguous: refuse rather than guess."""
-        if self.command is not None and "origin" in self.model_fields_set:
+        if self.command is not None and self.origin and "origin" in self.model_fields_set:
             raise ValueError(
                 "DOCLING_MCP_COMMAND and DOCLING_MCP_ORIGIN are both set: "
-                "set the command (a stdio child per process) or the origin (a server), not both"
+                "set the command (a stdio child per process) or the origin (a server), not both "
+                "(DOCLING_MCP_ORIGIN= empty counts as not set)"
             )
+        if self.command is None and not self.origin:
+            raise ValueError("DOCLING_MCP_ORIGIN is empty and there is no DOCLING_MCP_COMMAND")
         return self
 
     @model_validator(mode="after")

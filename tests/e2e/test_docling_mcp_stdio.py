@@ -14,10 +14,10 @@ import pytest
 from errors import ServerUnavailable
 from pipeline.mcp import McpClient, McpSettings, StdioTransport
 from tests.fixtures.examples import EXPECTED_MARKDOWN, example
+from tests.fixtures.processes import process_gone
 from tests.fixtures.stdio_children import (
     docling_stdio_command,
     docling_stdio_environment,
-    live,
     marked_children,
 )
 from tests.fixtures.waiting import wait_for
@@ -91,7 +91,7 @@ def test_a_child_killed_mid_conversion_is_replaced_on_the_next_call(
     with pytest.raises(ServerUnavailable, match="SIGKILL"):
         client.call_tool(CONVERT, {"source": str(source)})
     killer.join(30)
-    wait_for(lambda: not live(first), message="the killed child gone")
+    wait_for(lambda: process_gone(first), message="the killed child gone")
 
     converted = client.call_tool(CONVERT, {"source": str(source)})  # fresh child, re-initialized
     assert not converted.is_error, converted.text

@@ -24,9 +24,9 @@ from errors import CallTimeout, ServerUnavailable
 from pipeline.cli import app
 from pipeline.mcp import LifecycleState, McpClient, McpSettings, Progress, StdioTransport
 from pipeline.resilience import build_resilient, load_resilience_settings
+from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
-from tests.unit.mcp.test_stdio_transport import process_gone
 
 
 def fake_command(**knobs: Any) -> str:
@@ -162,7 +162,12 @@ def test_settings_pick_stdio_from_the_command(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
     with pytest.raises(ValueError, match="not both"):
         McpSettings()
+    monkeypatch.setenv("DOCLING_MCP_ORIGIN", "")  # compose's stdio stanza empties it
+    assert McpSettings().endpoints == ["stdio:docling-mcp-server --transport stdio"]
     monkeypatch.setenv("DOCLING_MCP_COMMAND", "")
+    with pytest.raises(ValueError, match="no DOCLING_MCP_COMMAND"):
+        McpSettings()
+    monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
     assert McpSettings().endpoints == ["http://127.0.0.1:8765/mcp"]
 
 

@@ -23,18 +23,10 @@ from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable,
 from pipeline.mcp import Binding, CancelScope, StdioTransport
 from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._session import JsonRpcSession
+from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 
 CHILD = Path(__file__).with_name("stdio_child.py")
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or only its zombie (it has exited; its parent has not reaped it)."""
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except FileNotFoundError:
-        return True
-    return "\nState:\tZ" in status
 
 
 @pytest.fixture
