@@ -93,7 +93,7 @@ def work(client: McpClient, share: list[Path], batch: bool) -> int:
 
 
 def stdio_caller(
-    share: list[str], batch: bool, cache_dir: str, ready: Any, results: Any, index: int
+    share: list[str], *, batch: bool, cache_dir: str, ready: Any, results: Any, index: int
 ) -> None:
     os.environ.update(server_environment(Path(cache_dir)))
     command = shlex.join([str(BINARY), "--transport", "stdio"])
@@ -124,7 +124,14 @@ def run_stdio(paths: list[Path], processes: int, batch: bool, folder: Path) -> t
     workers = [
         context.Process(
             target=stdio_caller,
-            args=([str(p) for p in share], batch, str(folder / "cache"), ready, results, n),
+            args=([str(p) for p in share],),
+            kwargs={
+                "batch": batch,
+                "cache_dir": str(folder / "cache"),
+                "ready": ready,
+                "results": results,
+                "index": n,
+            },
         )
         for n, share in enumerate(shares)
     ]
