@@ -2,8 +2,8 @@
 
 Connections must not cross a fork, so nothing here is built at import time or in the parent:
 Celery's ``worker_process_init`` builds them in each pool process, ``worker_process_shutdown``
-closes them (the MCP client DELETEs its session). A pool without those signals (``solo``,
-threads) builds them on first use instead.
+closes them (the MCP client DELETEs its session, or stops its stdio child). A pool without
+those signals (``solo``, threads) builds them on first use instead.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
-from pipeline.mcp import CallTimeouts, load_mcp_settings
+from pipeline.mcp import CallTimeouts, is_stdio, load_mcp_settings
 from pipeline.processing import JobProcessor, load_processing_settings
 from pipeline.profiles import load_profile_settings
 from pipeline.reconcile import ReconcileSettings, load_reconcile_settings
@@ -113,8 +113,11 @@ def start_runtime(*, warm: bool = False) -> WorkerRuntime:
 
 def _warm_up(rt: WorkerRuntime) -> None:
     """Initialize one session per server at process start; a server that is down is not an
-    error here (the first job meets it through retry and the breaker)."""
+    error here (the first job meets it through retry and the breaker). A stdio child is not
+    warmed: it starts lazily, so a process that never converts never runs a server."""
     for endpoint in rt.resilient.pool.endpoints:
+        if is_stdio(endpoint):
+            continue
         try:
             rt.resilient.pool.ready_client(endpoint)
         except Exception as exc:

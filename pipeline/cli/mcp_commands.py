@@ -20,7 +20,13 @@ import typer
 from pydantic import ValidationError
 
 from errors import PipelineError, Stage, classify
-from pipeline.mcp import McpClient, ToolResult, load_mcp_settings, normalize_endpoint
+from pipeline.mcp import (
+    McpClient,
+    ToolResult,
+    load_mcp_settings,
+    normalize_endpoint,
+    stdio_endpoint,
+)
 from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
 
 from .output import fail, usage_error
@@ -39,6 +45,12 @@ _ORIGIN = typer.Option(
     "--origin",
     help="Server origin or endpoint URL; /mcp is added when there is no path "
     "(default: the first of $DOCLING_MCP_ORIGIN).",
+)
+_COMMAND = typer.Option(
+    None,
+    "--command",
+    help="Run the server as a child process and speak stdio to it, e.g. "
+    "'docling-mcp-server --transport stdio' (default: $DOCLING_MCP_COMMAND).",
 )
 
 
@@ -67,9 +79,11 @@ def stage_of(tool: str) -> Stage:
 
 
 @app.command()
-def tools(origin: str | None = _ORIGIN, as_json: bool = _JSON) -> None:
+def tools(
+    origin: str | None = _ORIGIN, command: str | None = _COMMAND, as_json: bool = _JSON
+) -> None:
     """List the server's tools (after a full handshake)."""
-    with _resilient(origin, as_json) as resilient:
+    with _resilient(origin, as_json, command) as resilient:
         listed, client = _run(resilient, lambda c: (c.tools(), c), as_json)
         server = client.server
     if as_json:
@@ -94,12 +108,13 @@ def tools(origin: str | None = _ORIGIN, as_json: bool = _JSON) -> None:
 @app.command()
 def ping(
     origin: str | None = _ORIGIN,
+    command: str | None = _COMMAND,
     as_json: bool = _JSON,
     show_trail: bool = typer.Option(False, "--trail", help="Also show the lifecycle trail."),
 ) -> None:
     """Initialize a session and time an MCP ping."""
     started = time.monotonic()
-    with _resilient(origin, as_json) as resilient:
+    with _resilient(origin, as_json, command) as resilient:
         latency, client = _run(resilient, lambda c: (c.ping(), c), as_json)
         handshake_s = max(0.0, time.monotonic() - started - latency)
         trail = client.trail
@@ -141,12 +156,13 @@ def call(
         1, "--repeat", min=1, help="Call N times over one session, one line each."
     ),
     origin: str | None = _ORIGIN,
+    command: str | None = _COMMAND,
     as_json: bool = _JSON,
 ) -> None:
     """Call one tool; an isError result is reported as an error (E306, or E307 for exports)."""
     arguments = _parse_arguments(args)
     failures = 0
-    with _resilient(origin, as_json) as resilient:
+    with _resilient(origin, as_json, command) as resilient:
         for number in range(1, repeat + 1):
             started = time.monotonic()
             try:
@@ -181,14 +197,23 @@ def call(
 
 
 @contextmanager
-def _resilient(origin: str | None, as_json: bool) -> Iterator[Resilient]:
-    """The workers' call path (pool, breaker, retry) for ``--origin`` or the settings' origins.
+def _resilient(
+    origin: str | None, as_json: bool, command: str | None = None
+) -> Iterator[Resilient]:
+    """The workers' call path (pool, breaker, retry) for ``--origin``, ``--command`` or the
+    settings' origins (or command).
 
-    Sessions are opened lazily inside the breaker and closed (DELETE) afterwards.
+    Sessions are opened lazily inside the breaker and closed (DELETE, or the child stopped)
+    afterwards.
     """
+    if origin and command:
+        usage_error("give --origin (a server) or --command (a stdio child), not both", as_json)
     try:
         settings = load_mcp_settings()
-        endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints
+        if command:
+            endpoints = [stdio_endpoint(command)]
+        else:
+            endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints
         resilience = load_resilience_settings()
     except (ValidationError, ValueError) as exc:
         usage_error(f"configuration error: {exc}", as_json)

@@ -1,4 +1,4 @@
-"""doclane's MCP client: Streamable HTTP to a Docling MCP server, for every thread of a worker.
+"""doclane's MCP client: Streamable HTTP to a Docling MCP server, or stdio to a child process.
 
 ::
 
@@ -38,10 +38,18 @@ from pipeline.mcp._protocol import (
     ToolResult,
 )
 from pipeline.mcp._registry import RegistryStats
+from pipeline.mcp._stdio import StdioTransport
 from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
 from pipeline.mcp._watchdog import CancelScope
-from pipeline.mcp.settings import McpSettings, load_mcp_settings, normalize_endpoint, origin_of
+from pipeline.mcp.settings import (
+    McpSettings,
+    is_stdio,
+    load_mcp_settings,
+    normalize_endpoint,
+    origin_of,
+    stdio_endpoint,
+)
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -61,6 +69,7 @@ __all__ = [
     "RegistryStats",
     "Reply",
     "ServerInfo",
+    "StdioTransport",
     "StreamableHttpTransport",
     "Tool",
     "ToolCall",
@@ -69,7 +78,9 @@ __all__ = [
     "Transport",
     "auth_from_settings",
     "format_trail",
+    "is_stdio",
     "load_mcp_settings",
     "normalize_endpoint",
     "origin_of",
+    "stdio_endpoint",
 ]

@@ -65,9 +65,16 @@ from pipeline.mcp._revision import (
     param_headers,
 )
 from pipeline.mcp._session import JsonRpcSession, Listeners
+from pipeline.mcp._stdio import StdioTransport
 from pipeline.mcp._timeouts import CallTimeouts, Deadline
 from pipeline.mcp._transport import Binding, Transport
-from pipeline.mcp.settings import McpSettings, load_mcp_settings, origin_of, redact_url
+from pipeline.mcp.settings import (
+    McpSettings,
+    is_stdio,
+    load_mcp_settings,
+    origin_of,
+    redact_url,
+)
 
 logger = logging.getLogger("pipeline.mcp.client")
 
@@ -118,6 +125,12 @@ class McpClient:
         self.timeouts = timeouts or CallTimeouts.from_settings(self.settings)
         self.protocol_version = protocol_version or self.settings.protocol_version
         self._require_tools = require_tools
+        if transport is None and is_stdio(endpoint):  # the server as a child of this process
+            transport = StdioTransport.from_endpoint(
+                endpoint,
+                max_reply_bytes=self.settings.max_reply_bytes,
+                grace_s=self.settings.stdio_grace_s,
+            )
         self._transport: Transport = transport or StreamableHttpTransport(
             endpoint,
             auth=auth if auth is not None else auth_from_settings(self.settings),

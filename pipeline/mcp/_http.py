@@ -47,6 +47,7 @@ from pipeline import __version__
 from pipeline.mcp._protocol import JsonObject, parse_json_messages
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._transport import Binding, MessageSink, Reply
+from pipeline.mcp._transport import describe_message as _describe
 from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
 from pipeline.mcp.settings import redact_url
 
@@ -429,16 +430,6 @@ def _too_large(what: str, limit: int, how: str) -> ReplyTooLarge:
         f"{what}: the reply is larger than {limit} bytes (DOCLANE_MCP_MAX_REPLY_BYTES); {how}",
         detail={"limit_bytes": limit},
     )
-
-
-def _describe(message: JsonObject) -> str:
-    method = message.get("method")
-    if method == "tools/call":
-        params = message.get("params") or {}
-        return f"tools/call {params.get('name')} (id {message.get('id')})"
-    if method is not None:
-        return f"{method} (id {message['id']})" if "id" in message else str(method)
-    return f"answer to server request {message.get('id')}"
 
 
 def _content_type(response: httpx.Response) -> str:

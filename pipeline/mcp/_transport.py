@@ -20,6 +20,17 @@ from pipeline.mcp._watchdog import CancelScope
 MessageSink = Callable[[JsonObject], bool]
 
 
+def describe_message(message: JsonObject) -> str:
+    """How errors and logs name a message: ``tools/call convert_... (id 7)``, ``ping (id 3)``."""
+    method = message.get("method")
+    if method == "tools/call":
+        params = message.get("params") or {}
+        return f"tools/call {params.get('name')} (id {message.get('id')})"
+    if method is not None:
+        return f"{method} (id {message['id']})" if "id" in message else str(method)
+    return f"answer to server request {message.get('id')}"
+
+
 def ignore_messages(_message: JsonObject) -> bool:
     """The sink for messages that expect no answer (notifications, our responses)."""
     return False

@@ -9,6 +9,10 @@ variable                               default                        meaning
                                                                       comma-separated list names
                                                                       a pool; ``/mcp`` is added
                                                                       to a URL without a path
+``DOCLING_MCP_COMMAND``                (none)                         a server command line:
+                                                                      each process runs it as a
+                                                                      stdio child (instead of an
+                                                                      origin; not both)
 ``MCP_PROTOCOL_VERSION``               ``auto``                       ``auto``: 2026-07-28 where
                                                                       the server offers it (probe
                                                                       ``server/discover``), else
@@ -33,6 +37,9 @@ variable                               default                        meaning
 ``DOCLANE_MCP_MAX_PARALLEL``           4                              threads of a parallel batch
 ``DOCLANE_MCP_MAX_CONNECTIONS``        20                             keep-alive pool size
 ``DOCLANE_MCP_MAX_REPLY_BYTES``        128 MiB                        largest reply read (E312)
+``DOCLANE_MCP_STDIO_GRACE_S``          2                              stdio child stop: after
+                                                                      stdin closes, and again
+                                                                      after SIGTERM
 =====================================  =============================  ===========================
 
 The token and the API key are ``SecretStr``: they print as ``**********`` in reprs, logs and
@@ -41,6 +48,10 @@ errors.
 
 from __future__ import annotations
 
+import hashlib
+import os
+import shlex
+import socket
 from typing import Any, Literal
 
 import httpx
@@ -51,6 +62,8 @@ from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 DEFAULT_PATH = "/mcp"
+#: An endpoint ``stdio:<command line>`` names a server run as a child process (the stdio transport).
+STDIO_PREFIX = "stdio:"
 
 AuthKind = Literal["none", "bearer", "api-key"]
 
@@ -68,6 +81,11 @@ class McpSettings(BaseSettings):
     )
 
     origin: str = Field(default=DEFAULT_ORIGIN, validation_alias=_env("DOCLING_MCP_ORIGIN"))
+    command: str | None = Field(
+        default=None,
+        validation_alias=_env("DOCLING_MCP_COMMAND"),
+        description="run the server as a child of each process and speak stdio to it",
+    )
     protocol_version: str = Field(default="auto", validation_alias=_env("MCP_PROTOCOL_VERSION"))
     auth: AuthKind = Field(default="none", validation_alias=_env("DOCLING_MCP_AUTH"))
     token: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_TOKEN"))
@@ -117,12 +135,44 @@ class McpSettings(BaseSettings):
         validation_alias=_env("DOCLANE_MCP_MAX_REPLY_BYTES"),
         description="the largest reply (and saved Docling JSON) read from a server; more is E312",
     )
+    stdio_grace_s: float = Field(
+        default=2.0,
+        ge=0,
+        validation_alias=_env("DOCLANE_MCP_STDIO_GRACE_S"),
+        description="stopping a stdio child: wait this long after closing stdin, then SIGTERM, "
+        "wait again, then SIGKILL",
+    )
 
     @field_validator("origin")
     @classmethod
     def _valid_origins(cls, value: str) -> str:
-        split_origins(value)  # raises ValueError with the offending entry
-        return value
+        if value.strip():  # empty: no server by URL (a command must say how to start one)
+            split_origins(value)  # raises ValueError with the offending entry
+        return value.strip()
+
+    @field_validator("command")
+    @classmethod
+    def _valid_command(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        try:
+            argv = shlex.split(value)
+        except ValueError as exc:
+            raise ValueError(f"DOCLING_MCP_COMMAND is not a command line: {exc}") from exc
+        return shlex.join(argv)
+
+    @model_validator(mode="after")
+    def _one_kind_of_server(self) -> McpSettings:
+        """A command *and* an explicit origin is ambiguous: refuse rather than guess."""
+        if self.command is not None and self.origin and "origin" in self.model_fields_set:
+            raise ValueError(
+                "DOCLING_MCP_COMMAND and DOCLING_MCP_ORIGIN are both set: "
+                "set the command (a stdio child per process) or the origin (a server), not both "
+                "(DOCLING_MCP_ORIGIN= empty counts as not set)"
+            )
+        if self.command is None and not self.origin:
+            raise ValueError("DOCLING_MCP_ORIGIN is empty and there is no DOCLING_MCP_COMMAND")
+        return self
 
     @model_validator(mode="after")
     def _auth_has_secret(self) -> McpSettings:
@@ -145,7 +195,9 @@ class McpSettings(BaseSettings):
 
     @property
     def endpoints(self) -> list[str]:
-        """Every configured endpoint URL, in order (several make a pool)."""
+        """Every configured endpoint URL, in order (several make a pool), or the stdio command."""
+        if self.command is not None:
+            return [stdio_endpoint(self.command)]
         return [normalize_endpoint(origin) for origin in split_origins(self.origin)]
 
     @property
@@ -186,8 +238,33 @@ def normalize_endpoint(origin: str) -> str:
     return str(url)
 
 
+def is_stdio(endpoint: str) -> bool:
+    return endpoint.startswith(STDIO_PREFIX)
+
+
+def stdio_endpoint(command: str) -> str:
+    """``stdio:<command line>``: the endpoint of a server run as a child (``--command``)."""
+    argv = shlex.split(command)
+    if not argv:
+        raise ValueError("the server command is empty")
+    return STDIO_PREFIX + shlex.join(argv)
+
+
+def stdio_origin(endpoint: str) -> str:
+    """``stdio://<host>/<pid>/<command hash>``: the breaker key of *this process's* child.
+
+    A child is one process's server: its failures say nothing about the children of other
+    processes, so its breaker (shared through Redis like any other) must be keyed per process.
+    The host name keeps pids of different machines or containers apart.
+    """
+    digest = hashlib.sha256(endpoint.encode()).hexdigest()[:12]
+    return f"stdio://{socket.gethostname()}/{os.getpid()}/{digest}"
+
+
 def origin_of(endpoint: str) -> str:
     """``scheme://host[:port]`` of an endpoint: the key of its circuit breaker."""
+    if is_stdio(endpoint):
+        return stdio_origin(endpoint)
     url = httpx.URL(endpoint)
     host = f"[{url.host}]" if ":" in url.host else url.host
     port = f":{url.port}" if url.port is not None else ""
@@ -195,7 +272,9 @@ def origin_of(endpoint: str) -> str:
 
 
 def redact_url(endpoint: str) -> str:
-    """The URL without user info or query, safe for messages and logs."""
+    """The URL without user info or query, safe for messages and logs (a command as it is)."""
+    if is_stdio(endpoint):
+        return endpoint
     url = httpx.URL(endpoint)
     return str(url.copy_with(userinfo=b"", query=None, fragment=None))
 

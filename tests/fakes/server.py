@@ -1,5 +1,7 @@
 """Run a fake Docling MCP server: ``python -m tests.fakes.server --port 0 [options]``.
 
+With ``--transport stdio`` it serves MCP on its stdin/stdout instead (see ``tests.fakes.stdio``).
+
 It binds 127.0.0.1 (port 0 picks a free one), and once it is listening prints its endpoint URL
 (``http://127.0.0.1:PORT/mcp``) as the first line on stdout and, with ``--url-file``, writes it to
 that file (atomically). With ``--exit-with-parent`` it stops when the process that started it
@@ -50,6 +52,10 @@ class _AnnouncingServer(uvicorn.Server):
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tests.fakes.server", description=__doc__)
+    parser.add_argument("--transport", choices=("http", "stdio"), default="http")
+    parser.add_argument(
+        "--knobs", default="", help="stdio: the knobs as a JSON object (no control API there)"
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--profile", choices=("docling", "per-format"), default="docling")
@@ -70,6 +76,16 @@ def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="fake-docling-cache-"))
+    if args.transport == "stdio":
+        from tests.fakes.stdio import serve_stdio
+
+        serve_stdio(
+            profile=args.profile,
+            cache_dir=cache_dir,
+            cache_max_documents=args.cache_max_documents,
+            knobs=args.knobs,
+        )
+        return
     app, _state = build_app(
         FakeServerOptions(
             profile=args.profile,
