@@ -51,7 +51,9 @@ def test_each_pool_process_converts_through_its_own_child(
     cache_dir = tmp_path / "docling-cache"
     cache_dir.mkdir()
     cluster = stdio_cluster(make_cluster, redis_broker, cache_dir)
-    worker = cluster.start_worker(concurrency=2)
+    # One job a call, so that both pool processes take some (a batch would carry all six
+    # samples to one process and one child; test_batches_through_a_child covers that).
+    worker = cluster.start_worker(concurrency=2, extra_env={"DOCLANE_BATCH_MAX_DOCS": "1"})
     assert marked_children(cache_dir) == []  # started lazily, by the first job
 
     submission = cluster.submit([str(EXAMPLES_DIR)], formats=("md", "json"), no_dedup=True)
@@ -115,3 +117,24 @@ def test_a_child_killed_mid_conversion_costs_a_retry_and_a_killed_worker_no_orph
     worker.wait(30)
     wait_for(lambda: process_gone(second), timeout=30, message="the orphan child gone")
     assert marked_children(cache_dir) == []
+
+
+def test_batches_through_a_child(
+    make_cluster: Callable[..., Cluster], redis_broker: Broker, tmp_path: Path
+) -> None:
+    """The six samples in one directory call of a pool process's own docling-mcp child."""
+    cache_dir = tmp_path / "docling-cache"
+    cache_dir.mkdir()
+    cluster = stdio_cluster(make_cluster, redis_broker, cache_dir)
+    cluster.start_worker(concurrency=1, extra_env={"DOCLANE_BATCH_MAX_DOCS": "8"})
+
+    submission = cluster.submit([str(EXAMPLES_DIR)], formats=("md",), no_dedup=True)
+    jobs = cluster.wait_terminal(submission.job_ids, timeout=300)
+
+    assert [j.state for j in jobs] == [JobState.SUCCEEDED] * len(EXPECTED_MARKDOWN)
+    for job in jobs:
+        notes = [e.detail for e in cluster.store.events(job.id) if e.detail and "batch" in e.detail]
+        assert notes and notes[0]["size"] == len(EXPECTED_MARKDOWN), job.source_uri
+        markdown = cluster.store.get_result(job.id, "md") or ""
+        for fragment in EXPECTED_MARKDOWN[Path(job.source_uri).name]:
+            assert fragment in markdown
