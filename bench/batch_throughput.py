@@ -16,6 +16,8 @@ deduplication across modes), a scratch Redis database number, and a scratch inbo
 mode's time runs from just before ``doclane submit`` starts (hashing and enqueueing included)
 to the last job's ``finished_at``. Every job's markdown is compared byte for byte with the
 direct call's markdown of the same file, and every failure's code with the direct call's code.
+Documents ``doclane submit`` would refuse (E1xx) are set aside and listed, so that both sides
+measure the same documents.
 
     .venv/bin/python bench/batch_throughput.py [--smoke] [--batch-docs 8,32] [--concurrency 1]
 
