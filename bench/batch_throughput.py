@@ -12,7 +12,8 @@ the real-world corpus of ``bench/corpus.py`` and one local docling-mcp 3.3.0 (lo
 
 The server is restarted with an empty cache before every mode, so no conversion is a cache hit
 and no mode warms the next one; each pipeline mode gets a freshly migrated scratch database (no
-deduplication across modes), a scratch Redis database number, and a scratch inbox. A pipeline
+deduplication across modes), a Redis database claimed as the test suite claims its brokers,
+and a scratch inbox. A pipeline
 mode's time runs from just before ``doclane submit`` starts (hashing and enqueueing included)
 to the last job's ``finished_at``. Every job's markdown is compared byte for byte with the
 direct call's markdown of the same file, and every failure's code with the direct call's code.
@@ -47,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import redis
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
@@ -62,6 +64,13 @@ from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402
 from pipeline.sources import load_source_settings  # noqa: E402
 from pipeline.sources.local import validate_file  # noqa: E402
+from tests.fixtures.brokers import (  # noqa: E402
+    _CANDIDATE_DBS,
+    REDIS_HOST,
+    REDIS_PORT,
+    Broker,
+    _claimable,
+)
 
 DOCLANE = str(Path(sys.executable).with_name("doclane"))
 TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
@@ -71,7 +80,6 @@ DOCLING_MCP_BIN = os.environ.get(
 ADMIN_DB_URL = os.environ.get(
     "DOCLANE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-REDIS = ("127.0.0.1", 6379)
 TOOL_LINE = re.compile(r"\] ([a-z_]+) (?:ok|error) in ([0-9.]+)s")
 
 
@@ -231,27 +239,21 @@ def scratch_database(name: str) -> Iterator[str]:
             )
 
 
-def redis_command(db: int, *words: str) -> str:
-    """A one-line RESP exchange (no client library needed for FLUSHDB and DBSIZE)."""
-    with socket.create_connection(REDIS, timeout=5) as s:
-        payload = f"*2\r\n$6\r\nSELECT\r\n${len(str(db))}\r\n{db}\r\n"
-        payload += f"*{len(words)}\r\n" + "".join(f"${len(w)}\r\n{w}\r\n" for w in words)
-        s.sendall(payload.encode())
-        reply = b""
-        while reply.count(b"\r\n") < 2:
-            chunk = s.recv(4096)
-            if not chunk:
-                break
-            reply += chunk
-    return reply.decode().split("\r\n")[1]
+def claim_redis_db() -> Broker:
+    """A Redis database claimed the way the test suite claims its brokers (a lock key in it).
 
-
-def pick_redis_db() -> int:
-    """An empty Redis database number among the high ones (others' work stays untouched)."""
-    for db in range(15, 7, -1):
-        if redis_command(db, "DBSIZE") == ":0":
-            return db
-    raise SystemExit("no empty Redis database between 8 and 15 to use as scratch")
+    The machine is shared: a test session that finds a database empty takes it, and its
+    workers would then consume this bench's messages (jobs left waiting until the reconciler
+    republishes them, 300 s later). Honouring the same claim keeps both sides apart.
+    """
+    for db in _CANDIDATE_DBS:
+        client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=db)
+        try:
+            if _claimable(client):
+                return Broker("redis", f"redis://{REDIS_HOST}:{REDIS_PORT}/{db}", redis_db=db)
+        finally:
+            client.close()
+    raise SystemExit(f"no free Redis database among {list(_CANDIDATE_DBS)} for the bench")
 
 
 def pipeline(
@@ -263,19 +265,18 @@ def pipeline(
     *,
     batch_docs: int,
     concurrency: int,
-    redis_db: int,
+    broker: Broker,
 ) -> Run:
     """Migrate a scratch database, start ``doclane worker``, submit the corpus, and wait."""
     inbox = scratch / f"inbox-{mode}"
     inbox.mkdir(parents=True, exist_ok=True)
-    broker = f"redis://{REDIS[0]}:{REDIS[1]}/{redis_db}"
-    redis_command(redis_db, "FLUSHDB")
+    broker.flush()  # the previous mode's leftovers go; the claim stays
     with scratch_database(f"doclane_bench_batch_{os.getpid()}") as db_url:
         env = {
             **os.environ,
             "DOCLANE_DATABASE_URL": db_url,
-            "DOCLANE_BROKER_URL": broker,
-            "DOCLANE_REDIS_URL": broker,
+            "DOCLANE_BROKER_URL": broker.url,
+            "DOCLANE_REDIS_URL": broker.url,
             "DOCLING_MCP_ORIGIN": server.url,
             "DOCLANE_SERVER_CACHE_DIR": str(server.cache_dir),
             "DOCLANE_INBOX_DIR": str(inbox),
@@ -496,7 +497,7 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
     plan = [(f"off-c{c}", 1, c) for c in concurrencies]
     plan += [(f"on{b}-c{c}", b, c) for b in batch_sizes for c in concurrencies]
-    redis_db = pick_redis_db()
+    broker = claim_redis_db()
     server = DoclingServer(scratch, args.cache_documents)
     runs: list[Run] = []
     try:
@@ -514,14 +515,13 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
                 scratch,
                 batch_docs=batch_docs,
                 concurrency=concurrency,
-                redis_db=redis_db,
+                broker=broker,
             )
             runs.append(run)
             print(f"{mode}: {run.rate:.2f} docs/s", file=sys.stderr)
     finally:
         server.stop()
-        with contextlib.suppress(OSError):
-            redis_command(redis_db, "FLUSHDB")
+        broker.release()
     return runs
 
 
