@@ -238,8 +238,8 @@ class BatchRunner:
             profile = self._profile(client)
             for member in active:
                 self._stage(member, Stage.CONVERTING, client.origin)
-            members = [BatchMember(m.name, m.source.info.size_bytes or 0) for m in active
-                       if m.source is not None]  # fmt: skip
+            members = [BatchMember(m.name, m.source.info.size_bytes or 0, m.source.info.sha256)
+                       for m in active if m.source is not None]  # fmt: skip
             return profile.convert(
                 client, folder, members, active[0].job.formats, report, timeout=deadline
             )

@@ -8,12 +8,20 @@ convert, so neither the count nor the order says which key came from which file,
 server may answer in completion order.
 
 The proof: ``save_docling_document`` writes each key's Docling JSON, whose ``origin.filename``
-names the file it was converted from. The folder holds each document under its own name, names
-unique within the batch, so a name is a document. A key whose JSON names no file of this batch
-(a cache hit on the same content converted earlier under another name), or names one already
-claimed, proves nothing: its file is left *unproven* and converted alone later, as is every
-file the server skipped. The JSON is read anyway when the job wants Docling JSON, so for such
-jobs the proof costs nothing; otherwise about 12 ms a document.
+names the file it was converted from and ``origin.binary_hash`` its content (docling keeps the
+low 64 bits of the file's sha256). The folder holds each document under its own name, names
+unique within the batch, so a name plus its content is a document. The content matters: on a
+cache hit the server answers the document converted *first*, whose origin names the file it
+had then, and that name may belong to another member of this batch (``a.docx`` converted
+earlier; now ``b.docx`` has that content and a new ``a.docx`` does not): by name alone,
+``a.docx``'s job would get ``b.docx``'s document. A key whose JSON names no file of this batch,
+names one but carries another member's content, or names one already claimed, proves nothing:
+its file is left *unproven* and converted alone later, as is every file the server skipped.
+(Docling hashes Markdown after rendering it to HTML, so for Markdown the hash is no member's
+content and the name alone decides, as it did for every format before.) The JSON is read
+anyway when the job wants Docling JSON, so for such jobs the proof costs nothing; otherwise
+about 12 ms for a small document, but seconds for a large table (the server writes the whole
+document as markdown and JSON: docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -50,10 +58,12 @@ BatchReporter = Callable[[McpCallRecord, "str | None"], None]
 
 @dataclass(frozen=True, slots=True)
 class BatchMember:
-    """One document of a batch: its file name in the folder, and its size."""
+    """One document of a batch: its file name in the folder, its size and content sha256."""
 
     name: str
     size_bytes: int
+    #: Hex sha256 of the file; None: the proof checks the name only (callers that know it pass it).
+    sha256: str | None = None
 
 
 @dataclass(slots=True)
@@ -128,7 +138,7 @@ class DoclingBatchProfile:
                 raise  # the server's trouble, not this key's: the batch's outcome
             name = None
         else:
-            name = _origin_filename(text)
+            name = _proven_name(text, by_name)
         if name not in by_name or name in outcome.converted:
             for record in pending:
                 report(record, None)
@@ -168,10 +178,34 @@ def _keys(data: Any) -> list[str]:
     ]
 
 
-def _origin_filename(text: str) -> str | None:
+def _proven_name(text: str, by_name: dict[str, BatchMember]) -> str | None:
+    """The member this saved JSON proves: its origin names it, and no other member's content.
+
+    ``origin.binary_hash`` is the converted file's content for most formats, so it must then be
+    the named member's; a hash that is another member's content is a cache hit first converted
+    under this name (the module docstring). Docling hashes some inputs after a transformation
+    (Markdown: the HTML it renders), so a hash that is no member's content leaves the name alone
+    to decide, as before this check existed.
+    """
     try:
         origin = json.loads(text).get("origin") or {}
     except (ValueError, AttributeError):
         return None
-    name = origin.get("filename") if isinstance(origin, dict) else None
-    return name if isinstance(name, str) else None
+    if not isinstance(origin, dict):
+        return None
+    name = origin.get("filename")
+    member = by_name.get(name) if isinstance(name, str) else None
+    if member is None:
+        return None
+    found = origin.get("binary_hash")
+    if member.sha256 is not None and found == binary_hash(member.sha256):
+        return member.name
+    others = {binary_hash(m.sha256) for m in by_name.values() if m.sha256 is not None}
+    if found in others:
+        return None  # another member's content, under this member's name
+    return member.name
+
+
+def binary_hash(sha256_hex: str) -> int:
+    """Docling's ``origin.binary_hash`` of a file: the low 64 bits of its sha256."""
+    return int(sha256_hex, 16) & 0xFFFF_FFFF_FFFF_FFFF

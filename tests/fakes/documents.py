@@ -67,6 +67,8 @@ class Document:
     markdown: str
     mimetype: str = "application/octet-stream"
     meta: dict[str, Any] = field(default_factory=dict)
+    #: Docling's ``origin.binary_hash``: the low 64 bits of the file's sha256 (None: from the key).
+    binary_hash: int | None = None
 
 
 def document_key(content: bytes, suffix: str) -> str:
@@ -109,6 +111,7 @@ def convert_bytes(content: bytes, filename: str) -> Document:
         markdown=markdown,
         mimetype=mimetypes.guess_type(filename)[0] or "application/octet-stream",
         meta={"size": len(content), "suffix": suffix},
+        binary_hash=int(hashlib.sha256(content).hexdigest(), 16) & 0xFFFF_FFFF_FFFF_FFFF,
     )
 
 
@@ -318,7 +321,9 @@ def to_docling_json(document: Document) -> dict[str, Any]:
         "name": document.name,
         "origin": {
             "mimetype": document.mimetype,
-            "binary_hash": int(document.key[:15], 16),
+            "binary_hash": document.binary_hash
+            if document.binary_hash is not None
+            else int(document.key[:15], 16),
             "filename": document.filename,
         },
         "furniture": {"self_ref": "#/furniture", "children": [], "label": "unspecified"},
@@ -363,4 +368,5 @@ def from_docling_json(data: dict[str, Any]) -> Document:
         blocks=blocks,
         markdown=blocks_to_markdown(blocks),
         mimetype=str(origin.get("mimetype", "application/octet-stream")),
+        binary_hash=int(origin.get("binary_hash", 0)),
     )

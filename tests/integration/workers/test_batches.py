@@ -194,3 +194,43 @@ def test_stats_and_metrics_show_the_batch_sizes(
         batches = batches_since(admin, datetime.now(UTC) - timedelta(hours=1))
     assert (batches.batches, batches.documents, batches.largest) == (2, 6, 4)
     assert batches.mean_size == 3.0
+
+
+@pytest.mark.parametrize("order", ["listed", "reversed"])
+def test_a_cache_hit_named_after_another_member_proves_nothing(
+    make_bench: Callable[..., Bench], order: str
+) -> None:
+    """The server answers a cache hit with the document converted first, whose origin names the
+    file it had then. ``a.md`` is converted; later ``b.md`` has that same content and a new
+    ``a.md`` does not: both keys' JSON name ``a.md``, and by name alone the new ``a.md`` got the
+    old content whenever the old key came first. The content hash in the origin decides."""
+    from pipeline.enqueue import enqueue
+
+    bench = make_bench(batches=True, processing={"batch_max_docs": 2})
+    bench.server.configure(dir_order=order)
+    first, second = bench.folder / "first", bench.folder / "second"
+    first.mkdir(parents=True)
+    second.mkdir()
+    (first / "a.md").write_text("# Old a\n\nThe first a.md.\n")
+    (second / "a.md").write_text("# New a\n\nAnother a.md.\n")
+    (second / "b.md").write_text("# Old a\n\nThe first a.md.\n")
+    old = bench.submit_one(first / "a.md")
+    assert bench.processor.process(old).kind is OutcomeKind.SUCCEEDED
+    submission = enqueue(
+        [str(second / "a.md"), str(second / "b.md")],
+        ("md",),
+        no_dedup=True,  # b.md's content has succeeded before
+        publisher=bench.publisher,
+        store=bench.store,
+        source_settings=bench.source_settings,
+    )
+    new_a, b = (a.job_id for a in submission.accepted)
+
+    bench.processor.process(new_a)
+    for job_id in (new_a, b):
+        job = bench.store.get_job(job_id)
+        if job is not None and not job.state.terminal:
+            bench.processor.process(job_id)  # an unproven member, converted alone
+
+    assert "New a" in (bench.store.get_result(new_a, "md") or "")
+    assert "Old a" in (bench.store.get_result(b, "md") or "")

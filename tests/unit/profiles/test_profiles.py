@@ -331,3 +331,116 @@ def test_per_format_export_error_is_e307() -> None:
     client.handlers["export_markdown"] = lambda a: failed("bad document")
     with pytest.raises(ExportFailed, match="bad document"):
         PerFormatProfile(PER_FORMAT_TOOLS).convert(client, request("md"), lambda r: None)
+
+
+# ---- batches: which key is whose --------------------------------------------------------------
+def test_batch_proof_needs_the_content_not_only_the_name(tmp_path: Path) -> None:
+    """A cache hit answers the document converted first, whose origin names the file it had
+    then. Here ``a.docx`` (content X) was converted before; now ``b.docx`` has content X and a
+    new ``a.docx`` has content Y. Both keys' JSON name ``a.docx``: by name alone, ``a.docx``'s
+    job got X's document whenever X's key came first. The content hash decides."""
+    import hashlib
+
+    from pipeline.profiles.docling_batch import (
+        CONVERT_DIRECTORY,
+        BatchMember,
+        DoclingBatchProfile,
+        binary_hash,
+    )
+
+    sha = {"X": hashlib.sha256(b"X").hexdigest(), "Y": hashlib.sha256(b"Y").hexdigest()}
+    origins = {"key-X": ("a.docx", sha["X"]), "key-Y": ("a.docx", sha["Y"])}
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+
+    def save(args: dict[str, Any]) -> Result:
+        key = args["document_key"]
+        filename, content = origins[key]
+        json_file = cache_dir / f"{key}.json"
+        origin = {"filename": filename, "binary_hash": binary_hash(content)}
+        json_file.write_text(json.dumps({"origin": origin}))
+        return ok({"md_file": str(cache_dir / f"{key}.md"), "json_file": str(json_file)})
+
+    members = [BatchMember("a.docx", 1, sha["Y"]), BatchMember("b.docx", 1, sha["X"])]
+    for keys in (["key-X", "key-Y"], ["key-Y", "key-X"]):  # either listing order
+        client = ScriptedClient(
+            {
+                CONVERT_DIRECTORY: lambda a, keys=keys: ok(
+                    {"result": [{"from_cache": k == "key-X", "document_key": k} for k in keys]}
+                ),
+                EXPORT_MARKDOWN: lambda a: ok({"markdown": f"# {a['document_key']}"}),
+                SAVE: save,
+                CHECK_CACHE: lambda a: ok({"in_cache": True}),
+            }
+        )
+        single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache_dir)
+        batch = DoclingBatchProfile(single).convert(
+            client, "/srv/batch", members, ("md",), lambda record, name: None, timeout=10
+        )
+        assert batch.converted["a.docx"].outputs == {"md": "# key-Y"}, keys
+        assert batch.converted["a.docx"].document_key == "key-Y"
+        assert batch.unproven == ["b.docx"]  # its key proves nothing: it is converted alone
+
+
+def test_batch_proof_by_name_still_works_without_a_content_hash(tmp_path: Path) -> None:
+    """Callers that know no sha256 keep the name-only proof (as before)."""
+    from pipeline.profiles.docling_batch import CONVERT_DIRECTORY, BatchMember, DoclingBatchProfile
+
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+
+    def save(args: dict[str, Any]) -> Result:
+        json_file = cache_dir / "k.json"
+        json_file.write_text(json.dumps({"origin": {"filename": "a.docx", "binary_hash": 1}}))
+        return ok({"md_file": str(cache_dir / "k.md"), "json_file": str(json_file)})
+
+    client = ScriptedClient(
+        {
+            CONVERT_DIRECTORY: lambda a: ok(
+                {"result": [{"from_cache": False, "document_key": "k"}]}
+            ),
+            EXPORT_MARKDOWN: lambda a: ok({"markdown": "# k"}),
+            SAVE: save,
+            CHECK_CACHE: lambda a: ok({"in_cache": True}),
+        }
+    )
+    single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache_dir)
+    batch = DoclingBatchProfile(single).convert(
+        client, "/srv/batch", [BatchMember("a.docx", 1)], ("md",), lambda r, n: None, timeout=10
+    )
+    assert batch.converted["a.docx"].outputs == {"md": "# k"} and batch.unproven == []
+
+
+def test_batch_proof_falls_back_to_the_name_when_the_hash_is_no_members_content(
+    tmp_path: Path,
+) -> None:
+    """Docling hashes Markdown after rendering it to HTML: the hash matches no file at all."""
+    import hashlib
+
+    from pipeline.profiles.docling_batch import CONVERT_DIRECTORY, BatchMember, DoclingBatchProfile
+
+    cache_dir = tmp_path / "cache"
+    cache_dir.mkdir()
+
+    def save(args: dict[str, Any]) -> Result:
+        json_file = cache_dir / "k.json"
+        origin = {"filename": "a.md", "binary_hash": 12345, "mimetype": "text/html"}
+        json_file.write_text(json.dumps({"origin": origin}))
+        return ok({"md_file": str(cache_dir / "k.md"), "json_file": str(json_file)})
+
+    client = ScriptedClient(
+        {
+            CONVERT_DIRECTORY: lambda a: ok(
+                {"result": [{"from_cache": False, "document_key": "k"}]}
+            ),
+            EXPORT_MARKDOWN: lambda a: ok({"markdown": "# k"}),
+            SAVE: save,
+            CHECK_CACHE: lambda a: ok({"in_cache": True}),
+        }
+    )
+    members = [BatchMember("a.md", 1, hashlib.sha256(b"# a").hexdigest())]
+    single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache_dir)
+    batch = DoclingBatchProfile(single).convert(
+        client, "/srv/batch", members, ("md",), lambda r, n: None, timeout=10
+    )
+    assert batch.converted["a.md"].outputs == {"md": "# k"} and batch.unproven == []
