@@ -134,8 +134,15 @@ def test_a_stateless_client_gets_a_fresh_child_without_any_handshake(
     client.initialize()
     assert client.negotiated_version == "2026-07-28" and client.session_id is None
     first = child_pid(client)
+    transport = client._transport
+    assert isinstance(transport, StdioTransport)
     os.kill(first, signal.SIGKILL)
     wait_for(lambda: process_gone(first), message="the killed child reaped")
+    # The transport learns of the death from the child's stdout closing (its reader thread).
+    wait_for(
+        lambda: transport._connection is not None and transport._connection.dead,
+        message="the transport to notice the dead child",
+    )
 
     assert client.ping() >= 0
     assert child_pid(client) != first
