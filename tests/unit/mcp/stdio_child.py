@@ -62,7 +62,7 @@ def handle(request: dict[str, Any]) -> None:
         while True:
             send({"jsonrpc": "2.0", "method": "notifications/progress",
                   "params": {"progressToken": "t", "progress": 1}})  # fmt: skip
-            time.sleep(0.02)
+            time.sleep(0.02)  # wait-ok: the child's own pace, not a test waiting
     elif method == "stderr_flood":
         for n in range(params["lines"]):
             sys.stderr.write(f"flood line {n} " + "z" * params.get("width", 10) + "\n")
@@ -90,7 +90,7 @@ def main() -> None:
     except OSError:  # nobody reads stderr any more: a stubborn child lives on regardless
         pass
     while stubborn:
-        time.sleep(1)
+        time.sleep(1)  # wait-ok: a child that ignores closed stdin, as docling-mcp does
 
 
 if __name__ == "__main__":
