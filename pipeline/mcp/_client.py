@@ -515,11 +515,7 @@ class McpClient:
                 "serverInfo": discovery.server_info,
             }
         )
-        if self._require_tools and not server.has_tools:
-            raise MissingCapability(
-                "the server declares no tools capability",
-                detail={"capabilities": sorted(server.capabilities)},
-            )
+        self._check_tools(server)
         tools = self._list_tools(binding) if server.has_tools else []
         self._binding, self._server = binding, server
         self._registry.replace(tools, generation)
@@ -546,11 +542,7 @@ class McpClient:
                     + ", ".join(SUPPORTED_PROTOCOL_VERSIONS),
                     detail={"server_version": server.protocol_version},
                 )
-            if self._require_tools and not server.has_tools:
-                raise MissingCapability(
-                    "the server declares no tools capability",
-                    detail={"capabilities": sorted(server.capabilities)},
-                )
+            self._check_tools(server)
             self._session.notify(
                 "notifications/initialized", binding=binding, timeout=self.timeouts.request_s
             )
@@ -561,6 +553,14 @@ class McpClient:
         self._binding, self._server = binding, server
         self._registry.replace(tools, generation)
         return server
+
+    def _check_tools(self, server: ServerInfo) -> None:
+        """E305 for a server without tools, unless this client was told to accept one."""
+        if self._require_tools and not server.has_tools:
+            raise MissingCapability(
+                "the server declares no tools capability",
+                detail={"capabilities": sorted(server.capabilities)},
+            )
 
     def _list_tools(self, binding: Binding) -> list[Tool]:
         tools: list[Tool] = []
