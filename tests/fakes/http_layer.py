@@ -40,8 +40,6 @@ class Exchange:
     event_with_id_sent: anyio.Event = field(default_factory=anyio.Event)
     truncate_requested: bool = False
     truncated: bool = False
-    #: A request of the stateless 2026-07-28 revision (its results need ``resultType``).
-    modern: bool = False
 
 
 def describe_body(body: bytes) -> tuple[str, dict[str, Any] | None]:
@@ -85,7 +83,6 @@ class HttpFaultLayer:
             key, message = describe_body(body)
             stats.requests_by_method[key] += 1
         exchange = Exchange(verb=verb, method=key)
-        exchange.modern = headers.get("mcp-protocol-version") == "2026-07-28"
         self._record(exchange, headers, message)
 
         session_id = headers.get("mcp-session-id")

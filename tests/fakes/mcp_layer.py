@@ -100,8 +100,6 @@ class FaultMiddleware:
             result = await self._inject(fault, ctx, exchange, call_next)
         if ctx.method == "initialize" and isinstance(result, dict):
             result = self._shape_initialize(result)
-        if exchange is not None and exchange.modern and isinstance(result, dict):
-            result = {"resultType": "complete", **result}  # required by 2026-07-28
         return result
 
     async def _inject(

@@ -127,3 +127,16 @@ def test_doclane_mcp_ping_and_tools_report_the_negotiated_revision(
         )  # fmt: skip
         assert done.returncode == 0, done.stderr
         assert json.loads(done.stdout)["server"]["protocol_version"] == version
+
+
+def test_a_tool_error_is_a_result_in_the_stateless_revision_too(
+    make_client: MakeClient, fake_server: FakeServer, docx: str
+) -> None:
+    fake_server.configure(stateless=True)
+    client = make_client(settings=settings())
+    client.initialize()
+    fake_server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
+
+    result = client.call_tool(CONVERT, {"source": docx})
+
+    assert result.is_error and CONVERT in result.text
