@@ -116,6 +116,11 @@ class Knobs(BaseModel):
     emit_logging: bool = Field(
         default=False, description="a notifications/message before each result"
     )
+    announce_call_start: bool = Field(
+        default=False,
+        description="a notifications/message as each tool call starts, before any delay: a "
+        "test acts once the server holds the call instead of guessing when it will",
+    )
     emit_list_changed: bool = Field(default=False, description="notifications/tools/list_changed")
     server_ping: bool = Field(
         default=False, description="send `ping` to the client during each tool call"

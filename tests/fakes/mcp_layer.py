@@ -221,6 +221,8 @@ class FakeMcp:
             stats.max_tool_calls_in_flight, stats.tool_calls_in_flight
         )
         try:
+            if self.state.knobs.announce_call_start:
+                await self._log(ctx, {"event": "call started", "tool": params.name})
             delay = self.state.knobs.delays(params.name)
             if delay:
                 await anyio.sleep(delay)
@@ -256,15 +258,7 @@ class FakeMcp:
                 await ctx.session.send_notification(notification, related_request_id=related)
                 stats.progress_sent += 1
         if knobs.emit_logging:
-            log = LoggingMessageNotification.model_validate(
-                {
-                    "method": "notifications/message",
-                    "params": {"level": "info", "logger": "fake-docling",
-                               "data": {"event": "tool call", "request_id": related}},
-                }
-            )  # fmt: skip
-            await ctx.session.send_notification(log, related_request_id=related)
-            stats.log_messages_sent += 1
+            await self._log(ctx, {"event": "tool call", "request_id": related})
         if knobs.emit_list_changed:
             changed = ToolListChangedNotification.model_validate(
                 {"method": "notifications/tools/list_changed"}
@@ -275,6 +269,17 @@ class FakeMcp:
             await self._ask_client(ctx, "ping")
         if knobs.server_request_method:
             await self._ask_client(ctx, knobs.server_request_method)
+
+    async def _log(self, ctx: ServerRequestContext[Any, Any], data: dict[str, Any]) -> None:
+        """A ``notifications/message`` on this call's stream."""
+        log = LoggingMessageNotification.model_validate(
+            {
+                "method": "notifications/message",
+                "params": {"level": "info", "logger": "fake-docling", "data": data},
+            }
+        )
+        await ctx.session.send_notification(log, related_request_id=ctx.request_id)
+        self.state.stats.log_messages_sent += 1
 
     async def _ask_client(self, ctx: ServerRequestContext[Any, Any], method: str) -> None:
         """Send a request to the client on this call's stream and record how it answered."""
