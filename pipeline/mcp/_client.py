@@ -421,8 +421,8 @@ class McpClient:
             return self._session.request(
                 method, params, timeout=timeout, binding=binding, headers=headers
             )
-        except SessionExpired:
-            binding = self._recover(binding, f"HTTP 404 to {method}: the server forgot session")
+        except SessionExpired as lost:
+            binding = self._recover(binding, lost.message)
         remaining = deadline.remaining()
         if remaining <= 0:
             raise CallTimeout(f"{method}: no time left after re-initializing")
@@ -597,8 +597,8 @@ class McpClient:
         binding = self._ready_binding()
         try:
             return self._list_tools(binding)
-        except SessionExpired:
-            self._recover(binding, "HTTP 404 to tools/list: the server forgot session")
+        except SessionExpired as lost:
+            self._recover(binding, lost.message)
             return self._list_tools(self._binding)
 
     def _tools_changed(self) -> None:

@@ -142,7 +142,8 @@ def test_a_child_killed_mid_call_is_E302_then_a_fresh_child_serves(
     assert client.ping() >= 0
     assert child_pid(client) != first
     assert client.state is LifecycleState.READY
-    assert any(step.to_state is LifecycleState.REINITIALIZING for step in client.trail)
+    reinit = [step for step in client.trail if step.to_state is LifecycleState.REINITIALIZING]
+    assert reinit and "child" in reinit[0].reason and "HTTP" not in reinit[0].reason
 
 
 def test_a_stateless_client_gets_a_fresh_child_without_any_handshake(
