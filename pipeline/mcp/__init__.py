@@ -28,6 +28,12 @@ from pipeline.mcp._batch import CallOutcome, ToolCall
 from pipeline.mcp._client import McpClient
 from pipeline.mcp._http import StreamableHttpTransport
 from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
+from pipeline.mcp._oauth import (
+    ClientCredentials,
+    OAuthClientCredentials,
+    TokenSource,
+    forget_tokens,
+)
 from pipeline.mcp._protocol import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -60,23 +66,27 @@ __all__ = [
     "CallOutcome",
     "CallTimeouts",
     "CancelScope",
+    "ClientCredentials",
     "LifecycleState",
     "LogMessage",
     "McpClient",
     "McpSettings",
     "MessageSink",
+    "OAuthClientCredentials",
     "Progress",
     "RegistryStats",
     "Reply",
     "ServerInfo",
     "StdioTransport",
     "StreamableHttpTransport",
+    "TokenSource",
     "Tool",
     "ToolCall",
     "ToolResult",
     "Transition",
     "Transport",
     "auth_from_settings",
+    "forget_tokens",
     "format_trail",
     "is_stdio",
     "load_mcp_settings",

@@ -124,9 +124,10 @@ def test_client_scenario(scenario: str, tmp_path: Path) -> None:
     assert run.exit_code == 0, run.suite_output
 
 
-#: Issue 13's runs of 0.2.0-alpha.12, but for the two OAuth client-credentials scenarios
-#: (auth/client-credentials-basic and -jwt): doclane has no OAuth client yet.
-NEXT_RUNS = [
+#: Issue 13's thirteen runs of 0.2.0-alpha.12. The OAuth client-credentials scenarios are an
+#: extension, not on the spec timeline: the suite skips them at any --spec-version, and runs
+#: them (at 2025-11-25) when none is given.
+NEXT_RUNS: list[tuple[str, str | None]] = [
     ("initialize", "2025-11-25"),
     ("sse-retry", "2025-11-25"),
     ("tools_call", "2025-11-25"),
@@ -138,12 +139,14 @@ NEXT_RUNS = [
     ("http-invalid-tool-headers", "2026-07-28"),
     ("json-schema-ref-no-deref", "2026-07-28"),
     ("json-schema-2020-12-preservation", "2026-07-28"),
+    ("auth/client-credentials-basic", None),
+    ("auth/client-credentials-jwt", None),
 ]
 
 
 @pytest.mark.parametrize(("scenario", "spec_version"), NEXT_RUNS)
 def test_client_scenario_of_the_next_suite(
-    scenario: str, spec_version: str, tmp_path: Path
+    scenario: str, spec_version: str | None, tmp_path: Path
 ) -> None:
     run = run_scenario(scenario, tmp_path, suite="0.2.0-alpha.12", spec_version=spec_version)
     problems = run.problems()
