@@ -50,6 +50,7 @@ from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
 from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.settings import (
     McpSettings,
+    check_no_auth_for_stdio,
     is_stdio,
     load_mcp_settings,
     normalize_endpoint,
@@ -86,6 +87,7 @@ __all__ = [
     "Transition",
     "Transport",
     "auth_from_settings",
+    "check_no_auth_for_stdio",
     "forget_tokens",
     "format_trail",
     "is_stdio",

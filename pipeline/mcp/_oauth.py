@@ -43,7 +43,7 @@ from pydantic import SecretStr
 
 from errors import AuthorizationFailed, AuthorizationUnavailable
 from pipeline import __version__
-from pipeline.mcp._oauth_discovery import Challenge, Discovery, discover, parse_challenge
+from pipeline.mcp._oauth_discovery import Challenge, Discovery, discover, parse_challenge, send
 from pipeline.mcp._oauth_keys import SigningKey, load_signing_key
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp.settings import McpSettings, redact_url
@@ -129,8 +129,11 @@ class TokenSource:
         self._lock = threading.Lock()
         self._token: Token | None = None
         self._discovery: Discovery | None = None
-        #: How many token requests this source sent (a test and an operator's debug aid).
+        #: How many token requests this source sent, and how many threads are in
+        #: :meth:`renew` right now (waiting for, or doing, a fetch): a test's and a debugger's aid.
         self.fetches = 0
+        self.renewing = 0
+        self._count_lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"TokenSource({redact_url(self.endpoint)!r}, {self.credentials!r})"
@@ -152,6 +155,15 @@ class TokenSource:
         Threads that arrive while another fetches wait for it and take its token, unless
         that token is itself what they hold as stale.
         """
+        with self._count_lock:
+            self.renewing += 1
+        try:
+            return self._renew(stale, challenge)
+        finally:
+            with self._count_lock:
+                self.renewing -= 1
+
+    def _renew(self, stale: Token | None, challenge: Challenge | None) -> Token:
         with self._lock:
             token = self._token
             if token is not None and token is not stale and self.current() is token:
@@ -171,6 +183,8 @@ class TokenSource:
     def forget(self) -> None:
         """Drop the token and what discovery found (after a fork, or for a test)."""
         self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self.renewing = 0
         self._token = None
         self._discovery = None
         if self._owns_http:  # a forked child must not share the parent's connections
@@ -195,16 +209,10 @@ class TokenSource:
         shown = redact_url(server.token_endpoint)
         self.fetches += 1
         started = self._clock()
-        try:
-            response = self._http.post(
-                url, content=body.encode(), headers=headers, timeout=deadline.remaining()
-            )
-        except httpx.TimeoutException as exc:
-            raise AuthorizationUnavailable(f"token request to {shown}: timed out") from exc
-        except httpx.HTTPError as exc:
-            raise AuthorizationUnavailable(
-                f"token request to {shown}: cannot reach it: {type(exc).__name__}"
-            ) from exc
+        response = send(
+            self._http, "POST", url, "token request", deadline,
+            content=body.encode(), headers=headers,
+        )  # fmt: skip
         token = self._read_token(response, shown, started)
         logger.info(
             "got an access token for %s from %s (client %s, renewed %s)",
@@ -221,7 +229,7 @@ class TokenSource:
             document = response.json()
         except ValueError:
             document = None
-        if status == 429 or status >= 500:
+        if status == 429 or status >= 500:  # send() raised already; kept for _read_token alone
             raise AuthorizationUnavailable(f"token request to {shown}: HTTP {status}")
         if status != 200 or not isinstance(document, dict):
             error = document.get("error") if isinstance(document, dict) else None

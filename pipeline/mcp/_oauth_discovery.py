@@ -178,22 +178,10 @@ def _authorization_server(
 def _get_json(http: httpx.Client, url: str, what: str, deadline: Deadline) -> dict[str, Any] | None:
     """The JSON object at ``url``; None for a 404 (or 410); E314 when the host fails."""
     shown = redact_url(url)
-    remaining = deadline.remaining()
-    if remaining <= 0:
-        raise AuthorizationUnavailable(f"{what}: no answer within {deadline.seconds:g}s")
-    try:
-        response = http.get(url, headers={"Accept": "application/json"}, timeout=remaining)
-    except httpx.TimeoutException as exc:
-        raise AuthorizationUnavailable(f"{what} at {shown}: timed out") from exc
-    except httpx.HTTPError as exc:
-        raise AuthorizationUnavailable(
-            f"{what} at {shown}: cannot reach it: {type(exc).__name__}: {exc}"
-        ) from exc
+    response = send(http, "GET", url, what, deadline, headers={"Accept": "application/json"})
     if response.status_code in (404, 410):
         logger.debug("no %s at %s (HTTP %s)", what, shown, response.status_code)
         return None
-    if response.status_code == 429 or response.status_code >= 500:
-        raise AuthorizationUnavailable(f"{what} at {shown}: HTTP {response.status_code}")
     if response.status_code != 200:
         raise AuthorizationFailed(f"{what} at {shown}: HTTP {response.status_code}")
     try:
@@ -203,6 +191,28 @@ def _get_json(http: httpx.Client, url: str, what: str, deadline: Deadline) -> di
     if not isinstance(document, dict):
         raise AuthorizationFailed(f"{what} at {shown} is not a JSON object")
     return document
+
+
+def send(
+    http: httpx.Client, method: str, url: str, what: str, deadline: Deadline, **options: Any
+) -> httpx.Response:
+    """One request of discovery or the token fetch, within ``deadline``: the boundary where
+    httpx's exceptions, 429 and 5xx become E314 (the authorization side failed for now)."""
+    shown = redact_url(url)
+    remaining = deadline.remaining()
+    if remaining <= 0:
+        raise AuthorizationUnavailable(f"{what}: no answer within {deadline.seconds:g}s")
+    try:
+        response = http.request(method, url, timeout=remaining, **options)
+    except httpx.TimeoutException as exc:
+        raise AuthorizationUnavailable(f"{what} at {shown}: timed out") from exc
+    except httpx.HTTPError as exc:
+        raise AuthorizationUnavailable(
+            f"{what} at {shown}: cannot reach it: {type(exc).__name__}"
+        ) from exc
+    if response.status_code == 429 or response.status_code >= 500:
+        raise AuthorizationUnavailable(f"{what} at {shown}: HTTP {response.status_code}")
+    return response
 
 
 def _covers(resource: str, endpoint: str) -> bool:

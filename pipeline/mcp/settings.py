@@ -235,12 +235,8 @@ class McpSettings(BaseSettings):
             raise ValueError("DOCLING_MCP_AUTH=api-key needs DOCLING_MCP_API_KEY")
         if self.auth == OAUTH:
             self._check_oauth()
-        if self.auth != "none" and self.command is not None:
-            raise ValueError(
-                f"DOCLING_MCP_AUTH={self.auth} with DOCLING_MCP_COMMAND: auth applies to HTTP "
-                "servers only; a stdio child is this process's own pipe and takes no "
-                "credentials (unset one of them)"
-            )
+        if self.command is not None:
+            check_no_auth_for_stdio(self.auth, "DOCLING_MCP_COMMAND")
         if self.timeout_small_below_bytes > self.timeout_medium_below_bytes:
             raise ValueError("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES exceeds ..._MEDIUM_BELOW_BYTES")
         return self
@@ -279,6 +275,16 @@ class McpSettings(BaseSettings):
     def endpoint(self) -> str:
         """The first endpoint: the one a single client talks to."""
         return self.endpoints[0]
+
+
+def check_no_auth_for_stdio(auth: str, command_from: str) -> None:
+    """Refuse credentials for a stdio child rather than ignore them silently."""
+    if auth != "none":
+        raise ValueError(
+            f"DOCLING_MCP_AUTH={auth} with {command_from}: auth applies to HTTP servers only; "
+            "a stdio child is this process's own pipe and takes no credentials "
+            "(unset DOCLING_MCP_AUTH, or use an origin)"
+        )
 
 
 def environment_variables() -> list[str]:
