@@ -129,6 +129,8 @@ class TokenSource:
         self._lock = threading.Lock()
         self._token: Token | None = None
         self._discovery: Discovery | None = None
+        #: The scope the last 401 asked for: kept for renewals that need no 401.
+        self._challenged_scope: str | None = None
         #: How many token requests this source sent, and how many threads are in
         #: :meth:`renew` right now (waiting for, or doing, a fetch): a test's and a debugger's aid.
         self.fetches = 0
@@ -165,6 +167,8 @@ class TokenSource:
 
     def _renew(self, stale: Token | None, challenge: Challenge | None) -> Token:
         with self._lock:
+            if challenge is not None and challenge.scope:
+                self._challenged_scope = challenge.scope
             token = self._token
             if token is not None and token is not stale and self.current() is token:
                 return token
@@ -177,7 +181,7 @@ class TokenSource:
                 self._discovery = discover(
                     self._http, self.endpoint, challenge or Challenge(), deadline
                 )
-            self._token = self._fetch(self._discovery, challenge)
+            self._token = self._fetch(self._discovery)
             return self._token
 
     def forget(self) -> None:
@@ -193,12 +197,12 @@ class TokenSource:
     def close(self) -> None:
         self._http.close()
 
-    def _fetch(self, discovery: Discovery, challenge: Challenge | None) -> Token:
+    def _fetch(self, discovery: Discovery) -> Token:
         deadline = Deadline(self.timeout_s)
         server = discovery.server
-        scope = self.scope or (challenge.scope if challenge else None)
-        if not scope and discovery.scopes_supported:
-            scope = " ".join(discovery.scopes_supported)
+        # The MCP spec's scope selection: configured, else the 401's, else all the resource
+        # metadata lists, else none.
+        scope = self.scope or self._challenged_scope or " ".join(discovery.scopes_supported)
         body = prepare_token_request(
             "client_credentials", **({"scope": scope} if scope else {}), resource=discovery.resource
         )

@@ -58,6 +58,8 @@ class AuthState:
     issue_revoked: bool = False
     release: anyio.Event = field(default_factory=anyio.Event)
     token_requests: int = 0
+    #: The scope and resource (RFC 8707) the last token request asked for.
+    last_request: dict[str, str] = field(default_factory=dict)
     held: int = 0
     refused: int = 0
     introspections: int = 0
@@ -125,6 +127,7 @@ def build_app(state: AuthState) -> Starlette:
             state.held += 1
             await state.release.wait()
         form = {k: str(v) for k, v in (await request.form()).items()}
+        state.last_request = {k: form.get(k, "") for k in ("scope", "resource")}
         if form.get("grant_type") != "client_credentials":
             return _refuse(state, "unsupported_grant_type", "client_credentials only", 400)
         client_id = _authenticate(state, request, form)
@@ -178,6 +181,7 @@ def build_app(state: AuthState) -> Starlette:
         return JSONResponse(
             {
                 "token_requests": state.token_requests,
+                "last_request": state.last_request,
                 "held": state.held,
                 "refused": state.refused,
                 "introspections": state.introspections,

@@ -73,9 +73,9 @@ def protected(fake_server: FakeServer, auth_server: AuthServer) -> FakeServer:
 
 
 def oauth_settings(settings: McpSettings, **fields: Any) -> McpSettings:
-    return settings.model_copy(
-        update={"auth": "oauth-client-credentials", "client_id": CLIENT, **fields}
-    )
+    """``settings`` with OAuth, validated again (as loading them from the environment would)."""
+    merged = {**settings.model_dump(), "auth": "oauth-client-credentials", "client_id": CLIENT}
+    return McpSettings.model_validate({**merged, **fields})
 
 
 def source(endpoint: str, clock: Clock | None = None, **options: Any) -> TokenSource:
@@ -113,8 +113,27 @@ def test_client_secret_basic_from_settings_gets_a_token_and_calls(
     configured = oauth_settings(settings, client_secret=SecretStr(SECRET))
     with McpClient(protected.url, settings=configured) as client:
         convert(client, docx)
-    assert auth_server.stats()["token_requests"] == 1
-    assert protected.stats()["auth_rejections"] == 1  # the first, tokenless request
+    assert counts(auth_server, protected) == (1, 1)  # the first request went without a token
+    # the resource exactly as its metadata published it (RFC 8707), the scope it lists
+    assert auth_server.stats()["last_request"] == {
+        "scope": "docling.convert",
+        "resource": protected.url,
+    }
+
+
+def test_the_stateless_revision_carries_the_token_too(
+    protected: FakeServer, auth_server: AuthServer, settings: McpSettings, docx: str
+) -> None:
+    """``auto`` against a 2026-07-28 server: server/discover is the request that gets the 401."""
+    protected.configure(stateless=True)
+    configured = oauth_settings(
+        settings, client_secret=SecretStr(SECRET), protocol_version="auto", scope="custom.scope"
+    )
+    with McpClient(protected.url, settings=configured) as client:
+        convert(client, docx)
+        assert client.negotiated_version == "2026-07-28"
+    assert counts(auth_server, protected) == (1, 1)
+    assert auth_server.stats()["last_request"]["scope"] == "custom.scope"
 
 
 def test_private_key_jwt_gets_a_token_and_calls(
