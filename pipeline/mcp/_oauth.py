@@ -172,16 +172,16 @@ class TokenSource:
             token = self._token
             if token is not None and token is not stale and self.current() is token:
                 return token
+            deadline = Deadline(self.timeout_s)  # discovery and the token request together
             if self._discovery is None or (
                 challenge is not None
                 and challenge.resource_metadata
                 and challenge.resource_metadata != self._discovery.metadata_url
             ):
-                deadline = Deadline(self.timeout_s)
                 self._discovery = discover(
                     self._http, self.endpoint, challenge or Challenge(), deadline
                 )
-            self._token = self._fetch(self._discovery)
+            self._token = self._fetch(self._discovery, deadline)
             return self._token
 
     def forget(self) -> None:
@@ -197,8 +197,7 @@ class TokenSource:
     def close(self) -> None:
         self._http.close()
 
-    def _fetch(self, discovery: Discovery) -> Token:
-        deadline = Deadline(self.timeout_s)
+    def _fetch(self, discovery: Discovery, deadline: Deadline) -> Token:
         server = discovery.server
         # The MCP spec's scope selection: configured, else the 401's, else all the resource
         # metadata lists, else none.

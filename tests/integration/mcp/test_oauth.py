@@ -387,3 +387,22 @@ def test_doclane_mcp_ping_with_oauth_from_the_environment(
     assert auth_server.stats()["token_requests"] == 1
     for secret in (SECRET, *auth_server.stats()["tokens"]):
         assert secret not in proc.stdout + proc.stderr
+
+
+def test_a_token_request_left_unanswered_is_E314_at_the_oauth_bound(
+    protected: FakeServer, auth_server: AuthServer, settings: McpSettings
+) -> None:
+    """The token fetch has its own bound (DOCLANE_MCP_OAUTH_TIMEOUT_S), not the call's: the
+    authorization server holds the request until released, so only that bound can end it."""
+    auth_server.configure(hold_tokens=True)
+    tokens = source(protected.url, timeout_s=1.0)
+    try:
+        with (
+            oauth_client(protected, settings, tokens) as client,
+            pytest.raises(PipelineError) as caught,
+        ):
+            client.initialize()
+    finally:
+        auth_server.release()
+    assert caught.value.code == "E314" and "token request" in caught.value.message
+    assert "timed out" in caught.value.message
