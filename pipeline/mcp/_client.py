@@ -133,7 +133,7 @@ class McpClient:
             )
         self._transport: Transport = transport or StreamableHttpTransport(
             endpoint,
-            auth=auth if auth is not None else auth_from_settings(self.settings),
+            auth=auth if auth is not None else auth_from_settings(self.settings, endpoint),
             connect_timeout=self.timeouts.connect_s,
             default_retry_ms=self.settings.sse_retry_ms,
             resume_attempts=self.settings.resume_attempts,

@@ -27,6 +27,9 @@ HTTP_LAYER_FAULTS = ("http", "garbage")
 HTTP_VERB_METHODS = ("GET", "DELETE")
 
 
+_ADVERTISE = ("header", "well-known", "none")
+
+
 class Knobs(BaseModel):
     """What the fake does wrong, and how it shapes its answers."""
 
@@ -142,7 +145,10 @@ class Knobs(BaseModel):
 
     # --- auth ----------------------------------------------------------------------------------
     require_auth: dict[str, str] | None = Field(
-        default=None, description='{"bearer": "tok"} or {"header": "X-API-Key", "value": "k"}'
+        default=None,
+        description='{"bearer": "tok"}, {"header": "X-API-Key", "value": "k"} or '
+        '{"oauth": "<issuer URL>", "advertise": "header|well-known|none"} '
+        "(tests.fakes.oauth_resource)",
     )
 
     # --- documents -----------------------------------------------------------------------------
@@ -174,7 +180,13 @@ class Knobs(BaseModel):
     def _auth_shape(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         if value is None or set(value) == {"bearer"} or set(value) == {"header", "value"}:
             return value
-        raise ValueError('require_auth is {"bearer": tok} or {"header": name, "value": secret}')
+        advertise = value.get("advertise", "header")
+        if "oauth" in value and set(value) <= {"oauth", "advertise"} and advertise in _ADVERTISE:
+            return value
+        raise ValueError(
+            'require_auth is {"bearer": tok}, {"header": name, "value": secret} or '
+            '{"oauth": issuer, "advertise": "header|well-known|none"}'
+        )
 
     def updated(self, changes: dict[str, Any]) -> Knobs:
         """A new model with ``changes`` applied and validated as a whole."""
