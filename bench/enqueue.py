@@ -14,6 +14,7 @@ file in the database, and one broker message per job.
 
     .venv/bin/python bench/enqueue.py [--smoke] [--files 10000] [--repeats 3] [--json]
         [--profile out.prof]   # also runs one submit under cProfile
+        [--compare-with DIR]   # alternate with the doclane of another checkout (A B A B ...)
 
 Figures go to docs/benchmarks.md.
 """
@@ -104,8 +105,20 @@ def messages_waiting(broker: Broker) -> int:
         client.close()
 
 
+def doclane_cli(root: Path) -> list[str]:
+    """``doclane`` as the checkout at ``root`` has it (its ``pipeline`` and ``workers``)."""
+    code = f"import sys; sys.path.insert(0, {str(root)!r}); from pipeline.cli import main; main()"
+    return [sys.executable, "-c", code]
+
+
 def submit_once(
-    folder: Path, count: int, broker: Broker, profile: Path | None, repeat: int
+    folder: Path,
+    count: int,
+    broker: Broker,
+    repeat: int,
+    *,
+    profile: Path | None = None,
+    root: Path = ROOT,
 ) -> dict[str, Any]:
     broker.flush()
     with scratch_database(f"doclane_bench_enqueue_{os.getpid()}_{repeat}") as db_url:
@@ -117,9 +130,10 @@ def submit_once(
             "DOCLANE_LOG_LEVEL": "WARNING",
         }
         subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
-        command = [DOCLANE, "submit", str(folder), "--json"]
+        command = [*doclane_cli(root), "submit", str(folder), "--json"]
         if profile is not None:
-            command = [sys.executable, "-m", "cProfile", "-o", str(profile), *command]
+            command = [sys.executable, "-m", "cProfile", "-o", str(profile), DOCLANE]
+            command += ["submit", str(folder), "--json"]
         load_before = Path("/proc/loadavg").read_text().split()[0]
         started = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -159,6 +173,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="50 files, 1 repeat (CI)")
     parser.add_argument("--profile", type=Path, help="cProfile one extra submit into this file")
+    parser.add_argument(
+        "--compare-with", type=Path, help="another checkout whose doclane submit alternates"
+    )
     parser.add_argument("--json", action="store_true")
     return parser.parse_args()
 
@@ -173,14 +190,28 @@ def main() -> None:
         folder = scratch / "inbox"
         folder.mkdir()
         total = make_files(folder, args.files)
-        runs = [submit_once(folder, args.files, broker, None, n) for n in range(args.repeats)]
+        runs, other = [], []
+        for n in range(args.repeats):
+            if args.compare_with is not None:
+                other.append(submit_once(folder, args.files, broker, n, root=args.compare_with))
+            runs.append(submit_once(folder, args.files, broker, n))
         if args.profile is not None:
-            submit_once(folder, args.files, broker, args.profile, args.repeats)
+            submit_once(folder, args.files, broker, args.repeats, profile=args.profile)
     finally:
         broker.release()
         shutil.rmtree(scratch, ignore_errors=True)
+    report = summarize(args, total, runs, other)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        show(report)
+
+
+def summarize(
+    args: argparse.Namespace, total: int, runs: list[dict[str, Any]], other: list[dict[str, Any]]
+) -> dict[str, Any]:
     median = statistics.median(run["seconds"] for run in runs)
-    report = {
+    report: dict[str, Any] = {
         "files": args.files,
         "bytes_total": total,
         "bytes_per_file": [MIN_BYTES, MAX_BYTES],
@@ -190,19 +221,37 @@ def main() -> None:
         "goal_s": GOAL_S,
         "ok": all(not run["problems"] for run in runs),
     }
-    if args.json:
-        print(json.dumps(report, indent=2))
-        return
+    if other:
+        other_median = statistics.median(run["seconds"] for run in other)
+        report["compared_with"] = {
+            "checkout": str(args.compare_with),
+            "runs": other,
+            "median_s": other_median,
+            "ratio": median / other_median,
+        }
+    return report
+
+
+def show(report: dict[str, Any]) -> None:
+    files, total = report["files"], report["bytes_total"]
     print(
-        f"{args.files} Markdown files of {MIN_BYTES // 1000}-{MAX_BYTES // 1000} kB "
+        f"{files} Markdown files of {MIN_BYTES // 1000}-{MAX_BYTES // 1000} kB "
         f"({total / 1e6:.0f} MB): doclane submit <folder>"
     )
-    for run in runs:
-        print(
-            f"  {run['seconds']:.2f} s  jobs {run['jobs']}  messages {run['messages']}  "
-            f"load {run['load_before']} -> {run['load_after']}  {'; '.join(run['problems'])}"
-        )
-    print(f"median {median:.2f} s ({args.files / median:.0f} files/s), goal < {GOAL_S} s")
+    sides = [("this checkout", report)]
+    if "compared_with" in report:
+        sides.append((report["compared_with"]["checkout"], report["compared_with"]))
+    for name, side in sides:
+        print(f"{name}:")
+        for run in side["runs"]:
+            print(
+                f"  {run['seconds']:.2f} s  jobs {run['jobs']}  messages {run['messages']}  "
+                f"load {run['load_before']} -> {run['load_after']}  {'; '.join(run['problems'])}"
+            )
+        print(f"  median {side['median_s']:.2f} s ({files / side['median_s']:.0f} files/s)")
+    if "compared_with" in report:
+        print(f"ratio {report['compared_with']['ratio']:.2f} (this / the other)")
+    print(f"goal < {GOAL_S} s")
 
 
 if __name__ == "__main__":
