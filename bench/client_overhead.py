@@ -49,10 +49,10 @@ GOAL_BARE = 1.15
 
 # ---- the server ------------------------------------------------------------------------------
 @contextmanager
-def fake_server() -> Iterator[str]:
-    """The fake in its own process; yields its MCP URL."""
+def fake_server(*options: str) -> Iterator[str]:
+    """The fake in its own process (``options``: its command line's); yields its MCP URL."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--exit-with-parent"],
+        [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--exit-with-parent", *options],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

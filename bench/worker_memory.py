@@ -25,7 +25,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -45,10 +44,12 @@ sys.path.insert(0, str(ROOT / "bench"))
 from batch_throughput import (  # noqa: E402
     DOCLANE,
     claim_redis_db,
+    free_port,
     scratch_database,
     stop_worker,
     wait_ready,
 )
+from client_overhead import fake_server  # noqa: E402
 
 MB = 1024 * 1024
 GROWTH_GOAL_MB = 50
@@ -109,32 +110,6 @@ def pool_process(worker_pid: int) -> int:
 
 
 # ---- the pieces ---------------------------------------------------------------------------------
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextmanager
-def fake_server(cache_dir: Path) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--exit-with-parent",
-         "--cache-dir", str(cache_dir)],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )  # fmt: skip
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http"):
-            raise SystemExit("the fake server did not start")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
 def write_small_files(folder: Path, first: int, count: int) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     rng = random.Random(first)
@@ -217,7 +192,7 @@ def measure(jobs: int, result_mb: int, scratch: Path) -> dict[str, Any]:
     broker = claim_redis_db()
     try:
         with (
-            fake_server(scratch / "server-cache") as url,
+            fake_server("--cache-dir", str(scratch / "server-cache")) as url,
             scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
         ):
             env = {
