@@ -154,8 +154,15 @@ class Outcome:
     failure: str | None
 
 
-def convert_one(client: httpx.Client, path: Path, deadline_s: float = 300.0) -> Outcome:
-    """POST the file to the async API, poll its task to the end, and fetch the markdown."""
+def convert_one(
+    client: httpx.Client, path: Path, poll_s: float, deadline_s: float = 300.0
+) -> Outcome:
+    """POST the file to the async API, poll its task to the end, and fetch the markdown.
+
+    The local engine answers a poll at once whatever its ``wait`` says, so the client paces its
+    polls (``poll_s``): polling without a pause takes the CPU that the conversions need on a
+    small machine (both run on the same cores).
+    """
     with open(path, "rb") as body:
         reply = client.post(
             "/v1/convert/file/async",
@@ -171,7 +178,7 @@ def convert_one(client: httpx.Client, path: Path, deadline_s: float = 300.0) -> 
     while status not in ("success", "partial_success", "failure", "skipped"):
         if time.monotonic() > limit:
             return Outcome(None, "timeout")
-        # The server holds the poll until the task changes or ``wait`` seconds pass.
+        time.sleep(poll_s)  # the client's pace between polls (see above)
         polled = client.get(f"/v1/status/poll/{task_id}", params={"wait": 5})
         if polled.status_code != 200:
             return Outcome(None, f"poll HTTP {polled.status_code}")
@@ -190,7 +197,9 @@ def convert_one(client: httpx.Client, path: Path, deadline_s: float = 300.0) -> 
     return Outcome(markdown, None)
 
 
-def convert_all(url: str, files: list[Path], concurrency: int) -> tuple[float, dict[str, Outcome]]:
+def convert_all(
+    url: str, files: list[Path], concurrency: int, poll_s: float
+) -> tuple[float, dict[str, Outcome]]:
     """Every file through the async API, ``concurrency`` tasks in flight; seconds and outcomes.
 
     One thread per task in flight, each with its own connection: as fast as the server's engine
@@ -210,7 +219,7 @@ def convert_all(url: str, files: list[Path], concurrency: int) -> tuple[float, d
                 except queue.Empty:
                     return
                 try:
-                    outcome = convert_one(client, path)
+                    outcome = convert_one(client, path, poll_s)
                 except httpx.HTTPError as exc:
                     outcome = Outcome(None, f"{type(exc).__name__}")
                 with lock:

@@ -71,6 +71,7 @@ TOPOLOGIES = (
     Topology("c-stdio", 1, servers=0, stdio=True),
     Topology("c-stdio", 2, servers=0, stdio=True),
     Topology("d-remote", 2, remote=True),
+    Topology("d-remote-pool", 2, servers=2, remote=True),
 )
 
 
@@ -128,12 +129,12 @@ class Stack:
         return {"DOCLING_MCP_ORIGIN": ",".join(server.url for server in self.mcp)}
 
 
-def serve_direct(files: list[Path], scratch: Path, workers: int) -> bt.Run:
+def serve_direct(files: list[Path], scratch: Path, workers: int, poll_s: float) -> bt.Run:
     """docling-serve's own async API, ``workers`` tasks in flight, on a fresh server."""
     serve = ds.DoclingServe(scratch / "docling-serve", workers)
     serve.start()
     try:
-        seconds, outcomes = ds.convert_all(serve.url, files, workers)
+        seconds, outcomes = ds.convert_all(serve.url, files, workers, poll_s)
     finally:
         serve.stop()
     run = bt.Run("e-serve", seconds, len(files))
@@ -157,7 +158,9 @@ def plan(args: argparse.Namespace) -> list[tuple[str, Callable[[], bt.Run]]]:
             return bt.direct(files, stack.mcp[0])
 
     modes.append(("direct", direct))
-    modes.append(("e-serve", lambda: serve_direct(files, scratch, args.serve_workers)))
+    modes.append(
+        ("e-serve", lambda: serve_direct(files, scratch, args.serve_workers, args.serve_poll_s))
+    )
     for topo in TOPOLOGIES:
         for label, batch_docs in (("off", 1), (f"on{args.batch_docs}", args.batch_docs)):
             name = f"{topo.name}-c{topo.concurrency}-{label}"
@@ -218,18 +221,20 @@ def row(run: bt.Run, direct: bt.Run | None, serve: bt.Run | None) -> dict[str, A
 
 
 def show(rows: list[dict[str, Any]], documents: int, refused: dict[str, str]) -> None:
+    """One line a mode: the median round's figures; markdown counts are the worst round's."""
+
+    def num(v: Any) -> str:
+        return "-" if v is None else str(v)
+
     print(f"{documents} documents ({len(refused)} set aside: doclane submit refuses them)")
-    head = f"{'mode':<20} {'s':>7} {'docs/s':>7} {'x serve':>7} {'x direct':>8} {'ok':>4}"
-    print(f"{head} {'md=direct':>9} {'md=serve':>8} {'batches':>7}  failures by code")
+    head = f"{'mode':<22} {'docs/s':>7} {'x serve':>7} {'x direct':>8} {'ok':>4}"
+    print(f"{head} {'md=direct':>9} {'md=serve':>8} {'batches':>7}  rounds (docs/s); failures")
     for r in rows:
-
-        def num(v: Any) -> str:
-            return "-" if v is None else str(v)
-
         print(
-            f"{r['mode']:<20} {r['seconds']:>7.1f} {r['docs_per_s']:>7.2f} {num(r['x_serve']):>7} "
-            f"{num(r['x_direct']):>8} {r['succeeded']:>4} {num(r['md_same_as_direct']):>9} "
-            f"{num(r['md_same_as_serve']):>8} {r['batch_calls']:>7}  {r['failed_by_code']}"
+            f"{r['mode']:<22} {r['docs_per_s']:>7.2f} {num(r['x_serve']):>7} "
+            f"{num(r['x_direct']):>8} {r['succeeded']:>4} {num(r['md_same_as_direct_min']):>9} "
+            f"{num(r['md_same_as_serve_min']):>8} {r['batch_calls']:>7}  "
+            f"{r['docs_per_s_rounds']}; {r['failed_by_code']}"
         )
     for r in rows:
         for what in ("md_differs_from_direct", "md_differs_from_serve", "not_finished"):
@@ -250,6 +255,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--modes", default="", help="Comma-separated mode names (default: all).")
     parser.add_argument("--batch-docs", type=int, default=64, help="DOCLANE_BATCH_MAX_DOCS (on).")
     parser.add_argument("--serve-workers", type=int, default=2, help="docling-serve's engine.")
+    parser.add_argument(
+        "--serve-poll-s", type=float, default=0.02, help="e-serve's pause between status polls."
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="Every mode N times, in turn.")
     parser.add_argument("--cache-documents", type=int, default=200, help="docling-mcp's cache.")
     parser.add_argument(
         "--no-install", action="store_true", help="Fail if docling-serve is absent."
@@ -298,24 +307,55 @@ def main() -> None:
         ds.ensure_installed()
     args.scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-topo-", dir=bt.TOOLS))
     print(f"scratch folder: {args.scratch}", file=sys.stderr)
-    runs: dict[str, bt.Run] = {}
+    runs: dict[str, list[bt.Run]] = {}
     args.broker = bt.claim_redis_db()
     try:
         args.corpus = subset(args)
         args.files, refused = bt.stage_corpus(args, args.scratch)
-        for name, measure in plan(args):
-            runs[name] = measure()
-            print(f"{name}: {runs[name].rate:.2f} docs/s", file=sys.stderr)
+        modes = plan(args)
+        for round_no in range(1, args.rounds + 1):  # A B C ... A B C: side by side, each round
+            for name, measure in modes:
+                run = measure()
+                runs.setdefault(name, []).append(run)
+                print(f"round {round_no} {name}: {run.rate:.2f} docs/s", file=sys.stderr)
     finally:
         args.broker.release()
         if not args.keep:
             shutil.rmtree(args.scratch, ignore_errors=True)
-    direct, serve = runs.get("direct"), runs.get("e-serve")
-    rows = [row(run, direct, serve) for run in runs.values()]
+    medians = {name: median_run(rounds) for name, rounds in runs.items()}
+    direct, serve = medians.get("direct"), medians.get("e-serve")
+    rows = []
+    for name, run in medians.items():
+        rows.append(
+            {
+                **row(run, direct, serve),
+                "docs_per_s_rounds": [round(r.rate, 2) for r in runs[name]],
+                # Every round's markdown, not only the median's, must match (deterministic).
+                "md_same_as_serve_min": min_same(runs[name], runs.get("e-serve")),
+                "md_same_as_direct_min": min_same(runs[name], runs.get("direct")),
+            }
+        )
     if args.json:
         print(json.dumps({"documents": len(args.files), "refused": refused, "modes": rows}))
     else:
         show(rows, len(args.files), refused)
+
+
+def median_run(rounds: list[bt.Run]) -> bt.Run:
+    """The round whose rate is the median (the lower middle one for an even count)."""
+    ordered = sorted(rounds, key=lambda r: r.rate)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def min_same(runs: list[bt.Run], bases: list[bt.Run] | None) -> int | None:
+    """The fewest documents whose markdown equals the base's, over every pair of rounds."""
+    if not bases or runs is bases:
+        return None
+    return min(
+        sum(1 for n, md in run.markdown.items() if base.markdown.get(n) == md)
+        for run in runs
+        for base in bases
+    )
 
 
 if __name__ == "__main__":

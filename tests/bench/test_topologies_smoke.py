@@ -62,8 +62,9 @@ def test_topologies_smoke() -> None:
         assert row["not_finished"] == {}, name
         assert row["docs_per_s"] > 0, name
     for name in ("a-http-c1-on64", "d-remote-c2-on64"):
-        assert modes[name]["md_same_as_direct"] == documents, modes[name]["md_differs_from_direct"]
-        assert modes[name]["batch_calls"] >= 1, name  # batches on: the directory tool was used
+        row = modes[name]
+        assert row["md_same_as_direct_min"] == documents, row["md_differs_from_direct"]
+        assert row["batch_calls"] >= 1, name  # batches on: the directory tool was used
     # docling-mcp over docling-serve gives docling-serve's own markdown, document for document.
-    assert modes["d-remote-c2-on64"]["md_same_as_serve"] == documents
-    assert modes["e-serve"]["md_same_as_direct"] == documents
+    assert modes["d-remote-c2-on64"]["md_same_as_serve_min"] == documents
+    assert modes["e-serve"]["md_same_as_direct_min"] == documents
