@@ -97,6 +97,10 @@ class Stack:
                 }
             for n in range(max(self.topo.servers, 1)):
                 server = bt.DoclingServer(self.scratch / f"mcp-{n}", self.cache_documents, extra)
+                # One cache folder for the whole pool: the worker reads the Docling JSON that
+                # proves a batch from one folder (DOCLANE_SERVER_CACHE_DIR); a server writing
+                # elsewhere leaves its batches unproven, converted again one by one.
+                server.cache_dir = self.scratch / "mcp-0" / "cache"
                 if not self.topo.stdio:
                     server.start()
                 self.mcp.append(server)
