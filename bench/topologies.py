@@ -11,6 +11,11 @@ topology through doclane's pipeline (``doclane worker -c N`` + ``doclane submit 
   (``DOCLING_MCP_COMMAND``; ``-c 1`` and ``-c 2``; a child's start is inside the time);
 - ``d-remote``: one docling-mcp in remote mode over docling-serve 1.38.2
   (``DOCLING_MCP_CONVERSION_MODE=remote``, ``DOCLING_MCP_SERVICE_URL``; ``-c 2``);
+- ``d-remote-pool``: two of those in a pool over the one docling-serve (``-c 2``).
+
+The servers of a pool share one cache folder (the one the worker reads the batch proof from);
+the corpus is a fixed subset, the first ``--per-format`` (18) documents of each format by name;
+``--rounds N`` runs every mode N times in turn and reports the median round.
 
 and two baselines without doclane's pipeline:
 
@@ -26,7 +31,7 @@ markdown. docling-serve is installed on first use into its own venv
 (``bench/docling_serve_api.py`` says how it is run offline).
 
     flock /tmp/doclane-bench.lock .venv/bin/python bench/topologies.py [--smoke] [--json]
-        [--modes direct,a-http-c1,...] [--batch-docs 64] [--serve-workers 2]
+        [--rounds 1] [--modes direct,a-http-c1-on,...] [--batch-docs 64] [--serve-workers 2]
 
 ``--smoke`` (what CI runs through tests/bench/test_topologies_smoke.py): two documents of each
 format and four modes (direct, a-http-c1 on, d-remote-c2 on, e-serve); its figures mean nothing.
