@@ -171,6 +171,7 @@ class Run:
     others: dict[str, str] = field(default_factory=dict)  # not finished: name -> state
     batches: list[int] = field(default_factory=list)  # documents per batch call
     proven: int = 0
+    eliminated: int = 0  # keys proven by elimination (no save)
     tool_seconds: dict[str, float] = field(default_factory=dict)  # the worker's MCP calls
 
     @property
@@ -362,9 +363,9 @@ def collect(mode: str, db_url: str, started: float, count: int) -> Run:
 def count_batches(run: Run, log_path: Path) -> None:
     """Batch sizes, proven keys and seconds per tool, from the worker's log lines.
 
-    ``batch ...: N key(s) for D document(s), P proven`` once per batch; ``<tool> ok in S s`` per
-    call and per job concerned (a directory call is logged once for each of its documents, so it
-    is counted once per lead job).
+    ``batch ...: N key(s) for D document(s), P proven (X by elimination)`` once per batch;
+    ``<tool> ok in S s`` per call and per job concerned (a directory call is logged once for
+    each of its documents, so it is counted once per lead job).
     """
     seen_directory: set[str] = set()
     for line in log_path.read_text(errors="replace").splitlines():
@@ -374,6 +375,7 @@ def count_batches(run: Run, log_path: Path) -> None:
             with contextlib.suppress(ValueError):
                 run.batches.append(int(docs))
                 run.proven += int(proven.split()[0])
+            run.eliminated += "(none by elimination)" not in line and "by elimination" in line
             continue
         match = TOOL_LINE.search(line)
         if match is None:
@@ -414,6 +416,7 @@ def compare(base: Run, run: Run) -> dict[str, Any]:
         "batch_calls": len(run.batches),
         "batched_documents": sum(run.batches),
         "proven": run.proven,
+        "eliminated": run.eliminated,
         "tool_seconds": {tool: round(t, 1) for tool, t in sorted(run.tool_seconds.items())},
     }
 
