@@ -454,6 +454,9 @@ def parse_args() -> argparse.Namespace:
         default=200,
         help="The server's DOCLING_MCP_CACHE_MAX_DOCUMENTS.",
     )
+    parser.add_argument(
+        "--no-off", action="store_true", help="Skip the batches-off mode (direct is always run)."
+    )
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (logs).")
     return parser.parse_args()
@@ -498,7 +501,7 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
     if args.smoke:
         batch_sizes = batch_sizes[:1]
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    plan = [(f"off-c{c}", 1, c) for c in concurrencies]
+    plan = [] if args.no_off else [(f"off-c{c}", 1, c) for c in concurrencies]
     plan += [(f"on{b}-c{c}", b, c) for b in batch_sizes for c in concurrencies]
     broker = claim_redis_db()
     server = DoclingServer(scratch, args.cache_documents)

@@ -237,7 +237,8 @@ class BatchRunner:
         total = sum(m.source.info.size_bytes or 0 for m in active if m.source is not None)
         deadline = self.timeouts.for_size(total) + self.settings.batch_per_doc_s * len(active)
         by_name = {m.name: m for m in active}
-        listing = [entry.name for entry in os.scandir(batch.folder)]  # the server's order, likely
+        with os.scandir(batch.folder) as entries:  # the order the server lists it in, likely
+            listing = [entry.name for entry in entries]
         tries = RetryRecord()
 
         def report(record: McpCallRecord, name: str | None) -> None:
