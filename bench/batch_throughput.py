@@ -21,6 +21,11 @@ Documents ``doclane submit`` would refuse (E1xx) are set aside and listed, so th
 measure the same documents.
 
     .venv/bin/python bench/batch_throughput.py [--smoke] [--batch-docs 8,32] [--concurrency 1]
+        [--rounds 2] [--no-off]
+
+``--rounds N`` runs direct and every mode N times in turn (A B A B: the load of a shared machine
+then weighs on both sides) and ends with each mode's median rate and median ratio to the
+direct figure of its own round.
 
 ``--smoke`` takes a dozen documents of every kind and one batch size (what CI runs: it proves
 the bench still works, its figures mean nothing). Everything started is stopped and every
@@ -38,6 +43,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -180,6 +186,7 @@ class Run:
     others: dict[str, str] = field(default_factory=dict)  # not finished: name -> state
     batches: list[int] = field(default_factory=list)  # documents per batch call
     proven: int = 0
+    eliminated: int = 0  # keys proven by elimination (no save)
     tool_seconds: dict[str, float] = field(default_factory=dict)  # the worker's MCP calls
 
     @property
@@ -377,9 +384,9 @@ def collect(mode: str, db_url: str, started: float, count: int) -> Run:
 def count_batches(run: Run, log_path: Path) -> None:
     """Batch sizes, proven keys and seconds per tool, from the worker's log lines.
 
-    ``batch ...: N key(s) for D document(s), P proven`` once per batch; ``<tool> ok in S s`` per
-    call and per job concerned (a directory call is logged once for each of its documents, so it
-    is counted once per lead job).
+    ``batch ...: N key(s) for D document(s), P proven (X by elimination)`` once per batch;
+    ``<tool> ok in S s`` per call and per job concerned (a directory call is logged once for
+    each of its documents, so it is counted once per lead job).
     """
     seen_directory: set[str] = set()
     for line in log_path.read_text(errors="replace").splitlines():
@@ -389,6 +396,7 @@ def count_batches(run: Run, log_path: Path) -> None:
             with contextlib.suppress(ValueError):
                 run.batches.append(int(docs))
                 run.proven += int(proven.split()[0])
+            run.eliminated += "(none by elimination)" not in line and "by elimination" in line
             continue
         match = TOOL_LINE.search(line)
         if match is None:
@@ -429,6 +437,7 @@ def compare(base: Run, run: Run) -> dict[str, Any]:
         "batch_calls": len(run.batches),
         "batched_documents": sum(run.batches),
         "proven": run.proven,
+        "eliminated": run.eliminated,
         "tool_seconds": {tool: round(t, 1) for tool, t in sorted(run.tool_seconds.items())},
     }
 
@@ -465,6 +474,12 @@ def parse_args() -> argparse.Namespace:
         type=int,
         default=200,
         help="The server's DOCLING_MCP_CACHE_MAX_DOCUMENTS.",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="Run direct and every mode this many times."
+    )
+    parser.add_argument(
+        "--no-off", action="store_true", help="Skip the batches-off mode (direct is always run)."
     )
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (logs).")
@@ -510,7 +525,7 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
     if args.smoke:
         batch_sizes = batch_sizes[:1]
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
-    plan = [(f"off-c{c}", 1, c) for c in concurrencies]
+    plan = [] if args.no_off else [(f"off-c{c}", 1, c) for c in concurrencies]
     plan += [(f"on{b}-c{c}", b, c) for b in batch_sizes for c in concurrencies]
     broker = claim_redis_db()
     server = DoclingServer(scratch, args.cache_documents)
@@ -592,13 +607,36 @@ def main() -> None:
         raise SystemExit(f"{DOCLING_MCP_BIN} is missing: source scripts/lib.sh; ensure_docling_mcp")
     scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-batch-", dir=TOOLS))
     print(f"scratch folder: {scratch}", file=sys.stderr)
+    rounds: list[list[Run]] = []
     try:
         files, refused = stage_corpus(args, scratch)
-        runs = measure(args, files, scratch)
+        for _ in range(args.rounds):  # direct, then each mode, again: A B A B on a shared machine
+            rounds.append(measure(args, files, scratch))
+            show(rounds[-1], refused, args.json)
     finally:
         if not args.keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    show(runs, refused, args.json)
+    if len(rounds) > 1:
+        show_medians(rounds, args.json)
+
+
+def show_medians(rounds: list[list[Run]], as_json: bool) -> None:
+    """Per mode, the median over rounds of its rate and of its ratio to that round's direct."""
+    medians: dict[str, dict[str, float]] = {}
+    for n, mode in enumerate(run.mode for run in rounds[0]):
+        rates = [runs[n].rate for runs in rounds]
+        ratios = [runs[n].rate / runs[0].rate for runs in rounds if runs[0].rate]
+        medians[mode] = {
+            "docs_per_s": round(statistics.median(rates), 2),
+            "ratio_to_direct": round(statistics.median(ratios), 2),
+        }
+    if as_json:
+        print(json.dumps({"rounds": len(rounds), "median": medians}))
+        return
+    print(f"medians over {len(rounds)} rounds:")
+    for mode, row in medians.items():
+        rate, ratio = row["docs_per_s"], row["ratio_to_direct"]
+        print(f"  {mode:<10} {rate:>7.2f} docs/s {ratio:>6.2f}x direct")
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
@@ -53,6 +53,8 @@ from pipeline.sources.pathmap import PathMap
 from pipeline.store import JobStore
 
 T = TypeVar("T")
+#: Formats whose Docling JSON is many times the file (see ``admitted``).
+TABLE_SUFFIXES = frozenset({".csv", ".xlsx"})
 log = logging.getLogger("doclane.processor")
 
 
@@ -134,9 +136,16 @@ class BatchRunner:
             and job.source_kind.value == "file"
             and job.size_bytes is not None
             and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)
+            and self.admitted(job.source_uri, job.size_bytes)
             and self.profile_settings.server_cache_dir is not None
             and self.profile_settings.profile in ("auto", "docling-mcp")
         )
+
+    def admitted(self, source_uri: str, size_bytes: int) -> bool:
+        """Whether a document's proof is cheap enough for it to share a call: a table's
+        Docling JSON explodes (``DOCLANE_BATCH_MAX_TABLE_BYTES``)."""
+        suffix = PurePath(source_uri).suffix.lower()
+        return suffix not in TABLE_SUFFIXES or size_bytes <= self.settings.batch_max_table_bytes
 
     def claim_companions(self, lead: Job) -> list[Job]:
         limit = self.settings.batch_max_docs - 1
@@ -150,6 +159,8 @@ class BatchRunner:
                 name, size = Path(row["source_uri"]).name, int(row["size_bytes"] or 0)
                 if name in names or row["content_sha256"] in contents:
                     continue  # one name is one document; one content is one key
+                if not self.admitted(name, size):
+                    continue  # converted alone: its proof would cost more than the call
                 if total + size > self.settings.batch_max_bytes:
                     continue
                 names.add(name)
@@ -226,6 +237,8 @@ class BatchRunner:
         total = sum(m.source.info.size_bytes or 0 for m in active if m.source is not None)
         deadline = self.timeouts.for_size(total) + self.settings.batch_per_doc_s * len(active)
         by_name = {m.name: m for m in active}
+        with os.scandir(batch.folder) as entries:  # the order the server lists it in, likely
+            listing = [entry.name for entry in entries]
         tries = RetryRecord()
 
         def report(record: McpCallRecord, name: str | None) -> None:
@@ -241,7 +254,13 @@ class BatchRunner:
             members = [BatchMember(m.name, m.source.info.size_bytes or 0, m.source.info.sha256)
                        for m in active if m.source is not None]  # fmt: skip
             return profile.convert(
-                client, folder, members, active[0].job.formats, report, timeout=deadline
+                client,
+                folder,
+                members,
+                active[0].job.formats,
+                report,
+                timeout=deadline,
+                listing=listing,
             )
 
         try:
@@ -262,11 +281,12 @@ class BatchRunner:
                 member.outcome = self.failures.failure(member.job, error, reached_server=reached)
             return
         log.info(
-            "batch %s: %d key(s) for %d document(s), %d proven",
+            "batch %s: %d key(s) for %d document(s), %d proven (%s by elimination)",
             batch.id,
             converted.keys,
             len(active),
             len(converted.converted),
+            converted.eliminated or "none",
         )
         for member in active:
             conversion = converted.converted.get(member.name)

@@ -51,6 +51,12 @@ class ProcessingSettings(BaseSettings):
     batch_max_bytes: int = Field(default=32 * 1024 * 1024, ge=1)
     #: The batch call's deadline: the size tier of its total bytes, plus this per document.
     batch_per_doc_s: float = Field(default=5.0, ge=0)
+    #: A CSV or XLSX file larger than this is converted alone, never in a batch: a batch's keys
+    #: are proven by saving each document's Docling JSON, which for a table is 100-1000 times
+    #: the file (a 65 kB XLSX: 12 MB, 1.2 s), more than the call the batch would save it
+    #: (0.3 s). Measured on the real-world corpus: every table up to 39 kB saved in 0.05 s or
+    #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md, bench/proof_cost.py).
+    batch_max_table_bytes: int = Field(default=48 * 1024, ge=0)
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"

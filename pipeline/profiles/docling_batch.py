@@ -21,7 +21,30 @@ its file is left *unproven* and converted alone later, as is every file the serv
 content and the name alone decides, as it did for every format before.) The JSON is read
 anyway when the job wants Docling JSON, so for such jobs the proof costs nothing; otherwise
 about 12 ms for a small document, but seconds for a large table (the server writes the whole
-document as markdown and JSON: docs/benchmarks.md).
+document as markdown and JSON: docs/benchmarks.md). Only the ``origin`` is read for the proof
+(:func:`read_origin`: a top-level key near the start), never the whole file, unless the job
+wants the JSON itself.
+
+**Proof by elimination**: when the last key left is the most expensive to save, it need not
+be saved at all. The argument, from two facts of the server (docling-mcp 3.3.0's source):
+(1) a document key is derived from the file's content and suffix (sha256 over the content's
+sha256, the suffix and the server's conversion settings), so one file gives one key and two
+files of different contents give different keys; (2) every key the directory tool answers
+comes from a file of the folder. Now say the tool answered exactly as many keys as the batch
+has members, all distinct, and the members' contents are all known and distinct. Distinct keys
+come from distinct files (1, 2), so each member gave exactly one key. A *strong* proof of key
+K for member m (its JSON names m and carries m's content hash) says the document under K was
+converted from m's content, so K is m's key (1: no other member has that content). When N-1
+keys are strongly proven for N-1 distinct members, the last key can only be the last member's.
+Elimination does not apply, and every key is proven as before, when the tool answered fewer or
+more keys than members (a skip), a key twice, when two members share a content (or one's is
+unknown), when any of the N-1 proofs failed or rested on the name alone (a Markdown file whose
+hash is of the HTML docling rendered), or when the job wants the JSON anyway (then the save is
+no extra cost). The keys are proven cheapest first, so that the one left is the most
+expensive: which key is whose is unknown until proven, so the order is a guess (the server
+lists the folder as the worker does, so the i-th key is probably the i-th listed file; its
+expected JSON size is its bytes times its format's JSON/source ratio). A wrong guess costs time,
+never correctness: every key but the last is proven whatever the order.
 """
 
 from __future__ import annotations
@@ -29,6 +52,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 from errors import PipelineError
@@ -48,9 +72,23 @@ from pipeline.profiles.docling_mcp import (
     SAVE,
     DoclingMcpProfile,
     KeyVanished,
+    unreadable,
 )
+from pipeline.profiles.saved_origin import read_origin
 
 CONVERT_DIRECTORY = "convert_directory_files_into_docling_document"
+
+#: Docling JSON bytes per source byte, by suffix: the medians measured on the real-world corpus
+#: (bench/proof_cost.py, docs/benchmarks.md; the largest: CSV 1079, XLSX 186, MD 171, HTML
+#: 141). Only the order of proofs rests on them.
+JSON_PER_SOURCE_BYTE: dict[str, float] = {
+    ".csv": 297.0,
+    ".xlsx": 1.6,
+    ".html": 17.4,
+    ".md": 16.2,
+    ".docx": 0.2,
+    ".pptx": 0.2,
+}
 
 #: Receives each call and the member file it concerns (None: the whole batch).
 BatchReporter = Callable[[McpCallRecord, "str | None"], None]
@@ -65,6 +103,11 @@ class BatchMember:
     #: Hex sha256 of the file; None: the proof checks the name only (callers that know it pass it).
     sha256: str | None = None
 
+    @property
+    def expected_json_bytes(self) -> float:
+        """What saving its Docling JSON is expected to write: the proof's cost, roughly."""
+        return self.size_bytes * JSON_PER_SOURCE_BYTE.get(PurePath(self.name).suffix.lower(), 1)
+
 
 @dataclass(slots=True)
 class BatchConversion:
@@ -74,6 +117,25 @@ class BatchConversion:
     #: Files the server skipped, or whose key could not be proven theirs: converted alone.
     unproven: list[str] = field(default_factory=list)
     keys: int = 0
+    #: The member whose key was proven by elimination (no save), if any.
+    eliminated: str | None = None
+
+
+@dataclass(slots=True)
+class _Round:
+    """One batch's proofs and exports under way."""
+
+    client: ToolClient
+    by_name: dict[str, BatchMember]
+    formats: tuple[str, ...]
+    report: BatchReporter
+    outcome: BatchConversion
+    #: Member name -> whether its key's proof was strong (by content, not by name alone).
+    proven: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def strong(self) -> int:
+        return sum(self.proven.values())
 
 
 class DoclingBatchProfile:
@@ -97,9 +159,12 @@ class DoclingBatchProfile:
         report: BatchReporter,
         *,
         timeout: float,
+        listing: Sequence[str] | None = None,
     ) -> BatchConversion:
         """Convert every file of ``folder`` (the server's path) in one call, then prove and
-        export each key. Raises only for trouble with the directory call itself."""
+        export each key. ``listing``: the folder's file names in the order the worker lists
+        them (the guess of which key is whose, for the order of proofs only). Raises only for
+        trouble with the directory call itself."""
         result = call_tool(
             client,
             CONVERT_DIRECTORY,
@@ -111,50 +176,74 @@ class DoclingBatchProfile:
         )
         keys = _keys(structured(result, CONVERT_DIRECTORY))
         outcome = BatchConversion(keys=len(keys))
-        by_name = {m.name: m for m in members}
-        for key in dict.fromkeys(keys):  # a repeated key proves nothing more than once
-            self._prove_and_export(
-                client, key, by_name=by_name, formats=formats, report=report, outcome=outcome
-            )
+        batch = _Round(client, {m.name: m for m in members}, formats, report, outcome)
+        order = proof_order(keys, members, listing)
+        eliminate = "json" not in formats and may_eliminate(keys, members)
+        for n, key in enumerate(order):
+            if eliminate and n == len(members) - 1 and batch.strong == n:
+                [last] = [m for m in members if m.name not in batch.proven]
+                outcome.eliminated = last.name
+                self._export(batch, key, last, "")
+            else:
+                self._prove_and_export(batch, key)
         outcome.unproven = [m.name for m in members if m.name not in outcome.converted]
         return outcome
 
-    def _prove_and_export(
-        self,
-        client: ToolClient,
-        key: str,
-        *,
-        by_name: dict[str, BatchMember],
-        formats: tuple[str, ...],
-        report: BatchReporter,
-        outcome: BatchConversion,
-    ) -> None:
+    def _prove_and_export(self, batch: _Round, key: str) -> None:
         pending: list[McpCallRecord] = []  # calls made before the key's file is known
-        request = ConversionRequest(source="", kind="file", suffix="", formats=formats)
+        text = ""
         try:
-            text = self.single.saved_json(client, key, request, pending.append)
+            origin, text = self._saved_origin(batch.client, key, batch.formats, pending.append)
         except (KeyVanished, PipelineError) as exc:
             if isinstance(exc, PipelineError) and exc.retryable:
                 raise  # the server's trouble, not this key's: the batch's outcome
-            name = None
+            proven = None
         else:
-            name = _proven_name(text, by_name)
-        if name not in by_name or name in outcome.converted:
+            proven = _proven_name(origin, batch.by_name)
+        if proven is None or proven[0] in batch.proven:
             for record in pending:
-                report(record, None)
+                batch.report(record, None)
             return
+        name, strong = proven
+        batch.proven[name] = strong
         for record in pending:
-            report(record, name)
-        member = by_name[name]
+            batch.report(record, name)
+        self._export(batch, key, batch.by_name[name], text)
+
+    def _saved_origin(
+        self,
+        client: ToolClient,
+        key: str,
+        formats: tuple[str, ...],
+        report: Callable[[McpCallRecord], None],
+    ) -> tuple[Any, str]:
+        """The saved JSON's ``origin``, and the whole text when the job wants the JSON."""
+        request = ConversionRequest(source="", kind="file", suffix="", formats=formats)
+        if "json" in formats:
+            text = self.single.saved_json(client, key, request, report)
+            try:
+                data = json.loads(text)
+            except ValueError:
+                return None, text
+            return (data.get("origin") if isinstance(data, dict) else None), text
+        server_path, local = self.single.save(client, key, request, report)
+        try:
+            return read_origin(local, limit=self.single.max_saved_bytes), ""
+        except OSError as exc:
+            raise unreadable(server_path, local, exc) from exc
+
+    def _export(self, batch: _Round, key: str, member: BatchMember, text: str) -> None:
+        """Store ``member``'s outputs from ``key`` (``text``: its saved JSON, when wanted)."""
+        name = member.name
         request = ConversionRequest(
-            source="", kind="file", suffix="", formats=formats, size_bytes=member.size_bytes
+            source="", kind="file", suffix="", formats=batch.formats, size_bytes=member.size_bytes
         )
         outputs: dict[str, str] = {}
         try:
-            for fmt in formats:
+            for fmt in batch.formats:
                 if fmt == "md":
                     outputs["md"] = self.single.markdown(
-                        client, key, request, lambda record: report(record, name)
+                        batch.client, key, request, lambda record: batch.report(record, name)
                     )
                 elif fmt == "json":
                     outputs["json"] = text
@@ -164,7 +253,41 @@ class DoclingBatchProfile:
             if exc.retryable:
                 raise
             return  # this document's export failed: converted alone, it gets its own error
-        outcome.converted[name] = Conversion(profile=self.name, outputs=outputs, document_key=key)
+        batch.outcome.converted[name] = Conversion(
+            profile=self.name, outputs=outputs, document_key=key
+        )
+
+
+def proof_order(
+    keys: Sequence[str], members: Sequence[BatchMember], listing: Sequence[str] | None
+) -> list[str]:
+    """Each distinct key once, cheapest expected proof first (a guess: the module docstring).
+
+    The guess pairs the i-th key with the i-th listed file, and only when the tool answered
+    as many keys as files were listed; otherwise the keys keep the order they came in.
+    """
+    distinct = list(dict.fromkeys(keys))  # a repeated key proves nothing more than once
+    if listing is None or len(keys) != len(listing):
+        return distinct
+    by_name = {m.name: m for m in members}
+    expected = {
+        key: by_name[name].expected_json_bytes if name in by_name else 0.0
+        for key, name in zip(keys, listing, strict=True)
+    }
+    return sorted(distinct, key=lambda key: expected[key])
+
+
+def may_eliminate(keys: Sequence[str], members: Sequence[BatchMember]) -> bool:
+    """Whether the last key may be proven by elimination (the module docstring's conditions
+    on the answer itself; the proofs of the others are checked as they come)."""
+    contents = [m.sha256 for m in members]
+    return (
+        len(members) > 1
+        and len(keys) == len(members)
+        and len(set(keys)) == len(keys)
+        and None not in contents
+        and len(set(contents)) == len(contents)
+    )
 
 
 def _keys(data: Any) -> list[str]:
@@ -178,19 +301,17 @@ def _keys(data: Any) -> list[str]:
     ]
 
 
-def _proven_name(text: str, by_name: dict[str, BatchMember]) -> str | None:
-    """The member this saved JSON proves: its origin names it, and no other member's content.
+def _proven_name(origin: Any, by_name: dict[str, BatchMember]) -> tuple[str, bool] | None:
+    """The member this saved ``origin`` proves, and whether its content proved it too.
 
-    ``origin.binary_hash`` is the converted file's content for most formats, so it must then be
-    the named member's; a hash that is another member's content is a cache hit first converted
+    Its origin must name the member and carry no other member's content. ``origin.binary_hash``
+    is the converted file's content for most formats, so it must then be the named member's
+    (a *strong* proof); a hash that is another member's content is a cache hit first converted
     under this name (the module docstring). Docling hashes some inputs after a transformation
-    (Markdown: the HTML it renders), so a hash that is no member's content leaves the name alone
-    to decide, as before this check existed.
+    (Markdown with HTML blocks: the HTML it renders), so a hash that is no member's content
+    leaves the name alone to decide, as before this check existed (a *weak* proof, which never
+    helps to prove another key by elimination).
     """
-    try:
-        origin = json.loads(text).get("origin") or {}
-    except (ValueError, AttributeError):
-        return None
     if not isinstance(origin, dict):
         return None
     name = origin.get("filename")
@@ -199,11 +320,11 @@ def _proven_name(text: str, by_name: dict[str, BatchMember]) -> str | None:
         return None
     found = origin.get("binary_hash")
     if member.sha256 is not None and found == binary_hash(member.sha256):
-        return member.name
+        return member.name, True
     others = {binary_hash(m.sha256) for m in by_name.values() if m.sha256 is not None}
     if found in others:
         return None  # another member's content, under this member's name
-    return member.name
+    return member.name, False
 
 
 def binary_hash(sha256_hex: str) -> int:

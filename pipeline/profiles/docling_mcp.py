@@ -160,19 +160,25 @@ class DoclingMcpProfile:
         self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
     ) -> str:
         """The Docling JSON of ``key``, saved by the server and read from its cache folder."""
-        assert self._cache_dir is not None  # missing_formats() refused json otherwise
-        result = self._export_call(client, SAVE, key, request, report)
-        server_path = require_str(structured(result, SAVE), "json_file", SAVE)
-        local = self._readable_path(server_path)
+        server_path, local = self.save(client, key, request, report)
         try:
             return self._read_saved(local)
         except OSError as exc:
-            raise ExportFailed(
-                f"{SAVE}: the server saved {server_path}, but the worker cannot read it at "
-                f"{local} ({exc.strerror or exc}); check DOCLANE_SERVER_CACHE_DIR and "
-                "DOCLANE_PATH_MAP",
-                detail={"tool": SAVE, "server_path": server_path, "worker_path": str(local)},
-            ) from exc
+            raise unreadable(server_path, local, exc) from exc
+
+    def save(
+        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
+    ) -> tuple[str, Path]:
+        """Have the server save ``key``'s Docling JSON: its path there, and where the worker
+        can read it."""
+        assert self._cache_dir is not None  # missing_formats() refused json otherwise
+        result = self._export_call(client, SAVE, key, request, report)
+        server_path = require_str(structured(result, SAVE), "json_file", SAVE)
+        return server_path, self._readable_path(server_path)
+
+    @property
+    def max_saved_bytes(self) -> int:
+        return self._max_saved_bytes
 
     def _read_saved(self, path: Path) -> str:
         """The saved file's text, never reading past the bound (the file may still grow)."""
@@ -238,3 +244,12 @@ class DoclingMcpProfile:
             client, CHECK_CACHE, {"document_key": key}, stage="export", report=report
         )
         return structured(result, CHECK_CACHE).get("in_cache") is True
+
+
+def unreadable(server_path: str, local: Path, exc: OSError) -> ExportFailed:
+    """The server saved a file the worker cannot read: a configuration problem, said so."""
+    return ExportFailed(
+        f"{SAVE}: the server saved {server_path}, but the worker cannot read it at {local} "
+        f"({exc.strerror or exc}); check DOCLANE_SERVER_CACHE_DIR and DOCLANE_PATH_MAP",
+        detail={"tool": SAVE, "server_path": server_path, "worker_path": str(local)},
+    )

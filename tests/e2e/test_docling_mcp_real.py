@@ -168,6 +168,46 @@ def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_
         assert origin["filename"] == name
 
 
+def test_the_real_server_keeps_the_facts_the_proof_by_elimination_rests_on(
+    client: McpClient, docling_server: DoclingServer, tmp_path: Path
+) -> None:
+    """Keys content-derived, origins carrying the content hash and readable from the start of
+    the file: one key left unsaved, every markdown the one-by-one conversion's."""
+    import hashlib
+    import os
+
+    from pipeline.profiles import ConversionRequest, DoclingMcpProfile
+    from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
+
+    folder = tmp_path / "eliminated"
+    folder.mkdir()
+    names = sorted(EXPECTED_MARKDOWN)
+    for name in names:
+        (folder / name).write_bytes(example(name).read_bytes())
+    tools = frozenset(t.name for t in client.tools())
+    single = DoclingMcpProfile.for_tools(tools, server_cache_dir=docling_server.cache_dir)
+    members = [
+        BatchMember(name, (folder / name).stat().st_size,
+                    hashlib.sha256((folder / name).read_bytes()).hexdigest())
+        for name in names
+    ]  # fmt: skip
+    listing = [entry.name for entry in os.scandir(folder)]
+
+    converted = DoclingBatchProfile(single).convert(
+        client, str(folder), members, ("md",), lambda r, n: None, timeout=120, listing=listing
+    )
+
+    assert converted.unproven == [] and converted.eliminated in names
+    for name in names:
+        alone = single.convert(
+            client,
+            ConversionRequest(str(folder / name), "file", Path(name).suffix, ("md",)),
+            lambda record: None,
+        )
+        assert converted.converted[name].outputs["md"] == alone.outputs["md"], name
+        assert converted.converted[name].document_key == alone.document_key, name
+
+
 def test_doclane_mcp_pinned_to_2026_07_28_pings_and_converts_on_docling_mcp(
     docling_server: DoclingServer,
 ) -> None:

@@ -234,3 +234,57 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
 
     assert "New a" in (bench.store.get_result(new_a, "md") or "")
     assert "Old a" in (bench.store.get_result(b, "md") or "")
+
+
+SAVE = "save_docling_document"
+
+
+@pytest.mark.parametrize("order", ["listed", "shuffled"])
+def test_the_last_key_is_proven_by_elimination_without_a_save(
+    make_bench: Callable[..., Bench], order: str
+) -> None:
+    """Six files, six distinct keys, distinct contents: five saves prove five keys, the sixth
+    is the sixth file's, whatever order the server answered in."""
+    bench = make_bench(batches=True, processing={"batch_max_docs": 6})
+    bench.server.configure(dir_order=order, dir_seed=3)
+    ids = submit_samples(bench, 6)
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    assert bench.server.stats()["requests_by_tool"].get(SAVE) == 5
+    for number, job_id in enumerate(ids, start=1):
+        assert_own_result(bench, job_id, number)
+
+
+def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[..., Bench]) -> None:
+    bench = make_bench(batches=True, processing={"batch_max_docs": 6})
+    ids = submit_samples(bench, 6)
+    skipped = Path((bench.store.get_job(ids[5]) or pytest.fail()).source_uri).name
+    bench.server.configure(dir_skip=[skipped], dir_order="reversed")
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    assert bench.server.stats()["requests_by_tool"].get(SAVE) == 5, "every key answered proven"
+    for number, job_id in enumerate(ids[:5], start=1):
+        assert_own_result(bench, job_id, number)
+    left = bench.store.get_job(ids[5])
+    assert left is not None and left.state is JobState.QUEUED, "converted alone, not guessed"
+
+
+def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench]) -> None:
+    """``DOCLANE_BATCH_MAX_TABLE_BYTES``: a CSV larger than it neither joins nor leads a batch
+    (its Docling JSON would cost more to save than the call it shares)."""
+    bench = make_bench(batches=True, processing={"batch_max_docs": 6, "batch_max_table_bytes": 10})
+    ids = submit_samples(bench, 6)  # html, csv, md, html, csv, md
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    csv = [ids[1], ids[4]]
+    for job_id in csv:
+        job = bench.store.get_job(job_id)
+        assert job is not None and job.state is JobState.QUEUED and batch_notes(bench, job_id) == []
+    assert bench.processor.process(csv[0]).kind is OutcomeKind.SUCCEEDED
+    assert len(bench.server.stats()["directory_calls"]) == 1, "the CSV did not lead a batch"
+    left = bench.store.get_job(csv[1])
+    assert left is not None and left.state is JobState.QUEUED
+    for number in (1, 2, 3, 4, 6):
+        assert_own_result(bench, ids[number - 1], number)

@@ -338,7 +338,8 @@ def test_batch_proof_needs_the_content_not_only_the_name(tmp_path: Path) -> None
     """A cache hit answers the document converted first, whose origin names the file it had
     then. Here ``a.docx`` (content X) was converted before; now ``b.docx`` has content X and a
     new ``a.docx`` has content Y. Both keys' JSON name ``a.docx``: by name alone, ``a.docx``'s
-    job got X's document whenever X's key came first. The content hash decides."""
+    job got X's document whenever X's key came first. The content hash decides. (A third member
+    the server skipped keeps elimination out: test_batch_proof.py has that case.)"""
     import hashlib
 
     from pipeline.profiles.docling_batch import (
@@ -362,6 +363,7 @@ def test_batch_proof_needs_the_content_not_only_the_name(tmp_path: Path) -> None
         return ok({"md_file": str(cache_dir / f"{key}.md"), "json_file": str(json_file)})
 
     members = [BatchMember("a.docx", 1, sha["Y"]), BatchMember("b.docx", 1, sha["X"])]
+    members.append(BatchMember("c.docx", 1, hashlib.sha256(b"Z").hexdigest()))  # skipped
     for keys in (["key-X", "key-Y"], ["key-Y", "key-X"]):  # either listing order
         client = ScriptedClient(
             {
@@ -379,7 +381,7 @@ def test_batch_proof_needs_the_content_not_only_the_name(tmp_path: Path) -> None
         )
         assert batch.converted["a.docx"].outputs == {"md": "# key-Y"}, keys
         assert batch.converted["a.docx"].document_key == "key-Y"
-        assert batch.unproven == ["b.docx"]  # its key proves nothing: it is converted alone
+        assert batch.unproven == ["b.docx", "c.docx"]  # b's key proves nothing: alone
 
 
 def test_batch_proof_by_name_still_works_without_a_content_hash(tmp_path: Path) -> None:

@@ -1,0 +1,55 @@
+"""The batch benches still work: each runs at its smoke size against the real docling-mcp.
+
+Their figures mean nothing here (docs/benchmarks.md holds the measured ones); what is checked
+is that every mode ran, every markdown of the pipeline matched the direct call's, and the proof
+cost bench matched every key to its file. The documents are the six samples of examples/ (no
+network).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures.docling_server import docling_binary
+from tests.fixtures.examples import EXAMPLES_DIR
+
+pytestmark = pytest.mark.docling
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_bench(script: str, *args: str) -> dict[str, object]:
+    docling_binary()  # fails loudly when the server is not installed
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / script), *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def test_proof_cost_smoke() -> None:
+    report = run_bench("proof_cost.py", "--corpus", str(EXAMPLES_DIR), "--smoke")
+    summary = report["summary"]
+    assert isinstance(summary, dict) and summary["documents"] == 6
+    assert sorted(summary["per_format"]) == ["csv", "docx", "html", "md", "pptx", "xlsx"]
+
+
+def test_batch_throughput_smoke() -> None:
+    report = run_bench(
+        "batch_throughput.py", "--corpus", str(EXAMPLES_DIR), "--smoke", "--batch-docs", "6"
+    )
+    rows = report["pipeline"]
+    assert isinstance(rows, list) and [row["mode"] for row in rows] == ["off-c1", "on6-c1"]
+    for row in rows:
+        assert row["markdown_identical"] == row["succeeded"] == 6, row
+        assert row["failure_codes_differ"] == {} and row["not_finished"] == {}, row
+    assert rows[1]["batch_calls"] == 1
