@@ -30,9 +30,10 @@ be saved at all. The argument, from two facts of the server (docling-mcp 3.3.0's
 (1) a document key is derived from the file's content and suffix (sha256 over the content's
 sha256, the suffix and the server's conversion settings), so one file gives one key and two
 files of different contents give different keys; (2) every key the directory tool answers
-comes from a file of the folder. Now say the tool answered exactly as many keys as the batch
-has members, all distinct, and the members' contents are all known and distinct. Distinct keys
-come from distinct files (1, 2), so each member gave exactly one key. A *strong* proof of key
+comes from a file of the folder. Now say the folder holds the members and nothing else (the
+worker lists it), the tool answered exactly as many keys as the batch has members, all
+distinct, and the members' contents are all known and distinct. Distinct keys come from
+distinct files (1, 2), so each member gave exactly one key. A *strong* proof of key
 K for member m (its JSON names m and carries m's content hash) says the document under K was
 converted from m's content, so K is m's key (1: no other member has that content). When N-1
 keys are strongly proven for N-1 distinct members, the last key can only be the last member's.
@@ -178,7 +179,7 @@ class DoclingBatchProfile:
         outcome = BatchConversion(keys=len(keys))
         batch = _Round(client, {m.name: m for m in members}, formats, report, outcome)
         order = proof_order(keys, members, listing)
-        eliminate = "json" not in formats and may_eliminate(keys, members)
+        eliminate = "json" not in formats and may_eliminate(keys, members, listing)
         for n, key in enumerate(order):
             if eliminate and n == len(members) - 1 and batch.strong == n:
                 [last] = [m for m in members if m.name not in batch.proven]
@@ -277,12 +278,20 @@ def proof_order(
     return sorted(distinct, key=lambda key: expected[key])
 
 
-def may_eliminate(keys: Sequence[str], members: Sequence[BatchMember]) -> bool:
+def may_eliminate(
+    keys: Sequence[str], members: Sequence[BatchMember], listing: Sequence[str] | None
+) -> bool:
     """Whether the last key may be proven by elimination (the module docstring's conditions
-    on the answer itself; the proofs of the others are checked as they come)."""
+    on the answer itself; the proofs of the others are checked as they come).
+
+    The folder must hold the members and nothing else (``listing``, the worker's own listing
+    of it): a stray file could have given a key while a member was skipped, and then as many
+    keys as members would no longer mean one key per member."""
     contents = [m.sha256 for m in members]
     return (
-        len(members) > 1
+        listing is not None
+        and sorted(listing) == sorted(m.name for m in members)
+        and len(members) > 1
         and len(keys) == len(members)
         and len(set(keys)) == len(keys)
         and None not in contents

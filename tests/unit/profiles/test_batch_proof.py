@@ -210,12 +210,18 @@ def test_not_when_the_job_wants_the_json_anyway(cache_dir: Path) -> None:
 
 def test_the_conditions_on_the_answer() -> None:
     two = MEMBERS[:2]
-    assert may_eliminate(["k1", "k2"], two)
-    assert not may_eliminate(["k1"], two)
-    assert not may_eliminate(["k1", "k1"], two)
-    assert not may_eliminate(["k1", "k2", "k3"], two)
-    assert not may_eliminate(["k1"], two[:1]), "one member: nothing to eliminate against"
-    assert not may_eliminate(["k1", "k2"], [two[0], BatchMember("c.md", 1, two[0].sha256)])
+    folder = [m.name for m in two]
+    assert may_eliminate(["k1", "k2"], two, folder)
+    assert may_eliminate(["k1", "k2"], two, folder[::-1]), "any order of listing"
+    assert not may_eliminate(["k1"], two, folder)
+    assert not may_eliminate(["k1", "k1"], two, folder)
+    assert not may_eliminate(["k1", "k2", "k3"], two, folder)
+    assert not may_eliminate(["k1"], two[:1], folder[:1]), "one member: nothing to eliminate"
+    twins = [two[0], BatchMember("c.md", 1, two[0].sha256)]
+    assert not may_eliminate(["k1", "k2"], twins, [m.name for m in twins])
+    assert not may_eliminate(["k1", "k2"], two, None), "the folder's contents unknown"
+    assert not may_eliminate(["k1", "k2"], two, [*folder, "stray.docx"]), "a stray file"
+    assert not may_eliminate(["k1", "k2"], two, folder[:1]), "a member missing from the folder"
 
 
 def test_proof_order_follows_the_guess_only_when_it_can_be_made() -> None:
