@@ -22,9 +22,10 @@ client figures taken minutes apart on the same machine; its ratio uses their mea
     .venv/bin/python bench/pipeline_overhead.py [--jobs 1000] [--concurrency 1,2,4] [--smoke]
 
 ``--smoke`` (what CI runs) makes every count tiny: it proves the bench works, its figures mean
-nothing. ``--profile-worker`` samples the worker's pool processes with py-spy during the
-throughput run (py-spy must be on PATH or beside the interpreter) and leaves flame graphs in the
-scratch folder (kept). Everything started is stopped and every scratch database removed.
+nothing. ``--profile-worker`` samples the worker's main and pool processes with py-spy during
+the throughput run (py-spy on PATH or beside the interpreter) and leaves their collapsed stacks
+(``py-spy --format raw``, one file per process) in the scratch folder, which is then kept.
+Everything started is stopped and every scratch database removed.
 """
 
 from __future__ import annotations
@@ -248,15 +249,15 @@ def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: 
 
 
 def start_spies(worker_pid: int, prefix: Path) -> list[subprocess.Popen[bytes]]:
-    """py-spy on each pool process of the worker (the children of its main process)."""
+    """py-spy on the worker's main process and each pool process (collapsed stacks, text)."""
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     children = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
     spies = []
-    for pid in children:
-        out = f"{prefix}-pid{pid}.svg"
+    for pid in [str(worker_pid), *children]:
+        out = f"{prefix}-pid{pid}.txt"
         spies.append(
             subprocess.Popen(
-                [py_spy, "record", "--pid", pid, "--rate", "200", "--output", out],
+                [py_spy, "record", "--pid", pid, "--rate", "250", "--format", "raw", "-o", out],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
