@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -90,16 +91,46 @@ def write_documents(folder: Path, count: int, tag: str) -> list[Path]:
     return paths
 
 
+# ---- CPU accounting ---------------------------------------------------------------------------
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one live process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its live children (a worker and its pool)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return process_cpu_s(pid) + sum(process_cpu_s(int(child)) for child in children)
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's reaped children (``doclane submit`` once it ended)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 # ---- the client loop -------------------------------------------------------------------------
 def ignore(_record: object) -> None:
     """The client loop keeps no call history (the worker writes one: part of its cost)."""
 
 
-def client_pairs(url: str, files: list[Path]) -> float:
-    """Sequential convert+export pairs through doclane's client; pairs per second."""
+@dataclass
+class PairsRun:
+    rate: float  # pairs per second
+    cpu_ms: dict[str, float]  # per pair: this process (the client), the server
+
+
+def client_pairs(url: str, files: list[Path], server_pid: int) -> PairsRun:
+    """Sequential convert+export pairs through doclane's client."""
     with McpClient(url) as client:
         client.initialize()  # the handshake is not part of the figure
         client.tools()
+        server_cpu = process_cpu_s(server_pid)
+        own_cpu = time.process_time()
         started = time.perf_counter()
         for path in files:
             size = path.stat().st_size
@@ -121,7 +152,12 @@ def client_pairs(url: str, files: list[Path]) -> float:
                 size_bytes=size,
             )
             require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
-        return len(files) / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        cpu = {
+            "client": (time.process_time() - own_cpu) / len(files) * 1000,
+            "server": (process_cpu_s(server_pid) - server_cpu) / len(files) * 1000,
+        }
+        return PairsRun(len(files) / elapsed, cpu)
 
 
 # ---- the pipeline ----------------------------------------------------------------------------
@@ -131,6 +167,7 @@ class PipelineRun:
     jobs: int
     seconds: float = 0.0
     succeeded: int = 0
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # per job: worker, submit, server
     overhead_ms: list[float] = field(default_factory=list)  # lone jobs, calls subtracted
     latency_ms: list[float] = field(default_factory=list)  # lone jobs, submit to committed
     calls_ms: list[float] = field(default_factory=list)  # lone jobs, their MCP calls
@@ -180,6 +217,9 @@ def pipeline_run(
             wait_ready(worker, log_path)
             if profile_worker:
                 spies = start_spies(worker.pid, scratch / f"c{concurrency}")
+            server_cpu = process_cpu_s(server.pid)
+            children_cpu = children_cpu_s()
+            worker_cpu = process_tree_cpu_s(worker.pid)
             started = time.time()
             done = subprocess.run(
                 [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
@@ -190,8 +230,11 @@ def pipeline_run(
             )
             if not done.stdout.strip():
                 raise SystemExit(f"doclane submit printed nothing: {done.stderr[-2000:]}")
+            run.cpu_ms["submit"] = (children_cpu_s() - children_cpu) / run.jobs * 1000
+            run.cpu_ms["server"] = (process_cpu_s(server.pid) - server_cpu) / run.jobs * 1000
+            run.cpu_ms["worker"] = (process_tree_cpu_s(worker.pid) - worker_cpu) / run.jobs * 1000
             for spy in spies:
-                spy.send_signal(2)  # SIGINT: py-spy writes its flame graph and exits
+                spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:
                 last, run.succeeded = conn.execute(
                     "SELECT extract(epoch FROM max(finished_at))::float8,"
@@ -290,13 +333,14 @@ def main() -> None:
     keep = args.keep or args.profile_worker
     server = FakeServer(scratch, cache_max_documents=max(args.jobs, args.pairs) + 100)
     broker = claim_redis_db()
-    pair_rates: list[float] = []
+    pairs: list[PairsRun] = []
     runs: list[PipelineRun] = []
     try:
         server.start()
         pair_files = write_documents(scratch / "pairs", args.pairs, "pair")
-        pair_rates.append(client_pairs(server.url, pair_files))
-        print(f"pairs: {pair_rates[-1]:.1f}/s", file=sys.stderr)
+        client_pairs(server.url, pair_files[:200], server.pid)  # warm-up: imports, connections
+        pairs.append(client_pairs(server.url, pair_files, server.pid))
+        print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
         for c in concurrencies:
             folder = scratch / f"jobs-c{c}"
             write_documents(folder, args.jobs, f"c{c}")
@@ -314,20 +358,20 @@ def main() -> None:
                 )
             )
             print(f"c{c}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
-            pair_rates.append(client_pairs(server.url, pair_files))
-            print(f"pairs: {pair_rates[-1]:.1f}/s", file=sys.stderr)
+            pairs.append(client_pairs(server.url, pair_files, server.pid))
+            print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
     finally:
         server.stop()
         broker.release()
         if not keep:
             shutil.rmtree(scratch, ignore_errors=True)
-    show(args, pair_rates, runs)
+    show(args, pairs, runs)
 
 
-def show(args: argparse.Namespace, pair_rates: list[float], runs: list[PipelineRun]) -> None:
+def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun]) -> None:
     rows: list[dict[str, Any]] = []
     for n, run in enumerate(runs):
-        around = statistics.mean(pair_rates[n : n + 2])
+        around = statistics.mean(p.rate for p in pairs[n : n + 2])
         rows.append(
             {
                 "concurrency": run.concurrency,
@@ -342,22 +386,33 @@ def show(args: argparse.Namespace, pair_rates: list[float], runs: list[PipelineR
                 "overhead_ms_p50": round(percentile(run.overhead_ms, 0.5), 1),
                 "overhead_ms_p95": round(percentile(run.overhead_ms, 0.95), 1),
                 "calls_ms_p50": round(percentile(run.calls_ms, 0.5), 1),
+                "cpu_ms_per_job": {k: round(v, 2) for k, v in run.cpu_ms.items()},
             }
         )
+    client = [
+        {"per_s": round(p.rate, 1), **{k: round(v, 2) for k, v in p.cpu_ms.items()}} for p in pairs
+    ]
     if args.json:
-        print(json.dumps({"pairs_per_s": [round(r, 1) for r in pair_rates], "runs": rows}))
+        print(json.dumps({"pairs": client, "runs": rows}))
         return
-    print("client pairs/s, in run order: " + ", ".join(f"{r:.1f}" for r in pair_rates))
+    print("client pairs/s, in run order: " + ", ".join(f"{p.rate:.1f}" for p in pairs))
+    print(
+        "client CPU ms per pair (client, server): "
+        + ", ".join(f"({p.cpu_ms['client']:.2f}, {p.cpu_ms['server']:.2f})" for p in pairs)
+    )
     print(
         f"{'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} {'ratio':>5} "
         f"{'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
+        "  CPU ms/job: worker, submit, server"
     )
     for row in rows:
+        cpu = row["cpu_ms_per_job"]
         print(
             f"{row['concurrency']:>3} {row['jobs']:>5} {row['succeeded']:>5} "
             f"{row['seconds']:>6.1f} {row['jobs_per_s']:>7.1f} {row['pairs_per_s_around']:>7.1f} "
             f"{row['ratio']:>5.2f} {row['latency_ms_p50']:>7.1f} {row['overhead_ms_p50']:>7.1f} "
             f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
+            f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f}"
         )
 
 
