@@ -300,7 +300,19 @@ def start_spies(worker_pid: int, prefix: Path) -> list[subprocess.Popen[bytes]]:
         out = f"{prefix}-pid{pid}.txt"
         spies.append(
             subprocess.Popen(
-                [py_spy, "record", "--pid", pid, "--rate", "250", "--format", "raw", "-o", out],
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    pid,
+                    "--gil",
+                    "--rate",
+                    "250",
+                    "--format",
+                    "raw",
+                    "-o",
+                    out,
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
