@@ -385,6 +385,13 @@ class JobStore:
         by_id = {row["id"]: Job.model_validate(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def finished_among(self, job_ids: Iterable[UUID]) -> dict[UUID, JobState]:
+        """Those of ``job_ids`` that have finished, with their state (cheap enough to poll)."""
+        params = {"job_ids": list(job_ids)}
+        with self._connection("reading job states") as conn:
+            rows = conn.execute(query("finished_among"), params)
+            return {row[0]: JobState(row[1]) for row in rows}
+
     def events(self, job_id: UUID) -> list[JobEvent]:
         rows = self._fetch_rows("reading events", query("job_events"), {"job_id": job_id})
         return [JobEvent.model_validate(row) for row in rows]

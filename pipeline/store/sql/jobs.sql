@@ -24,6 +24,11 @@ SELECT * FROM jobs WHERE id = %(job_id)s
 -- name: get_jobs
 SELECT * FROM jobs WHERE id = ANY(%(job_ids)s::uuid[])
 
+-- name: finished_among
+-- Which of these jobs have finished, and how (a waiting submitter's poll: no whole rows).
+SELECT id, state FROM jobs
+WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancelled')
+
 -- name: claim_job
 -- queued|retrying -> running: a new attempt (the fencing token) and a lease. A job that is
 -- running elsewhere, finished or cancelled matches nothing; so does a retrying job before its
