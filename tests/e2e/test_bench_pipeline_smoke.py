@@ -1,7 +1,8 @@
 """The pipeline benches at their smoke size: they must keep working; their figures mean nothing.
 
 ``bench/pipeline_overhead.py`` and ``bench/scale_out.py`` start a fake server, real workers, a
-scratch database and a claimed Redis database, as in a real run, with a handful of jobs. Only
+scratch database and a claimed Redis database, as in a real run, with a handful of jobs;
+``bench/in_worker_calls.py`` does the same against the real docling-mcp (marked ``docling``). Only
 what the figures are made of is checked (every job succeeded, every field present), never a
 speed.
 """
@@ -12,6 +13,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,3 +47,12 @@ def test_scale_out_smoke() -> None:
     for point in out["points"]:
         assert point["succeeded"] == point["jobs"] and point["jobs_per_s"] > 0
         assert point["linear"] == min(point["workers"], 2 * point["servers"]) * 5
+
+
+@pytest.mark.docling
+def test_in_worker_calls_smoke() -> None:
+    """Needs the real docling-mcp (scripts/test installs it) and bench/corpus.py's corpus."""
+    out = run_bench("in_worker_calls.py")
+    assert out["documents"] == 6 and len(out["rounds"]) == 1
+    for tool in ("convert_document_into_docling_document", "export_docling_document_to_markdown"):
+        assert out["worker_over_direct"][tool]["calls"] > 0
