@@ -33,6 +33,8 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── Unauthorized          E310  HTTP 401/403
     │   ├── OutputSchemaMismatch  E311
     │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
+    │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
+    │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
     │       └── CallCancelled           the caller withdrew the call (never recorded)
     └── StoreError             E4xx
@@ -49,6 +51,8 @@ from errors._catalog import CATALOG, JSONRPC_CODES, CatalogEntry, entry
 from errors._classify import Stage, classify, classify_jsonrpc
 from errors._tree import (
     ERROR_CLASSES,
+    AuthorizationFailed,
+    AuthorizationUnavailable,
     CallCancelled,
     CallTimeout,
     CircuitOpen,
@@ -89,6 +93,8 @@ __all__ = [
     "CATALOG",
     "ERROR_CLASSES",
     "JSONRPC_CODES",
+    "AuthorizationFailed",
+    "AuthorizationUnavailable",
     "CallCancelled",
     "CallTimeout",
     "CatalogEntry",

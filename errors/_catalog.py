@@ -187,7 +187,8 @@ _ENTRIES = (
         "E310",
         "unauthorized",
         "The conversion server refused doclane's credentials.",
-        "Set DOCLING_MCP_AUTH and its token or key.",
+        "Set DOCLING_MCP_AUTH and its token, key or OAuth client; with OAuth, check that the "
+        "authorization server issues tokens this server accepts.",
         retryable=False,
     ),
     CatalogEntry(
@@ -203,6 +204,21 @@ _ENTRIES = (
         "The conversion server's reply was larger than doclane accepts.",
         "Raise DOCLANE_MCP_MAX_REPLY_BYTES if such outputs are expected, or split the document.",
         retryable=False,
+    ),
+    CatalogEntry(
+        "E313",
+        "authorization failed",
+        "doclane could not obtain an access token for the conversion server.",
+        "Check DOCLING_MCP_CLIENT_ID and its secret or key with the authorization server, and "
+        "that the server publishes its protected resource and authorization server metadata.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E314",
+        "authorization server unavailable",
+        "The authorization server that issues tokens could not be reached or failed.",
+        "Retried automatically; check the authorization server the MCP server names.",
+        retryable=True,
     ),
     CatalogEntry(
         "E399",

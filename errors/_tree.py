@@ -211,6 +211,24 @@ class ReplyTooLarge(McpRuntimeError):
     code = "E312"
 
 
+class AuthorizationFailed(McpRuntimeError):
+    """No access token: discovery found no authorization server, or it refused the client.
+
+    Final, and not the conversion server's sickness: the same credentials fail the same way.
+    """
+
+    code = "E313"
+
+
+class AuthorizationUnavailable(McpRuntimeError):
+    """The authorization server was unreachable, too slow or answered 5xx: worth another try.
+
+    It leaves the breaker alone: that breaker measures the conversion server, not the issuer.
+    """
+
+    code = "E314"
+
+
 class UnexpectedError(McpRuntimeError):
     """Something doclane did not foresee; classified so it is still explained, never lost."""
 

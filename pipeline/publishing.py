@@ -8,10 +8,13 @@ publishes it again later, so callers log the failure and carry on.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 from uuid import UUID
+
+log = logging.getLogger("doclane.publishing")
 
 #: The queues, by size tier, so that one 300-page document does not starve the small ones.
 QUEUE_SMALL = "doclane.small"
@@ -43,6 +46,15 @@ class Publisher(Protocol):
         ...
 
 
+@runtime_checkable
+class BatchPublisher(Protocol):
+    """A publisher that can hand many messages to the broker in one go (a Redis pipeline)."""
+
+    def publish_batch(self, messages: Sequence[JobMessage]) -> None:
+        """Publish every message, or raise: then any of them may or may not have been taken."""
+        ...
+
+
 @dataclass(slots=True)
 class PublishReport:
     """What a batch publish achieved; the failures stay queued for the reconciler."""
@@ -56,10 +68,42 @@ class PublishReport:
 BROKER_DOWN_AFTER = 3
 
 
+#: Messages per batch of a :class:`BatchPublisher` (one broker round trip each).
+BATCH_MESSAGES = 500
+
+
 def publish_all(publisher: Publisher, messages: Sequence[JobMessage]) -> PublishReport:
-    """Publish every message; a failure does not stop the rest, a broker that is down does."""
+    """Publish every message; a failure does not stop the rest, a broker that is down does.
+
+    A :class:`BatchPublisher` gets them in batches of ``BATCH_MESSAGES``: one round trip per
+    batch instead of one per message (10,000 single publishes took seconds). A batch that fails
+    is published again one message at a time, so each message's fate is known and a broker
+    that is down is noticed as before; a message of a failed batch that did reach the broker
+    is then there twice, which costs nothing (the second finds its job already claimed).
+    """
     report = PublishReport()
+    if not isinstance(publisher, BatchPublisher):
+        _publish_each(publisher, messages, report, 0)
+        return report
     in_a_row = 0
+    for start in range(0, len(messages), BATCH_MESSAGES):
+        batch = messages[start : start + BATCH_MESSAGES]
+        if not report.failed:
+            try:
+                publisher.publish_batch(batch)
+            except Exception as exc:  # any broker trouble: find out message by message
+                log.info("a batch of %d message(s) failed (%s); one by one now", len(batch), exc)
+            else:
+                report.published.extend(message.job_id for message in batch)
+                continue
+        in_a_row = _publish_each(publisher, batch, report, in_a_row)
+    return report
+
+
+def _publish_each(
+    publisher: Publisher, messages: Sequence[JobMessage], report: PublishReport, in_a_row: int
+) -> int:
+    """Publish one by one into ``report``; returns the failures in a row at the end."""
     for message in messages:
         if in_a_row >= BROKER_DOWN_AFTER:
             report.failed[message.job_id] = "not tried: the broker refused the messages before it"
@@ -72,7 +116,7 @@ def publish_all(publisher: Publisher, messages: Sequence[JobMessage]) -> Publish
         else:
             in_a_row = 0
             report.published.append(message.job_id)
-    return report
+    return in_a_row
 
 
 @dataclass(slots=True)

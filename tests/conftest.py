@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.waiting",
     "tests.fixtures.isolation",
     "tests.fixtures.fake_server",
+    "tests.fixtures.auth_server",
     "tests.fixtures.redis_server",
     "tests.fixtures.database",
     "tests.fixtures.docling_server",

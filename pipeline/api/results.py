@@ -28,6 +28,12 @@ _MEDIA_TYPES = {
 _DONE = object()
 
 
+#: The largest piece handed to the response. PostgreSQL sends a row as one COPY message, so the
+#: store writes a 50 MB result as one 50 MB view: copied whole into the queue, and again by the
+#: server's framing, it cost 4.8x the result at the peak (docs/benchmarks.md, "Worker memory").
+PIECE_BYTES = 1 << 20
+
+
 class _Pipe:
     """The writing end: ``write`` blocks while the reader is behind by a few pieces."""
 
@@ -35,8 +41,10 @@ class _Pipe:
         self.pieces: queue.Queue[object] = queue.Queue(maxsize=8)
 
     def write(self, data: bytes) -> int:
-        self.pieces.put(bytes(data))
-        return len(data)
+        view = memoryview(data)
+        for start in range(0, len(view), PIECE_BYTES):
+            self.pieces.put(bytes(view[start : start + PIECE_BYTES]))
+        return len(view)
 
 
 def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:

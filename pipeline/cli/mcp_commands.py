@@ -23,6 +23,7 @@ from errors import PipelineError, Stage, classify
 from pipeline.mcp import (
     McpClient,
     ToolResult,
+    check_no_auth_for_stdio,
     load_mcp_settings,
     normalize_endpoint,
     stdio_endpoint,
@@ -211,6 +212,7 @@ def _resilient(
     try:
         settings = load_mcp_settings()
         if command:
+            check_no_auth_for_stdio(settings.auth, "--command")
             endpoints = [stdio_endpoint(command)]
         else:
             endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints

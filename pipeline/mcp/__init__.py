@@ -28,6 +28,12 @@ from pipeline.mcp._batch import CallOutcome, ToolCall
 from pipeline.mcp._client import McpClient
 from pipeline.mcp._http import StreamableHttpTransport
 from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
+from pipeline.mcp._oauth import (
+    ClientCredentials,
+    OAuthClientCredentials,
+    TokenSource,
+    forget_tokens,
+)
 from pipeline.mcp._protocol import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -44,6 +50,7 @@ from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
 from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.settings import (
     McpSettings,
+    check_no_auth_for_stdio,
     is_stdio,
     load_mcp_settings,
     normalize_endpoint,
@@ -60,23 +67,28 @@ __all__ = [
     "CallOutcome",
     "CallTimeouts",
     "CancelScope",
+    "ClientCredentials",
     "LifecycleState",
     "LogMessage",
     "McpClient",
     "McpSettings",
     "MessageSink",
+    "OAuthClientCredentials",
     "Progress",
     "RegistryStats",
     "Reply",
     "ServerInfo",
     "StdioTransport",
     "StreamableHttpTransport",
+    "TokenSource",
     "Tool",
     "ToolCall",
     "ToolResult",
     "Transition",
     "Transport",
     "auth_from_settings",
+    "check_no_auth_for_stdio",
+    "forget_tokens",
     "format_trail",
     "is_stdio",
     "load_mcp_settings",

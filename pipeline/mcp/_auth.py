@@ -1,5 +1,8 @@
 """Credentials for the Docling MCP server, as ``httpx.Auth`` objects that never show the secret.
 
+Static ones (a bearer token, an API key) are here; OAuth client credentials, which fetch and
+renew their token, are :mod:`pipeline.mcp._oauth`.
+
 The secret lives in a ``pydantic.SecretStr`` and is unwrapped only in ``auth_flow``, at the
 moment the header is set on an outgoing request; reprs, logs, errors and the lifecycle trail
 see ``**********``. httpx logs request lines, not headers, so the wire is the only place the
@@ -13,7 +16,8 @@ from collections.abc import Generator
 import httpx
 from pydantic import SecretStr
 
-from pipeline.mcp.settings import McpSettings
+from pipeline.mcp._oauth import OAuthClientCredentials, shared_token_source
+from pipeline.mcp.settings import OAUTH, McpSettings
 
 
 class BearerAuth(httpx.Auth):
@@ -45,8 +49,14 @@ class ApiKeyAuth(httpx.Auth):
         return f"ApiKeyAuth(header={self.header!r}, key=SecretStr('**********'))"
 
 
-def auth_from_settings(settings: McpSettings) -> httpx.Auth | None:
-    """The auth ``DOCLING_MCP_AUTH`` asks for, or None for ``none``."""
+def auth_from_settings(settings: McpSettings, endpoint: str | None = None) -> httpx.Auth | None:
+    """The auth ``DOCLING_MCP_AUTH`` asks for, or None for ``none``.
+
+    OAuth needs the endpoint (the token is for that resource): by default the settings' first.
+    Its token is the process's, shared by every client of the same endpoint and client id.
+    """
+    if settings.auth == OAUTH:
+        return OAuthClientCredentials(shared_token_source(settings, endpoint or settings.endpoint))
     secret = settings.secret
     if settings.auth == "none" or secret is None:
         return None

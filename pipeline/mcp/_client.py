@@ -61,6 +61,8 @@ from pipeline.mcp._revision import (
     MODERN_VERSION,
     UNSUPPORTED_PROTOCOL_VERSION,
     Discovery,
+    HeaderDeclarations,
+    header_declarations,
     invalid_header_declaration,
     param_headers,
 )
@@ -133,7 +135,7 @@ class McpClient:
             )
         self._transport: Transport = transport or StreamableHttpTransport(
             endpoint,
-            auth=auth if auth is not None else auth_from_settings(self.settings),
+            auth=auth if auth is not None else auth_from_settings(self.settings, endpoint),
             connect_timeout=self.timeouts.connect_s,
             default_retry_ms=self.settings.sse_retry_ms,
             resume_attempts=self.settings.resume_attempts,
@@ -161,6 +163,7 @@ class McpClient:
         self._handshake_lock = threading.Lock()
         self._progress_tokens = itertools.count(1)
         self._on_input_request = on_input_request
+        self._declarations: dict[str, tuple[Tool, HeaderDeclarations]] = {}
 
     # --- what it is -----------------------------------------------------------------------------
 
@@ -338,7 +341,7 @@ class McpClient:
         if self._listeners.on_progress is not None:
             params["_meta"] = {"progressToken": f"doclane-{next(self._progress_tokens)}"}
         headers = (
-            param_headers(tool.input_schema, arguments)
+            param_headers(self._header_declarations(tool), arguments)
             if self._binding.protocol_version == MODERN_VERSION
             else None
         )
@@ -349,6 +352,15 @@ class McpClient:
         if not result.is_error:
             tool.check_output(result.structured)
         return result
+
+    def _header_declarations(self, tool: Tool) -> HeaderDeclarations:
+        """The tool's ``x-mcp-header`` declarations, found once per tool definition (walking
+        its schema on every call cost more than the rest of the request's stamping)."""
+        known = self._declarations.get(tool.name)
+        if known is None or known[0] is not tool:
+            known = (tool, header_declarations(tool.input_schema))
+            self._declarations[tool.name] = known
+        return known[1]
 
     def _ready_binding(self) -> Binding:
         state = self._lifecycle.state
@@ -421,8 +433,8 @@ class McpClient:
             return self._session.request(
                 method, params, timeout=timeout, binding=binding, headers=headers
             )
-        except SessionExpired:
-            binding = self._recover(binding, f"HTTP 404 to {method}: the server forgot session")
+        except SessionExpired as lost:
+            binding = self._recover(binding, lost.message)
         remaining = deadline.remaining()
         if remaining <= 0:
             raise CallTimeout(f"{method}: no time left after re-initializing")
@@ -597,8 +609,8 @@ class McpClient:
         binding = self._ready_binding()
         try:
             return self._list_tools(binding)
-        except SessionExpired:
-            self._recover(binding, "HTTP 404 to tools/list: the server forgot session")
+        except SessionExpired as lost:
+            self._recover(binding, lost.message)
             return self._list_tools(self._binding)
 
     def _tools_changed(self) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +59,8 @@ VERSION_HEADER = "MCP-Protocol-Version"
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 _ERROR_BODY_LIMIT = 64 * 1024
 DEFAULT_MAX_REPLY_BYTES = 128 * 1024 * 1024
+#: How long the end of an answered SSE stream is waited for (see ``_finish``).
+_DRAIN_S = 0.25
 
 
 @dataclass
@@ -88,12 +90,18 @@ class StreamableHttpTransport:
         http_client: httpx.Client | None = None,
     ) -> None:
         self._endpoint = endpoint
+        #: Parsed once (httpx parses a ``str`` URL again for every request); one it cannot
+        #: parse stays a string, to fail at the first request as it always did.
+        self._url: httpx.URL | str = endpoint
+        with suppress(httpx.InvalidURL):
+            self._url = httpx.URL(endpoint)
         self._shown = redact_url(endpoint)
         self._auth = auth
         self._connect_timeout = connect_timeout
         self._default_retry_ms = default_retry_ms
         self._resume_attempts = resume_attempts
         self._max_reply_bytes = max_reply_bytes
+        self._drain_s = _DRAIN_S
         self._client = http_client or httpx.Client(
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
@@ -164,7 +172,7 @@ class StreamableHttpTransport:
             return
         try:
             response = self._client.delete(
-                self._endpoint,
+                self._url,
                 headers=self._headers(binding),
                 auth=self._auth if self._auth is not None else httpx.USE_CLIENT_DEFAULT,
                 timeout=self._connect_timeout,
@@ -201,7 +209,7 @@ class StreamableHttpTransport:
         try:
             with self._client.stream(
                 verb,
-                self._endpoint,
+                self._url,
                 json=json,
                 headers=headers,
                 timeout=limits,
@@ -332,6 +340,7 @@ class StreamableHttpTransport:
     ) -> None:
         """Deliver the stream's messages until the sink is satisfied or the stream ends."""
         # EventSource reads a view of the response whose bytes stop at the cap (E312).
+        chunks = self._capped(response, state.what)
         capped = httpx.Response(
             response.status_code,
             headers=[
@@ -339,7 +348,7 @@ class StreamableHttpTransport:
                 for name, value in response.headers.multi_items()
                 if name.lower() not in ("content-encoding", "content-length")
             ],
-            stream=_ChunkStream(self._capped(response, state.what)),
+            stream=_ChunkStream(chunks),
         )
         try:
             for event in EventSource(capped).iter_sse():
@@ -357,10 +366,38 @@ class StreamableHttpTransport:
                     if sink(item):
                         state.complete = True
                 if state.complete:
+                    self._finish(response, chunks, deadline, state.what)
                     return
                 deadline.check(state.what)
         except (httpx.ReadError, httpx.RemoteProtocolError) as exc:
             logger.info("%s: the reply stream broke off: %s", state.what, exc)
+
+    def _finish(
+        self, response: httpx.Response, chunks: Iterator[bytes], deadline: Deadline, what: str
+    ) -> None:
+        """Read an answered reply stream to its end, so that its connection is kept alive.
+
+        A server closes a request's stream once it has sent the response, so the end is on the
+        wire already; left unread, httpx would close the connection, and every call would pay
+        for a new one (about half of a trivial call's time). A server that keeps the stream
+        open gets ``_DRAIN_S``, then the connection is closed as before, and this transport
+        stops waiting for its streams' ends.
+        """
+        window = min(self._drain_s, deadline.remaining() - _DRAIN_S)
+        if window <= 0:
+            return
+        alarm = arm(window, None)
+        alarm.attach(response.extensions.get("network_stream"))
+        try:
+            for _ in chunks:
+                pass
+        except (httpx.HTTPError, PipelineError) as exc:  # cut off by the alarm, or too long
+            logger.debug("%s: the rest of the answered stream was not read: %s", what, exc)
+        finally:
+            disarm(alarm, None)
+        if alarm.fired:
+            logger.info("%s: the server keeps answered streams open; not waiting for them", what)
+            self._drain_s = 0.0
 
     def _resume(
         self, binding: Binding, sink: MessageSink, watch: _Watch, state: _StreamState

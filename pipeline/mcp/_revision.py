@@ -45,6 +45,9 @@ NAME_BEARING: Final[Mapping[str, str]] = {
     "resources/read": "uri",
 }
 
+#: Property path -> ``Mcp-Param-`` header token, as a tool's input schema declares them.
+HeaderDeclarations = dict[tuple[str, ...], str]
+
 _HEADER_SAFE = re.compile(r"^[\x20-\x7E]*$")
 _B64_SENTINEL = re.compile(r"^=\?base64\?.*\?=$")
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -94,11 +97,12 @@ def stamp(message: JsonObject, version: str, client_info: JsonObject) -> dict[st
     return headers
 
 
-def param_headers(input_schema: Any, arguments: Mapping[str, Any]) -> dict[str, str]:
+def param_headers(declarations: HeaderDeclarations, arguments: Mapping[str, Any]) -> dict[str, str]:
     """``Mcp-Param-<token>`` for each argument whose schema property declares ``x-mcp-header``
-    (strings, integers and booleans; absent or null values send no header)."""
+    (strings, integers and booleans; absent or null values send no header). ``declarations``
+    are :func:`header_declarations` of the tool's input schema, found once per tool."""
     headers: dict[str, str] = {}
-    for path, token in header_declarations(input_schema).items():
+    for path, token in declarations.items():
         value: Any = arguments
         for key in path:
             value = value.get(key) if isinstance(value, Mapping) else None
@@ -109,7 +113,7 @@ def param_headers(input_schema: Any, arguments: Mapping[str, Any]) -> dict[str, 
     return headers
 
 
-def header_declarations(input_schema: Any) -> dict[tuple[str, ...], str]:
+def header_declarations(input_schema: Any) -> HeaderDeclarations:
     """Property path -> header token, for properties reachable through ``properties`` only."""
     found: dict[tuple[str, ...], str] = {}
     for path, schema in _positions(input_schema):

@@ -22,6 +22,7 @@ import contextvars
 import heapq
 import itertools
 import logging
+import math
 import os
 import socket
 import threading
@@ -80,6 +81,8 @@ class Watchdog:
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._pid: int | None = None
+        #: When the thread wakes next by itself (inf: only when notified).
+        self._wake_at = math.inf
         os.register_at_fork(after_in_child=self._forget_after_fork)
 
     def _forget_after_fork(self) -> None:
@@ -87,14 +90,19 @@ class Watchdog:
         self._heap = []
         self._cond = threading.Condition()
         self._pid = None
+        self._wake_at = math.inf
 
     def arm(self, seconds: float) -> Alarm:
         alarm = Alarm(time.monotonic() + seconds)
         with self._cond:
             self._ensure_thread()
-            earliest = self._heap[0][0] if self._heap else None
-            heapq.heappush(self._heap, (alarm.at, next(self._seq), alarm))
-            if earliest is None or alarm.at < earliest:
+            heap = self._heap
+            # Disarmed alarms are dropped lazily; without this they would pile up here until
+            # their (minutes away) deadlines came, one per request: memory and heap pushes.
+            while heap and heap[0][2].disarmed:
+                heapq.heappop(heap)
+            heapq.heappush(heap, (alarm.at, next(self._seq), alarm))
+            if alarm.at < self._wake_at:  # else the thread wakes before it is due anyway
                 self._cond.notify()
         return alarm
 
@@ -119,8 +127,8 @@ class Watchdog:
                 while self._heap and (self._heap[0][0] <= now or self._heap[0][2].disarmed):
                     due.append(heapq.heappop(self._heap)[2])
                 if not due:
-                    wait = self._heap[0][0] - now if self._heap else None
-                    self._cond.wait(wait)
+                    self._wake_at = self._heap[0][0] if self._heap else math.inf
+                    self._cond.wait(self._wake_at - now if self._heap else None)
                     continue
             for alarm in due:
                 alarm.fire("deadline")

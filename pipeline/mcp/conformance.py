@@ -11,6 +11,13 @@ exactly as given (some scenario servers serve MCP at the root path). Scenarios:
 * ``sse-retry``: the same; the server closes the call's SSE stream after a priming event with
   ``retry: 500``, and judges that the client resumes with ``GET`` + ``Last-Event-ID`` after that
   delay, neither early nor late. Nothing special is done here: it is the client's own path.
+* ``auth/client-credentials-basic`` and ``-jwt``: the same call, to a server that answers 401
+  until the client brings a token. The suite passes the client's identity in
+  ``MCP_CONFORMANCE_CONTEXT`` (JSON: ``client_id`` and ``client_secret``, or
+  ``private_key_pem``); :func:`context_settings` maps it onto the settings an operator would
+  set (``DOCLING_MCP_AUTH=oauth-client-credentials``, ``DOCLING_MCP_CLIENT_ID``, ``..._SECRET``
+  or ``..._KEY_FILE``: the PEM is written to a private temporary file), so the scenario runs
+  doclane's own OAuth code, discovery included.
 
 Exit status: 0 when the scenario's client behaviour completed, 1 on a catalog error (printed as
 JSON on stderr), 2 for a scenario this adapter does not know.
@@ -22,12 +29,14 @@ import json
 import logging
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from errors import PipelineError
 from pipeline.mcp._client import McpClient
-from pipeline.mcp.settings import McpSettings, load_mcp_settings
+from pipeline.mcp.settings import OAUTH, McpSettings, load_mcp_settings
 
 logger = logging.getLogger("pipeline.mcp.conformance")
 
@@ -127,7 +136,24 @@ SCENARIOS: dict[str, Scenario] = {
     "http-invalid-tool-headers": run_every_tool,
     "json-schema-ref-no-deref": run_list_only,
     "json-schema-2020-12-preservation": run_schema_echo,
+    "auth/client-credentials-basic": run_listed_tool,
+    "auth/client-credentials-jwt": run_listed_tool,
 }
+
+
+def context_settings(context: Mapping[str, Any], key_dir: Path) -> dict[str, Any]:
+    """Settings (field names) for the identity a scenario's context hands the client."""
+    if "client_id" not in context:
+        return {}
+    overrides: dict[str, Any] = {"auth": OAUTH, "client_id": context["client_id"]}
+    if context.get("private_key_pem"):
+        key_file = key_dir / "client-key.pem"
+        key_file.touch(mode=0o600)
+        key_file.write_text(str(context["private_key_pem"]))
+        overrides["client_key_file"] = key_file
+    elif context.get("client_secret"):
+        overrides["client_secret"] = str(context["client_secret"])
+    return overrides
 
 
 def example_arguments(schema: Mapping[str, Any], *, every: bool = False) -> dict[str, Any]:
@@ -184,12 +210,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     # The suite names the revision it runs (--spec-version); doclane's own default is ``auto``.
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
-    settings = load_mcp_settings(protocol_version=version) if version else load_mcp_settings()
-    try:
-        scenario(url, settings)
-    except PipelineError as exc:
-        print(json.dumps({"scenario": name, "error": exc.to_dict()}), file=sys.stderr)
-        return 1
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    with tempfile.TemporaryDirectory(prefix="doclane-conformance-") as key_dir:
+        overrides = context_settings(context, Path(key_dir))
+        if version:
+            overrides["protocol_version"] = version
+        try:
+            scenario(url, load_mcp_settings(**overrides))
+        except PipelineError as exc:
+            print(json.dumps({"scenario": name, "error": exc.to_dict()}), file=sys.stderr)
+            return 1
     return 0
 
 

@@ -18,11 +18,19 @@ variable                               default                        meaning
                                                                       ``server/discover``), else
                                                                       the 2025-11-25 handshake; or
                                                                       one version, pinned
-``DOCLING_MCP_AUTH``                   ``none``                       ``none|bearer|api-key``
+``DOCLING_MCP_AUTH``                   ``none``                       ``none|bearer|api-key|``
+                                                                      ``oauth-client-credentials``
 ``DOCLING_MCP_TOKEN``                  (none)                         the bearer token
 ``DOCLING_MCP_API_KEY``                (none)                         the key of ``api-key`` auth
                                                                       (falls back to the token)
 ``DOCLING_MCP_API_KEY_HEADER``         ``X-API-Key``                  header of ``api-key`` auth
+``DOCLING_MCP_CLIENT_ID``              (none)                         OAuth client id
+``DOCLING_MCP_CLIENT_SECRET``          (none)                         OAuth client secret
+                                                                      (``client_secret_basic``)
+``DOCLING_MCP_CLIENT_KEY_FILE``        (none)                         PEM private key
+                                                                      (``private_key_jwt``)
+``DOCLING_MCP_SCOPE``                  (none)                         OAuth scope to ask for
+``DOCLANE_MCP_OAUTH_TIMEOUT_S``        10                             discovery + token fetch
 ``DOCLANE_TIMEOUT_SMALL_S``            60                             call timeout, small tier
 ``DOCLANE_TIMEOUT_MEDIUM_S``           180                            call timeout, medium tier
 ``DOCLANE_TIMEOUT_LARGE_S``            300                            call timeout, large/unknown
@@ -42,8 +50,9 @@ variable                               default                        meaning
                                                                       after SIGTERM
 =====================================  =============================  ===========================
 
-The token and the API key are ``SecretStr``: they print as ``**********`` in reprs, logs and
-errors.
+The token, the API key and the OAuth client secret are ``SecretStr``: they print as
+``**********`` in reprs, logs and errors. Auth applies to HTTP servers only: a stdio child
+(``DOCLING_MCP_COMMAND``) is this process's own pipe, so setting both is refused.
 """
 
 from __future__ import annotations
@@ -52,6 +61,7 @@ import hashlib
 import os
 import shlex
 import socket
+from pathlib import Path
 from typing import Any, Literal
 
 import httpx
@@ -65,7 +75,8 @@ DEFAULT_PATH = "/mcp"
 #: An endpoint ``stdio:<command line>`` names a server run as a child process (the stdio transport).
 STDIO_PREFIX = "stdio:"
 
-AuthKind = Literal["none", "bearer", "api-key"]
+AuthKind = Literal["none", "bearer", "api-key", "oauth-client-credentials"]
+OAUTH = "oauth-client-credentials"
 
 
 def _env(name: str) -> Any:
@@ -87,11 +98,45 @@ class McpSettings(BaseSettings):
         description="run the server as a child of each process and speak stdio to it",
     )
     protocol_version: str = Field(default="auto", validation_alias=_env("MCP_PROTOCOL_VERSION"))
-    auth: AuthKind = Field(default="none", validation_alias=_env("DOCLING_MCP_AUTH"))
+    auth: AuthKind = Field(
+        default="none",
+        validation_alias=_env("DOCLING_MCP_AUTH"),
+        description="how to authenticate to an HTTP server (a stdio child takes none)",
+    )
     token: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_TOKEN"))
     api_key: SecretStr | None = Field(default=None, validation_alias=_env("DOCLING_MCP_API_KEY"))
     api_key_header: str = Field(
         default="X-API-Key", validation_alias=_env("DOCLING_MCP_API_KEY_HEADER")
+    )
+    client_id: str | None = Field(
+        default=None,
+        validation_alias=_env("DOCLING_MCP_CLIENT_ID"),
+        description="oauth-client-credentials: the client id registered at the authorization "
+        "server",
+    )
+    client_secret: SecretStr | None = Field(
+        default=None,
+        validation_alias=_env("DOCLING_MCP_CLIENT_SECRET"),
+        description="oauth-client-credentials: the client secret (sent as client_secret_basic)",
+    )
+    client_key_file: Path | None = Field(
+        default=None,
+        validation_alias=_env("DOCLING_MCP_CLIENT_KEY_FILE"),
+        description="oauth-client-credentials: a PEM private key (RSA, EC or Ed25519) that signs "
+        "a private_key_jwt assertion instead of a secret",
+    )
+    scope: str | None = Field(
+        default=None,
+        validation_alias=_env("DOCLING_MCP_SCOPE"),
+        description="oauth-client-credentials: the scope to ask for (default: what the server's "
+        "401 or its protected resource metadata names)",
+    )
+    oauth_timeout_s: float = Field(
+        default=10.0,
+        gt=0,
+        validation_alias=_env("DOCLANE_MCP_OAUTH_TIMEOUT_S"),
+        description="oauth-client-credentials: the bound on discovering the authorization server "
+        "and fetching one token",
     )
 
     timeout_small_s: float = Field(
@@ -150,6 +195,14 @@ class McpSettings(BaseSettings):
             split_origins(value)  # raises ValueError with the offending entry
         return value.strip()
 
+    @field_validator("client_id", "client_secret", "client_key_file", "scope", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        """``DOCLING_MCP_CLIENT_KEY_FILE=`` (as in .env.example) means no file, not ``.``."""
+        if isinstance(value, str) and not value.strip():
+            return None
+        return value
+
     @field_validator("command")
     @classmethod
     def _valid_command(cls, value: str | None) -> str | None:
@@ -180,9 +233,27 @@ class McpSettings(BaseSettings):
             raise ValueError("DOCLING_MCP_AUTH=bearer needs DOCLING_MCP_TOKEN")
         if self.auth == "api-key" and self.secret is None:
             raise ValueError("DOCLING_MCP_AUTH=api-key needs DOCLING_MCP_API_KEY")
+        if self.auth == OAUTH:
+            self._check_oauth()
+        if self.command is not None:
+            check_no_auth_for_stdio(self.auth, "DOCLING_MCP_COMMAND")
         if self.timeout_small_below_bytes > self.timeout_medium_below_bytes:
             raise ValueError("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES exceeds ..._MEDIUM_BELOW_BYTES")
         return self
+
+    def _check_oauth(self) -> None:
+        if not (self.client_id or "").strip():
+            raise ValueError(f"DOCLING_MCP_AUTH={OAUTH} needs DOCLING_MCP_CLIENT_ID")
+        has_secret = self.client_secret is not None and bool(self.client_secret.get_secret_value())
+        if has_secret == (self.client_key_file is not None):
+            raise ValueError(
+                f"DOCLING_MCP_AUTH={OAUTH} needs exactly one of DOCLING_MCP_CLIENT_SECRET "
+                "(client_secret_basic) and DOCLING_MCP_CLIENT_KEY_FILE (private_key_jwt)"
+            )
+        if self.client_key_file is not None and not self.client_key_file.is_file():
+            raise ValueError(
+                f"DOCLING_MCP_CLIENT_KEY_FILE={self.client_key_file} is not a readable file"
+            )
 
     @property
     def secret(self) -> SecretStr | None:
@@ -204,6 +275,16 @@ class McpSettings(BaseSettings):
     def endpoint(self) -> str:
         """The first endpoint: the one a single client talks to."""
         return self.endpoints[0]
+
+
+def check_no_auth_for_stdio(auth: str, command_from: str) -> None:
+    """Refuse credentials for a stdio child rather than ignore them silently."""
+    if auth != "none":
+        raise ValueError(
+            f"DOCLING_MCP_AUTH={auth} with {command_from}: auth applies to HTTP servers only; "
+            "a stdio child is this process's own pipe and takes no credentials "
+            "(unset DOCLING_MCP_AUTH, or use an origin)"
+        )
 
 
 def environment_variables() -> list[str]:
@@ -281,7 +362,7 @@ def redact_url(endpoint: str) -> str:
 
 def load_mcp_settings(**overrides: Any) -> McpSettings:
     """Read the environment (and ``.env``); keyword arguments (field names) win."""
-    for name in ("token", "api_key"):
+    for name in ("token", "api_key", "client_secret"):
         if isinstance(overrides.get(name), str):
             overrides[name] = SecretStr(overrides[name])
     return McpSettings(**overrides)

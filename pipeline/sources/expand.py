@@ -132,10 +132,13 @@ class _Expander:
         if not explicit and format_for_name(path.name) is None:
             self.result.skip(SKIPPED_UNSUPPORTED)
             return
-        if not self._first("file:" + os.path.realpath(path)):
+        resolved = os.path.realpath(os.path.expanduser(path))
+        if not self._first("file:" + resolved):
             return
         try:
-            info = validate_file(path, self.settings, label=label, path_map=self.path_map)
+            info = validate_file(
+                path, self.settings, label=label, path_map=self.path_map, resolved_path=resolved
+            )
         except InputError as exc:
             self._reject(source, exc)
         except OSError as exc:  # a race with the file system the checks did not foresee

@@ -48,15 +48,18 @@ def validate_file(
     *,
     label: str | None = None,
     path_map: PathMap | None = None,
+    resolved_path: str | None = None,
 ) -> SourceInfo:
     """Check one local file and describe it; raise the E1xx error that explains a refusal.
 
     ``label`` is how messages name the source (what the submitter wrote); the returned ``uri``
-    is the resolved absolute path, which is what the server will be given.
+    is the resolved absolute path, which is what the server will be given. ``resolved_path``
+    is ``os.path.realpath(path)`` when the caller has it already (resolving walks every
+    component of the path: a tenth of a submission's time).
     """
     name = label if label is not None else os.fspath(path)
     absolute = Path(os.path.abspath(os.path.expanduser(os.fspath(path))))
-    resolved = Path(os.path.realpath(absolute))
+    resolved = Path(resolved_path if resolved_path is not None else os.path.realpath(absolute))
     check_allowed_roots(resolved, settings.allowed_roots, label=name, given=absolute)
     if not os.path.lexists(absolute):
         raise SourceNotFound(f"{name}: no such file", detail=_detail(name, "missing"))

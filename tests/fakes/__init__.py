@@ -9,6 +9,8 @@ Layers, outside in:
 
 * ``http_layer``: ASGI middleware. Counts requests, checks ``require_auth``, answers HTTP-level
   faults (``httpNNN``, ``garbage``, ``garbage_sse``) and can cut a stream short.
+  ``oauth_resource`` makes it an OAuth protected resource (tokens introspected at the fake
+  authorization server, ``auth_server``, which runs as a process of its own).
 * the SDK's Streamable HTTP app and session manager (sessions, SSE/JSON, priming events), with
   ``event_store.FollowingEventStore`` for resumable streams.
 * ``mcp_layer``: the SDK's low-level ``Server`` with a ``ServerMiddleware`` for MCP-level faults

@@ -13,6 +13,7 @@ from tests.fakes.event_store import FollowingEventStore
 from tests.fakes.http_layer import HttpFaultLayer
 from tests.fakes.knobs import Knobs
 from tests.fakes.mcp_layer import FakeMcp
+from tests.fakes.oauth_resource import protected_resource_route
 from tests.fakes.profiles import make_profile
 from tests.fakes.state import FakeState
 
@@ -58,6 +59,9 @@ def build_app(options: FakeServerOptions) -> tuple[ASGIApp, FakeState]:
             allowed_origins=[f"http://{options.host}:*", "http://localhost:*"],
         ),
         host=options.host,
-        custom_starlette_routes=control_routes(state, apply_session_knobs),
+        custom_starlette_routes=[
+            *control_routes(state, apply_session_knobs),
+            protected_resource_route(state),
+        ],
     )
     return HttpFaultLayer(starlette_app, state, MCP_PATH), state

@@ -22,6 +22,7 @@ import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tests.fakes.event_store import SessionScope, current_session
+from tests.fakes.oauth_resource import challenge, is_oauth, token_is_active
 from tests.fakes.state import FakeState
 
 EXCHANGE_KEY = "fake_docling.exchange"
@@ -91,10 +92,10 @@ class HttpFaultLayer:
             session_scope = SessionScope()
         token = current_session.set(session_scope)
         try:
-            if not self._authorized(headers):
+            if not await self._authorized(headers):
                 stats.auth_rejections += 1
                 await _json_error(send, 401, "Unauthorized", exchange.request_id,
-                                  {"www-authenticate": 'Bearer realm="fake-docling"'})  # fmt: skip
+                                  {"www-authenticate": self._challenge(headers)})  # fmt: skip
                 return
             is_request = message is not None and "id" in message and key not in ("(response)",)
             exchange.fault = state.take_fault(key, exchange.tool, is_request=is_request)
@@ -158,13 +159,21 @@ class HttpFaultLayer:
             }
             stats.client_responses.append(answer)
 
-    def _authorized(self, headers: dict[str, str]) -> bool:
+    async def _authorized(self, headers: dict[str, str]) -> bool:
         rule = self.state.knobs.require_auth
         if rule is None:
             return True
+        if is_oauth(rule):
+            return await token_is_active(rule, headers.get("authorization"))
         if "bearer" in rule:
             return headers.get("authorization") == f"Bearer {rule['bearer']}"
         return headers.get(rule["header"].lower()) == rule["value"]
+
+    def _challenge(self, headers: dict[str, str]) -> str:
+        rule = self.state.knobs.require_auth
+        if rule is not None and is_oauth(rule):
+            return challenge(rule, headers.get("host", "127.0.0.1"))
+        return 'Bearer realm="fake-docling"'
 
     async def _http_fault(self, send: Send, status: int, exchange: Exchange) -> None:
         extra: dict[str, str] = {}

@@ -27,6 +27,9 @@ HTTP_LAYER_FAULTS = ("http", "garbage")
 HTTP_VERB_METHODS = ("GET", "DELETE")
 
 
+_ADVERTISE = ("header", "well-known", "none")
+
+
 class Knobs(BaseModel):
     """What the fake does wrong, and how it shapes its answers."""
 
@@ -122,6 +125,11 @@ class Knobs(BaseModel):
     emit_logging: bool = Field(
         default=False, description="a notifications/message before each result"
     )
+    announce_call_start: bool = Field(
+        default=False,
+        description="a notifications/message as each tool call starts, before any delay: a "
+        "test acts once the server holds the call instead of guessing when it will",
+    )
     emit_list_changed: bool = Field(default=False, description="notifications/tools/list_changed")
     server_ping: bool = Field(
         default=False, description="send `ping` to the client during each tool call"
@@ -143,7 +151,10 @@ class Knobs(BaseModel):
 
     # --- auth ----------------------------------------------------------------------------------
     require_auth: dict[str, str] | None = Field(
-        default=None, description='{"bearer": "tok"} or {"header": "X-API-Key", "value": "k"}'
+        default=None,
+        description='{"bearer": "tok"}, {"header": "X-API-Key", "value": "k"} or '
+        '{"oauth": "<issuer URL>", "advertise": "header|well-known|none"} '
+        "(tests.fakes.oauth_resource)",
     )
 
     # --- documents -----------------------------------------------------------------------------
@@ -175,7 +186,13 @@ class Knobs(BaseModel):
     def _auth_shape(cls, value: dict[str, str] | None) -> dict[str, str] | None:
         if value is None or set(value) == {"bearer"} or set(value) == {"header", "value"}:
             return value
-        raise ValueError('require_auth is {"bearer": tok} or {"header": name, "value": secret}')
+        advertise = value.get("advertise", "header")
+        if "oauth" in value and set(value) <= {"oauth", "advertise"} and advertise in _ADVERTISE:
+            return value
+        raise ValueError(
+            'require_auth is {"bearer": tok}, {"header": name, "value": secret} or '
+            '{"oauth": issuer, "advertise": "header|well-known|none"}'
+        )
 
     def updated(self, changes: dict[str, Any]) -> Knobs:
         """A new model with ``changes`` applied and validated as a whole."""

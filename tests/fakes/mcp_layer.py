@@ -221,6 +221,8 @@ class FakeMcp:
             stats.max_tool_calls_in_flight, stats.tool_calls_in_flight
         )
         try:
+            if self.state.knobs.announce_call_start:  # held by the server: before any slot
+                await self._log(ctx, {"event": "call started", "tool": params.name})
             slots = self.state.call_slots()
             if slots is None:
                 return await self._work(ctx, params)
@@ -272,15 +274,7 @@ class FakeMcp:
                 await ctx.session.send_notification(notification, related_request_id=related)
                 stats.progress_sent += 1
         if knobs.emit_logging:
-            log = LoggingMessageNotification.model_validate(
-                {
-                    "method": "notifications/message",
-                    "params": {"level": "info", "logger": "fake-docling",
-                               "data": {"event": "tool call", "request_id": related}},
-                }
-            )  # fmt: skip
-            await ctx.session.send_notification(log, related_request_id=related)
-            stats.log_messages_sent += 1
+            await self._log(ctx, {"event": "tool call", "request_id": related})
         if knobs.emit_list_changed:
             changed = ToolListChangedNotification.model_validate(
                 {"method": "notifications/tools/list_changed"}
@@ -291,6 +285,17 @@ class FakeMcp:
             await self._ask_client(ctx, "ping")
         if knobs.server_request_method:
             await self._ask_client(ctx, knobs.server_request_method)
+
+    async def _log(self, ctx: ServerRequestContext[Any, Any], data: dict[str, Any]) -> None:
+        """A ``notifications/message`` on this call's stream."""
+        log = LoggingMessageNotification.model_validate(
+            {
+                "method": "notifications/message",
+                "params": {"level": "info", "logger": "fake-docling", "data": data},
+            }
+        )
+        await ctx.session.send_notification(log, related_request_id=ctx.request_id)
+        self.state.stats.log_messages_sent += 1
 
     async def _ask_client(self, ctx: ServerRequestContext[Any, Any], method: str) -> None:
         """Send a request to the client on this call's stream and record how it answered."""

@@ -95,7 +95,10 @@ def main(argv: list[str] | None = None) -> None:
             host=args.host,
         )
     )
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP (accepted
+    # ones inherit it). Without it every reply on a kept-alive connection waited ~40 ms for the
+    # client's delayed ACK (Nagle), which uvicorn's own listening socket never does.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((args.host, args.port))
     port = sock.getsockname()[1]

@@ -12,8 +12,7 @@ import os
 import shlex
 import signal
 import sys
-import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,14 @@ from typer.testing import CliRunner
 
 from errors import CallTimeout, ServerUnavailable
 from pipeline.cli import app
-from pipeline.mcp import LifecycleState, McpClient, McpSettings, Progress, StdioTransport
+from pipeline.mcp import (
+    LifecycleState,
+    LogMessage,
+    McpClient,
+    McpSettings,
+    Progress,
+    StdioTransport,
+)
 from pipeline.resilience import build_resilient, load_resilience_settings
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
@@ -46,7 +52,11 @@ def from_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
 def make_stdio_client() -> Iterator[Any]:
     made: list[McpClient] = []
 
-    def make(protocol_version: str = "2025-11-25", **knobs: Any) -> McpClient:
+    def make(
+        protocol_version: str = "2025-11-25",
+        on_log: Callable[[LogMessage], None] | None = None,
+        **knobs: Any,
+    ) -> McpClient:
         """The session path by default; ``protocol_version="auto"`` finds 2026-07-28 (the SDK
         serves it over stdio by itself)."""
         settings = McpSettings(
@@ -55,7 +65,7 @@ def make_stdio_client() -> Iterator[Any]:
             timeout_large_s=30,
             protocol_version=protocol_version,
         )
-        client = McpClient(settings=settings, on_progress=progress.append)
+        client = McpClient(settings=settings, on_progress=progress.append, on_log=on_log)
         made.append(client)
         return client
 
@@ -112,11 +122,19 @@ def test_a_deadline_holds_and_the_child_serves_on(make_stdio_client: Any) -> Non
 def test_a_child_killed_mid_call_is_E302_then_a_fresh_child_serves(
     make_stdio_client: Any,
 ) -> None:
-    client = make_stdio_client(delay_s=3, delay_tools=[CONVERT])
+    def kill_once_the_child_holds_the_call(message: LogMessage) -> None:
+        if isinstance(message.data, dict) and message.data.get("event") == "call started":
+            os.kill(first, signal.SIGKILL)
+
+    client = make_stdio_client(
+        delay_s=60,
+        delay_tools=[CONVERT],
+        announce_call_start=True,
+        on_log=kill_once_the_child_holds_the_call,
+    )
     client.initialize()
     first = child_pid(client)
     docx = str(REPO_ROOT / "examples" / "quarterly-report.docx")
-    threading.Timer(0.5, os.kill, (first, signal.SIGKILL)).start()
     with pytest.raises(ServerUnavailable, match="SIGKILL"):
         client.call_tool(CONVERT, {"source": docx})
     wait_for(lambda: process_gone(first), message="the killed child reaped")
@@ -124,7 +142,8 @@ def test_a_child_killed_mid_call_is_E302_then_a_fresh_child_serves(
     assert client.ping() >= 0
     assert child_pid(client) != first
     assert client.state is LifecycleState.READY
-    assert any(step.to_state is LifecycleState.REINITIALIZING for step in client.trail)
+    reinit = [step for step in client.trail if step.to_state is LifecycleState.REINITIALIZING]
+    assert reinit and "child" in reinit[0].reason and "HTTP" not in reinit[0].reason
 
 
 def test_a_stateless_client_gets_a_fresh_child_without_any_handshake(

@@ -50,15 +50,16 @@ def test_declared_arguments_become_param_headers_and_refs_are_never_followed() -
         ("dry",): "Dry-Run",
         ("nested", "tenant"): "Tenant",
     }
+    declared = header_declarations(SCHEMA)
     headers = param_headers(
-        SCHEMA, {"region": "eu-west", "priority": 7, "dry": False, "nested": {"tenant": "ünï"}}
+        declared, {"region": "eu-west", "priority": 7, "dry": False, "nested": {"tenant": "ünï"}}
     )
     assert headers["Mcp-Param-Region"] == "eu-west"
     assert headers["Mcp-Param-Priority"] == "7"
     assert headers["Mcp-Param-Dry-Run"] == "false"
     tenant = headers["Mcp-Param-Tenant"]
     assert tenant.startswith("=?base64?") and base64.b64decode(tenant[9:-2]).decode() == "ünï"
-    assert param_headers(SCHEMA, {"region": None}) == {}
+    assert param_headers(declared, {"region": None}) == {}
 
 
 def test_unusable_declarations_are_named() -> None:

@@ -1,0 +1,337 @@
+"""Worker and API memory: RSS growth over 1,000 jobs, and peaks around one 50 MB result.
+
+Issue 15's seventh figure, against the fake docling server (``tests.fakes.server``, instant
+tools), a scratch database and a claimed Redis database (``bench/batch_throughput.py``'s helpers):
+
+1. ``doclane worker --concurrency 1``: RSS (``VmRSS`` in ``/proc``) of its pool process and its
+   main process after 10 jobs, and again after 1,000 (goal: growth under 50 MB). The jobs are
+   small unique Markdown files, converted and exported to markdown as any job is.
+2. Storing: one Markdown source of ``--result-mb`` MB (default 50) whose exported markdown is as
+   large. The pool process's peak (``VmHWM``, reset through ``/proc/<pid>/clear_refs`` just
+   before) while it calls the tools, receives the reply (the markdown twice, as the SDK sends a
+   structured result: text and ``structuredContent``) and stores the result.
+3. Serving: ``doclane api``, then ``GET /v1/jobs/{id}/result/md`` of that result, read and
+   counted by the bench; the API process's peak (``VmHWM``, reset the same way) meanwhile.
+
+Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS just before.
+
+    .venv/bin/python bench/worker_memory.py [--smoke] [--jobs 1000] [--result-mb 50] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batch_throughput import (  # noqa: E402
+    DOCLANE,
+    claim_redis_db,
+    free_port,
+    scratch_database,
+    stop_worker,
+    wait_ready,
+)
+from client_overhead import fake_server  # noqa: E402
+
+MB = 1024 * 1024
+GROWTH_GOAL_MB = 50
+PEAK_FACTOR_GOAL = 4
+TOKEN = "bench-memory-token"
+_WORDS = (
+    "result",
+    "markdown",
+    "worker",
+    "memory",
+    "table",
+    "figure",
+    "page",
+    "text",
+    "section",
+    "store",
+)
+
+
+# ---- /proc ------------------------------------------------------------------------------------
+def status_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def rss_mb(pid: int) -> float:
+    return status_kb(pid, "VmRSS") / 1024
+
+
+def peak_mb(pid: int) -> float:
+    return status_kb(pid, "VmHWM") / 1024
+
+
+def reset_peak(pid: int) -> None:
+    """Make ``VmHWM`` start again from the current RSS (Linux: ``5`` to ``clear_refs``)."""
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
+
+
+def children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def pool_process(worker_pid: int) -> int:
+    """The one prefork pool process of ``doclane worker --concurrency 1``."""
+    deadline = time.monotonic() + 60
+    while True:
+        kids = children(worker_pid)
+        if len(kids) == 1:
+            return kids[0]
+        if time.monotonic() > deadline:
+            raise SystemExit(f"expected one pool process under {worker_pid}, found {kids}")
+        time.sleep(0.2)
+
+
+# ---- the pieces ---------------------------------------------------------------------------------
+def write_small_files(folder: Path, first: int, count: int) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(first)
+    for n in range(first, first + count):
+        words = " ".join(rng.choice(_WORDS) for _ in range(400))
+        (folder / f"doc-{n:05d}.md").write_text(f"# Document {n}\n\n{words}\n")
+
+
+def write_large_file(path: Path, size: int) -> None:
+    """Markdown of exactly ``size`` bytes, in lines of ordinary words."""
+    rng = random.Random(7)
+    line = " ".join(rng.choice(_WORDS) for _ in range(12)) + "\n"
+    body = ("# A large result\n\n" + line * (size // len(line) + 1)).encode()[:size]
+    path.write_bytes(body)
+
+
+def submit(env: dict[str, str], folder: Path) -> list[str]:
+    done = subprocess.run(
+        [DOCLANE, "submit", str(folder), "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if not done.stdout.strip():
+        raise SystemExit(f"doclane submit failed: {done.stderr[-2000:]}")
+    out = json.loads(done.stdout)
+    if out["rejected"]:
+        raise SystemExit(f"refused: {out['rejected'][:3]}")
+    return [item["job_id"] for item in out["accepted"]]
+
+
+def wait_finished(db_url: str, total: int, timeout_s: float) -> None:
+    """Until ``total`` jobs are finished (each a succeeded job: anything else ends the bench)."""
+    deadline = time.monotonic() + timeout_s
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        while True:
+            row = conn.execute(
+                "SELECT count(*) FILTER (WHERE state = 'succeeded'),"
+                " count(*) FILTER (WHERE state IN ('failed', 'cancelled')) FROM jobs"
+            ).fetchone()
+            assert row is not None
+            succeeded, failed = int(row[0]), int(row[1])
+            if failed:
+                raise SystemExit(f"{failed} job(s) failed")
+            if succeeded >= total:
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"only {succeeded} of {total} jobs finished in {timeout_s} s")
+            time.sleep(0.2)
+
+
+@contextmanager
+def api_server(env: dict[str, str], log: Path) -> Iterator[tuple[int, str]]:
+    port = free_port()
+    api_env = {**env, "DOCLANE_API_TOKEN": TOKEN, "DOCLANE_API_PORT": str(port)}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([DOCLANE, "api"], env=api_env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"doclane api did not start (log: {log})")
+            time.sleep(0.2)
+        yield proc.pid, base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+# ---- the measurement ---------------------------------------------------------------------------
+def measure(jobs: int, result_mb: int, scratch: Path) -> dict[str, Any]:
+    report: dict[str, Any] = {"jobs": jobs, "result_mb": result_mb}
+    broker = claim_redis_db()
+    try:
+        with (
+            fake_server("--cache-dir", str(scratch / "server-cache")) as url,
+            scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
+        ):
+            env = {
+                **os.environ,
+                "DOCLANE_DATABASE_URL": db_url,
+                "DOCLANE_BROKER_URL": broker.url,
+                "DOCLANE_REDIS_URL": broker.url,
+                "DOCLING_MCP_ORIGIN": url,
+                "DOCLANE_PROFILE": "docling-mcp",
+                "DOCLANE_BATCH_MAX_DOCS": "1",
+                "DOCLANE_LOG_LEVEL": "INFO",  # wait_ready() reads the "ready." line
+            }
+            subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+            log_path = scratch / "worker.log"
+            with open(log_path, "wb") as logfile:
+                worker = subprocess.Popen(
+                    [DOCLANE, "worker", "--concurrency", "1", "--no-beat"],
+                    env=env,
+                    stdout=logfile,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            try:
+                wait_ready(worker, log_path)
+                pool = pool_process(worker.pid)
+                report.update(growth(env, db_url, scratch, jobs, (worker.pid, pool)))
+                job_id, report["storing"] = storing(
+                    env, db_url, scratch, jobs=jobs, pool=pool, result_mb=result_mb
+                )
+            finally:
+                stop_worker(worker)
+            report["serving"] = serving(env, scratch, job_id, result_mb)
+    finally:
+        broker.release()
+    return report
+
+
+def growth(
+    env: dict[str, str], db_url: str, scratch: Path, jobs: int, pids: tuple[int, int]
+) -> dict[str, Any]:
+    """RSS after the first 10 jobs and after all of them."""
+    main_pid, pool = pids
+    first = min(10, jobs)
+    write_small_files(scratch / "first", 0, first)
+    submit(env, scratch / "first")
+    wait_finished(db_url, first, 300)
+    after_first = {"pool": rss_mb(pool), "main": rss_mb(main_pid)}
+    write_small_files(scratch / "rest", first, jobs - first)
+    submit(env, scratch / "rest")
+    wait_finished(db_url, jobs, 3600)
+    if children(main_pid) != [pool]:
+        raise SystemExit("the pool process was replaced: RSS would not compare")
+    after_all = {"pool": rss_mb(pool), "main": rss_mb(main_pid)}
+    return {
+        "rss_mb": {f"after_{first}": after_first, f"after_{jobs}": after_all},
+        "growth_mb": {k: after_all[k] - after_first[k] for k in after_all},
+    }
+
+
+def storing(
+    env: dict[str, str], db_url: str, scratch: Path, *, jobs: int, pool: int, result_mb: int
+) -> tuple[str, dict[str, float]]:
+    """The pool process's peak while one job converts, exports and stores a large result."""
+    large = scratch / "large" / "large.md"
+    large.parent.mkdir()
+    write_large_file(large, result_mb * MB)
+    before = rss_mb(pool)
+    reset_peak(pool)
+    (job_id,) = submit(env, large.parent)
+    wait_finished(db_url, jobs + 1, 600)
+    return job_id, peak_figures(before, peak_mb(pool), result_mb)
+
+
+def serving(env: dict[str, str], scratch: Path, job_id: str, result_mb: int) -> dict[str, float]:
+    """``doclane api``'s peak while a client reads the large result."""
+    with api_server(env, scratch / "api.log") as (api_pid, base):
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        httpx.get(f"{base}/v1/jobs/{job_id}", headers=headers).raise_for_status()  # warm
+        before = rss_mb(api_pid)
+        reset_peak(api_pid)
+        size = 0
+        url = f"{base}/v1/jobs/{job_id}/result/md"
+        with httpx.stream("GET", url, headers=headers, timeout=120) as response:
+            response.raise_for_status()
+            for chunk in response.iter_raw():
+                size += len(chunk)
+        peak = peak_mb(api_pid)
+    if size != result_mb * MB:
+        raise SystemExit(f"served {size} bytes, stored {result_mb * MB}")
+    return {**peak_figures(before, peak, result_mb), "bytes": size}
+
+
+def peak_figures(before: float, peak: float, result_mb: int) -> dict[str, float]:
+    return {
+        "rss_before_mb": before,
+        "peak_mb": peak,
+        "extra_mb": peak - before,
+        "factor": (peak - before) / result_mb,
+    }
+
+
+def show(report: dict[str, Any]) -> None:
+    rss, growth = report["rss_mb"], report["growth_mb"]
+    for label, figures in rss.items():
+        print(f"{label:>12}: pool {figures['pool']:.1f} MB, main {figures['main']:.1f} MB")
+    print(
+        f"      growth: pool {growth['pool']:+.1f} MB, main {growth['main']:+.1f} MB "
+        f"(goal < {GROWTH_GOAL_MB} MB)"
+    )
+    for what in ("storing", "serving"):
+        f = report[what]
+        print(
+            f"{what:>12}: RSS {f['rss_before_mb']:.1f} MB -> peak {f['peak_mb']:.1f} MB, "
+            f"+{f['extra_mb']:.1f} MB = {f['factor']:.2f}x the {report['result_mb']} MB result "
+            f"(goal < {PEAK_FACTOR_GOAL}x)"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=1000)
+    parser.add_argument("--result-mb", type=int, default=50)
+    parser.add_argument("--smoke", action="store_true", help="12 jobs, a 2 MB result (CI)")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
+    args = parser.parse_args()
+    if args.smoke:
+        args.jobs, args.result_mb = 12, 2
+    scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-memory-"))
+    try:
+        report = measure(args.jobs, args.result_mb, scratch)
+    finally:
+        if not args.keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        show(report)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,56 @@
+"""The client, enqueue and memory benches still run: each at its smoke size, its report's shape
+checked (never its figures: benchmarks are not timed tests; the figures are in
+docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_bench(name: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / name), "--smoke", "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
+    report = run_bench("client_overhead.py")
+    assert set(report["revisions"]) == {"2025-11-25", "2026-07-28"}
+    for revision, figures in report["revisions"].items():
+        assert set(figures["negotiated"].values()) == {revision}  # every client spoke it
+        for key in ("median_ms_per_call", "median_cpu_ms_per_call"):
+            assert set(figures[key]) == {"doclane", "sdk", "bare"}
+            assert all(value > 0 for value in figures[key].values())
+        assert figures["doclane_vs_sdk"] > 0 and figures["cpu_doclane_vs_bare"] > 0
+
+
+def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
+    report = run_bench("enqueue.py")
+    assert report["ok"], report["runs"]
+    (run,) = report["runs"]
+    assert run["jobs"] == run["messages"] == report["files"] and run["problems"] == []
+    assert report["median_s"] > 0
+
+
+def test_worker_memory_reports_growth_and_both_peaks() -> None:
+    report = run_bench("worker_memory.py")
+    assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
+    assert set(report["growth_mb"]) == {"pool", "main"}
+    for what in ("storing", "serving"):
+        figures = report[what]
+        assert figures["peak_mb"] >= figures["rss_before_mb"] > 0
+    assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
