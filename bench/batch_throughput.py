@@ -42,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,9 +99,12 @@ def port_open(port: int) -> bool:
 class DoclingServer:
     """One docling-mcp, started as scripts/lib.sh's ``start_docling_mcp`` does, cache empty."""
 
-    def __init__(self, work: Path, cache_documents: int) -> None:
+    def __init__(
+        self, work: Path, cache_documents: int, extra_env: Mapping[str, str] | None = None
+    ) -> None:
         self.work = work
         self.cache_documents = cache_documents
+        self.extra_env = dict(extra_env or {})  # e.g. remote mode (bench/topologies.py)
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.cache_dir = work / "cache"
@@ -117,7 +120,9 @@ class DoclingServer:
             "CACHE_DIR": str(self.cache_dir),
             "HF_HUB_OFFLINE": "1",
             "DOCLING_MCP_CACHE_MAX_DOCUMENTS": str(self.cache_documents),
+            **self.extra_env,
         }
+        self.work.mkdir(parents=True, exist_ok=True)
         with open(self.work / "server.log", "ab") as logfile:
             self.proc = subprocess.Popen(
                 [
@@ -145,17 +150,21 @@ class DoclingServer:
         self.url = f"http://127.0.0.1:{port}/mcp"
 
     def stop(self) -> None:
-        if self.proc is None:
-            return
-        proc, self.proc = self.proc, None
+        if self.proc is not None:
+            proc, self.proc = self.proc, None
+            stop_group(proc, 20)
+
+
+def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
+    """SIGTERM the process group of a server started in its own session; SIGKILL if it lingers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 # ---- outcomes --------------------------------------------------------------------------------
@@ -266,8 +275,13 @@ def pipeline(
     batch_docs: int,
     concurrency: int,
     broker: Broker,
+    env: Mapping[str, str] | None = None,
 ) -> Run:
-    """Migrate a scratch database, start ``doclane worker``, submit the corpus, and wait."""
+    """Migrate a scratch database, start ``doclane worker``, submit the corpus, and wait.
+
+    ``env`` overrides the worker's and submit's environment last: another topology (a pool of
+    origins, stdio children) than the one ``server`` (bench/topologies.py).
+    """
     inbox = scratch / f"inbox-{mode}"
     inbox.mkdir(parents=True, exist_ok=True)
     broker.flush()  # the previous mode's leftovers go; the claim stays
@@ -283,6 +297,7 @@ def pipeline(
             "DOCLANE_BATCH_MAX_DOCS": str(batch_docs),
             "DOCLANE_PROFILE": "docling-mcp",
             "DOCLANE_LOG_LEVEL": "INFO",
+            **(env or {}),
         }
         subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
         log_path = scratch / f"worker-{mode}.log"

@@ -205,21 +205,35 @@ _docling_version_ok() {
     "import importlib.metadata as m, sys; sys.exit(m.version('docling-mcp') != '3.3.0' or not m.version('torch').startswith('2.13.0'))" 2>/dev/null
 }
 
-_install_docling_mcp() {
-  local stamp="$DOCLING_VENV/.doclane-stamp" want="${DOCLING_MCP_RECIPE[*]}"
-  _stamp_ok "$stamp" "$want" && [[ -x "$DOCLING_MCP_BIN" ]] && return
-  # An install made by hand (or before the stamp existed) with the right versions is kept.
-  if _docling_version_ok; then
+# _install_pinned VENV BIN VERSION_CHECK WHAT RECIPE...: a heavy tool in a venv of its own, pinned.
+# The stamp holds the recipe (a second run costs nothing); an install made by hand (or before the
+# stamp existed) that VERSION_CHECK accepts is kept. The torch pins keep the CPU wheel: a recipe
+# that pulls CUDA packages anyway (3 GB) is an error, not a silent download.
+_install_pinned() {
+  local venv=$1 bin=$2 check=$3 what=$4
+  shift 4
+  local stamp="$venv/.doclane-stamp" want="$*"
+  _stamp_ok "$stamp" "$want" && [[ -x "$bin" ]] && return
+  if "$check"; then
     echo "$want" >"$stamp"
     return
   fi
   ensure_python
-  local logfile="$DOCLANE_TOOLS_DIR/docling-mcp-install.log"
-  log "installing docling-mcp into $DOCLING_VENV (once; 2-3 minutes, 1.8 GB; log: $logfile)"
-  [[ -x "$DOCLING_VENV/bin/pip" ]] || logged "$logfile" "$DOCLANE_PYTHON" -m venv "$DOCLING_VENV"
-  logged "$logfile" "$DOCLING_VENV/bin/pip" install "${DOCLING_MCP_RECIPE[@]}"
-  _docling_version_ok || die "docling-mcp 3.3.0 with torch 2.13.0 did not install into $DOCLING_VENV (log: $logfile)"
+  local logfile
+  logfile="$DOCLANE_TOOLS_DIR/$(basename "$venv" -venv)-install.log"
+  log "installing $what into $venv (once; 2-5 minutes, 2-3 GB; log: $logfile)"
+  [[ -x "$venv/bin/pip" ]] || logged "$logfile" "$DOCLANE_PYTHON" -m venv "$venv"
+  logged "$logfile" "$venv/bin/pip" install "$@"
+  "$check" || die "$what did not install into $venv (log: $logfile)"
+  if "$venv/bin/pip" list 2>/dev/null | grep -qi '^nvidia-'; then
+    die "pip pulled CUDA packages into $venv (log: $logfile): the torch pins did not hold"
+  fi
   echo "$want" >"$stamp"
+}
+
+_install_docling_mcp() {
+  _install_pinned "$DOCLING_VENV" "$DOCLING_MCP_BIN" _docling_version_ok \
+    "docling-mcp 3.3.0 with torch 2.13.0" "${DOCLING_MCP_RECIPE[@]}"
 }
 
 ensure_docling_mcp() {
@@ -229,6 +243,29 @@ ensure_docling_mcp() {
   fi
   with_lock docling-mcp _install_docling_mcp
 }
+
+# ---- docling-serve, for the topology bench only (bench/topologies.py asks for it) ----------
+
+# Its own venv: docling-serve pins its own docling, fastapi and mcp-free stack. Not installed by
+# scripts/test (it is big); the same torch pins as docling-mcp keep the CPU wheel. PyPI's
+# torchvision 0.28.0 is built for CUDA torch and its operators do not load beside the CPU torch:
+# docling-serve imports it at start, so bench/docling_serve_launch.py starts it around that.
+DOCLING_SERVE_RECIPE=(torch==2.13.0 torchvision==0.28.0 docling-serve==1.38.2)
+DOCLING_SERVE_VENV="$DOCLANE_TOOLS_DIR/docling-serve-venv"
+DOCLING_SERVE_BIN="$DOCLING_SERVE_VENV/bin/docling-serve"
+
+_docling_serve_version_ok() {
+  [[ -x "$DOCLING_SERVE_BIN" ]] && "$DOCLING_SERVE_VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; sys.exit(m.version('docling-serve') != '1.38.2' or not m.version('torch').startswith('2.13.0'))" 2>/dev/null
+}
+
+_install_docling_serve() {
+  _install_pinned "$DOCLING_SERVE_VENV" "$DOCLING_SERVE_BIN" _docling_serve_version_ok \
+    "docling-serve 1.38.2 with torch 2.13.0" "${DOCLING_SERVE_RECIPE[@]}"
+}
+
+# ensure_docling_serve: prints nothing when docling-serve 1.38.2 is already in its venv.
+ensure_docling_serve() { with_lock docling-serve _install_docling_serve; }
 
 # ---- Node 22 and the MCP conformance suite ------------------------------------------------
 
