@@ -111,6 +111,10 @@ _KEY_VALUE = re.compile(
     r"(['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*)[^\s'\",;}&]+"
 )
 
+#: A word that each of the three patterns above needs: one cheap search spares most log lines
+#: their three substitutions (100-200 us a line, several lines a job).
+_SECRET_HINT = re.compile(rf"(?i){_SECRET_WORD}|authorization|bearer|basic|digest")
+
 
 def secret_params_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
     """A pattern for the values of the query parameters ``names`` (any case), or None."""
@@ -125,10 +129,16 @@ def redact(text: str, extra_params: re.Pattern[str] | None = None) -> str:
     """Mask credentials in free text: URL passwords and secret query parameters (those whose
     name names a secret, and ``extra_params``: ``DOCLANE_SECRET_QUERY_PARAMS``), auth scheme
     credentials, and name=value pairs whose name names a secret."""
-    text = _URL_CREDENTIALS.sub(r"\g<scheme>\g<user>:***@", text)
-    text = _QUERY_SECRET.sub(r"\1***", text)
+    if "@" in text:
+        text = _URL_CREDENTIALS.sub(r"\g<scheme>\g<user>:***@", text)
+    # Most lines name no secret word, and then none of the three other patterns can match.
+    hinted = _SECRET_HINT.search(text) is not None
+    if hinted:
+        text = _QUERY_SECRET.sub(r"\1***", text)
     if extra_params is not None:
         text = extra_params.sub(r"\1***", text)
+    if not hinted:
+        return text
     text = _AUTH_SCHEME.sub(r"\1 ***", text)
     return _KEY_VALUE.sub(r"\1\2***", text)
 

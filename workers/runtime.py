@@ -13,6 +13,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from billiard.process import current_process
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
@@ -51,7 +52,9 @@ def build_runtime(app: Celery) -> WorkerRuntime:
     source_settings = load_source_settings()
     mcp_settings = load_mcp_settings()
     store = JobStore(load_store_settings())
-    resilient = build_resilient(mcp_settings, load_resilience_settings())
+    resilient = build_resilient(
+        mcp_settings, load_resilience_settings(), first_origin=_pool_index()
+    )
     downloader = Downloader(source_settings)
     publisher = CeleryPublisher(app)
     processor = JobProcessor(
@@ -74,6 +77,12 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         reconcile_settings=load_reconcile_settings(),
         inbox_dir=source_settings.inbox_dir,
     )
+
+
+def _pool_index() -> int:
+    """This pool process's index in its worker (0, 1, ...; 0 outside a prefork pool)."""
+    index = getattr(current_process(), "index", 0)
+    return index if isinstance(index, int) else 0
 
 
 class _ProcessState:

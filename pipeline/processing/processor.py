@@ -150,8 +150,9 @@ class JobProcessor:
                 interval_s=self.settings.lease_check_interval_s,
                 on_lost=lambda: scope.cancel("the job was cancelled or taken from this attempt"),
             ).start()
+            journal = AttemptJournal(self.store, job, keeper, defer_calls=True)
             try:
-                return self._run_attempt(job, AttemptJournal(self.store, job, keeper), scope)
+                return self._run_attempt(job, journal, scope)
             finally:
                 keeper.stop()
 
@@ -165,33 +166,19 @@ class JobProcessor:
 
     # ---- one attempt --------------------------------------------------------------------------
     def _run_attempt(self, job: Job, journal: AttemptJournal, scope: CancelScope) -> Outcome:
+        """Convert, then store the results, the trail's last calls and a note at once.
+
+        The claim already recorded the ``validating`` stage; the results go in one transaction
+        with the rest (fenced like every write), so a finished job costs a claim, two stages
+        (converting and exporting, each with the calls before it) and one transaction.
+        """
         started = time.monotonic()
         tries = RetryRecord()
         try:
-            journal.stage(Stage.VALIDATING)
-            source = self.sources.prepare(job, journal)
-            try:
-                request = ConversionRequest(
-                    source=source.info.server_uri,
-                    kind="url" if source.info.path is None else "file",
-                    suffix=source.info.suffix,
-                    formats=job.formats,
-                    size_bytes=source.info.size_bytes,
-                )
-                with scope:
-                    conversion = self.runner.run(
-                        lambda client: self._unit(client, journal, request),
-                        label=f"job {job.id}",
-                        record=tries,
-                    )
-            finally:
-                source.discard()
-            journal.stage(Stage.STORING)
-            journal.conversion(conversion)
+            conversion = self._convert(job, journal, scope, tries)
             # The conversion is done: wait for a database that went away rather than lose it.
             if not self.failures.patiently(
-                lambda: self.store.finish(job.id, job.attempt, conversion.outputs),
-                "storing the results",
+                lambda: journal.finish(conversion), "storing the results"
             ):
                 return lost(job, "storing")
         except (AttemptLost, CallCancelled) as stopped:
@@ -210,6 +197,33 @@ class JobProcessor:
             ", ".join(f"{fmt}: {len(text)} chars" for fmt, text in conversion.outputs.items()),
         )
         return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
+
+    def _convert(
+        self, job: Job, journal: AttemptJournal, scope: CancelScope, tries: RetryRecord
+    ) -> Conversion:
+        """The source, then the conversion through the resilience layer; whatever ends it, the
+        calls made so far reach the trail before the attempt's outcome does."""
+        try:
+            source = self.sources.prepare(job, journal)
+            try:
+                request = ConversionRequest(
+                    source=source.info.server_uri,
+                    kind="url" if source.info.path is None else "file",
+                    suffix=source.info.suffix,
+                    formats=job.formats,
+                    size_bytes=source.info.size_bytes,
+                )
+                with scope:
+                    return self.runner.run(
+                        lambda client: self._unit(client, journal, request),
+                        label=f"job {job.id}",
+                        record=tries,
+                    )
+            finally:
+                source.discard()
+        except BaseException:
+            journal.flush()
+            raise
 
     def _unit(
         self, client: McpClient, journal: AttemptJournal, request: ConversionRequest

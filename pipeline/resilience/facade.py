@@ -126,14 +126,20 @@ def build_resilient(
     *,
     endpoints: list[str] | None = None,
     client_factory: Callable[[str], McpClient] | None = None,
+    first_origin: int = 0,
 ) -> Resilient:
-    """Compose the pool from settings: ``DOCLING_MCP_ORIGIN`` may list several origins."""
+    """Compose the pool from settings: ``DOCLING_MCP_ORIGIN`` may list several origins.
+
+    ``first_origin``: where the pool's round starts (a worker passes its process index)."""
     mcp = mcp_settings if mcp_settings is not None else load_mcp_settings()
     res = settings if settings is not None else load_resilience_settings()
     shared = redis_for_breakers(res)
 
     factory = client_factory or (lambda endpoint: McpClient(endpoint, settings=mcp))
     pool = ServerPool(
-        endpoints or mcp.endpoints, factory, lambda origin: origin_breaker(origin, res, shared)
+        endpoints or mcp.endpoints,
+        factory,
+        lambda origin: origin_breaker(origin, res, shared),
+        first=first_origin,
     )
     return Resilient(pool, res, redis_client=shared)

@@ -32,7 +32,14 @@ class ServerPool:
         endpoints: Sequence[str],
         client_factory: Callable[[str], McpClient],
         breaker_factory: Callable[[str], OriginBreaker],
+        *,
+        first: int = 0,
     ) -> None:
+        """``first``: where this process's round starts (its index among the worker's pool
+        processes). Each process keeps its own round; started at the same origin, processes
+        that take jobs of the same length move in step and crowd one server after the other
+        (4 processes on 2 servers of 2 slots each got half of linear); started one apart,
+        they stay one apart."""
         if not endpoints:
             raise ValueError("a server pool needs at least one endpoint")
         self.endpoints = list(dict.fromkeys(endpoints))
@@ -40,7 +47,7 @@ class ServerPool:
         self._breakers = {e: breaker_factory(origin_of(e)) for e in self.endpoints}
         self._clients: dict[str, McpClient] = {}
         self._lock = threading.Lock()
-        self._turn = itertools.count()
+        self._turn = itertools.count(first % len(self.endpoints))
 
     def breaker(self, endpoint: str) -> OriginBreaker:
         return self._breakers[endpoint]

@@ -9,6 +9,7 @@ refusals the caller must see as they are, so they pass through untouched.
 from __future__ import annotations
 
 import logging
+import select
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +49,24 @@ def connection_kwargs(settings: StoreSettings) -> dict[str, Any]:
     return kwargs
 
 
+def looks_alive(conn: psycopg.Connection[Any]) -> bool:
+    """Whether an idle connection may be lent without asking the server (no round trip).
+
+    Between two borrows nothing is in flight, so an idle connection's socket has nothing to
+    read unless the server spoke on its own: almost always to say goodbye (a shutdown or a
+    terminated backend sends FATAL and closes; a crash closes the socket). A readable socket, or
+    one psycopg already knows is closed, is suspect and gets the real check; a quiet one is lent
+    as it is. Asking the server on every borrow doubled a worker's database round trips.
+    """
+    if conn.closed or conn.broken:
+        return False
+    try:
+        readable, _, _ = select.select([conn.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
 class RestartAwareCheck:
     """The pool's check on borrow, which sweeps every idle connection once it meets a dead one.
 
@@ -64,6 +83,8 @@ class RestartAwareCheck:
         self._sweeping = threading.Lock()
 
     def __call__(self, conn: psycopg.Connection[Any]) -> None:
+        if looks_alive(conn):
+            return
         try:
             ConnectionPool.check_connection(conn)
         except Exception:
@@ -94,7 +115,8 @@ def create_pool(settings: StoreSettings) -> ConnectionPool:
     """A pool that survives a database restart.
 
     Connections are autocommit (multi-statement units use ``conn.transaction()``, a real BEGIN)
-    and checked on every borrow (``RestartAwareCheck``), so after a restart the dead ones are
+    and checked on every borrow (``RestartAwareCheck``, which asks the server only when the
+    socket says something happened: ``looks_alive``), so after a restart the dead ones are
     thrown away and replaced instead of failing the next call. Opening does not wait: a process
     may start while the database is down; its calls fail with E401 until it is back.
     """

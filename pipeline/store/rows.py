@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 from uuid import UUID
@@ -73,3 +74,27 @@ def error_columns(error: PipelineError) -> dict[str, Any]:
         "error_message": error.message,
         "error_detail": jsonb(wire) if wire else None,
     }
+
+
+@dataclass(frozen=True, slots=True)
+class CallEvent:
+    """One MCP call for the job's trail, written later with the attempt's next write."""
+
+    tool: str
+    duration_s: float
+    outcome: str
+    error_code: str | None = None
+    origin: str | None = None
+    detail: Mapping[str, Any] | None = None
+
+    def params(self, job_id: UUID, attempt: int) -> dict[str, Any]:
+        return {
+            "job_id": job_id,
+            "attempt": attempt,
+            "tool": self.tool,
+            "duration_ms": max(self.duration_s, 0.0) * 1000.0,
+            "outcome": self.outcome,
+            "error_code": self.error_code,
+            "origin": self.origin,
+            "detail": jsonb(self.detail),
+        }

@@ -59,6 +59,12 @@ class Knobs(BaseModel):
         default=0.0, ge=0, description="server-side delay inside every tool call"
     )
     delay_tools: list[str] | None = Field(default=None, description="limit delay_s to these tools")
+    max_concurrent_calls: int | None = Field(
+        default=None,
+        ge=1,
+        description="at most this many tool calls work at once (delay included); the others "
+        "wait their turn, as on a server with that many conversion slots (None: no limit)",
+    )
 
     # --- replies that keep a per-read timeout alive forever ------------------------------------
     keepalive_s: float | None = Field(

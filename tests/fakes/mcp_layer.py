@@ -221,8 +221,24 @@ class FakeMcp:
             stats.max_tool_calls_in_flight, stats.tool_calls_in_flight
         )
         try:
-            if self.state.knobs.announce_call_start:
+            if self.state.knobs.announce_call_start:  # held by the server: before any slot
                 await self._log(ctx, {"event": "call started", "tool": params.name})
+            slots = self.state.call_slots()
+            if slots is None:
+                return await self._work(ctx, params)
+            async with slots:
+                return await self._work(ctx, params)
+        finally:
+            stats.tool_calls_in_flight -= 1
+
+    async def _work(
+        self, ctx: ServerRequestContext[Any, Any], params: CallToolRequestParams
+    ) -> dict[str, Any]:
+        """One tool call's own time and result (inside its slot, when slots are limited)."""
+        stats = self.state.stats
+        stats.tool_calls_working += 1
+        stats.max_tool_calls_working = max(stats.max_tool_calls_working, stats.tool_calls_working)
+        try:
             delay = self.state.knobs.delays(params.name)
             if delay:
                 await anyio.sleep(delay)
@@ -231,7 +247,7 @@ class FakeMcp:
             result = await self.profile.call(params.name, params.arguments or {})
             return {"resultType": "complete", **result}  # dropped by the SDK for 2025 revisions
         finally:
-            stats.tool_calls_in_flight -= 1
+            stats.tool_calls_working -= 1
 
     def _maybe_evict(self, tool: str) -> None:
         """The ``evict_next`` knob: the cache is emptied before this call looks into it."""

@@ -72,6 +72,9 @@ class Stats:
     server_request_answers: list[dict[str, Any]] = field(default_factory=list)
     client_responses: list[dict[str, Any]] = field(default_factory=list)
     cancelled: list[dict[str, Any]] = field(default_factory=list)
+    #: Tool calls inside their slot (``max_concurrent_calls``) now, and the most at once.
+    tool_calls_working: int = 0
+    max_tool_calls_working: int = 0
     progress_sent: int = 0
     log_messages_sent: int = 0
     list_changed_sent: int = 0
@@ -112,6 +115,8 @@ class Stats:
             "trickled_bytes": self.trickled_bytes,
             "tool_calls_in_flight": self.tool_calls_in_flight,
             "max_tool_calls_in_flight": self.max_tool_calls_in_flight,
+            "tool_calls_working": self.tool_calls_working,
+            "max_tool_calls_working": self.max_tool_calls_working,
             "cached_documents": cache.keys(),
             "cache_evictions": cache.evictions,
         }
@@ -128,6 +133,7 @@ class FakeState:
         self.stats = Stats()
         self.cache = DocumentCache(defaults.cache_max_documents)
         self._hang_release: anyio.Event | None = None
+        self._slots: tuple[int, anyio.Semaphore] | None = None
         #: Session id -> the scope object its server tasks carry (see event_store).
         self.sessions: dict[str, SessionScope] = {}
 
@@ -142,6 +148,15 @@ class FakeState:
         self.stats = Stats()
         self.cache = DocumentCache(self.defaults.cache_max_documents)
         self.release_hanging()
+
+    def call_slots(self) -> anyio.Semaphore | None:
+        """The semaphore of ``max_concurrent_calls`` (a new one when the knob changes)."""
+        limit = self.knobs.max_concurrent_calls
+        if limit is None:
+            return None
+        if self._slots is None or self._slots[0] != limit:
+            self._slots = (limit, anyio.Semaphore(limit))
+        return self._slots[1]
 
     @property
     def hang_release(self) -> anyio.Event:

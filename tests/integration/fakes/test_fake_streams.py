@@ -240,6 +240,22 @@ def test_concurrent_calls_on_one_session_are_served_together(
     assert fake_server.stats()["max_tool_calls_in_flight"] == 3
 
 
+def test_max_concurrent_calls_lets_the_others_wait_their_turn(
+    fake_server: FakeServer, sample: str
+) -> None:
+    fake_server.configure(delay_s=2.0, max_concurrent_calls=2)
+    with new_session(fake_server) as raw, ThreadPoolExecutor(max_workers=3) as pool:
+        calls = [pool.submit(raw.call_tool, CONVERT, {"source": sample}) for _ in range(3)]
+        wait_for(
+            lambda: fake_server.stats()["tool_calls_in_flight"] == 3, message="3 calls arrived"
+        )
+        assert fake_server.stats()["tool_calls_working"] == 2  # the third waits for a slot
+        replies = [call.result(timeout=30) for call in calls]
+    assert all(reply.result["isError"] is False for reply in replies)
+    stats = fake_server.stats()
+    assert (stats["max_tool_calls_in_flight"], stats["max_tool_calls_working"]) == (3, 2)
+
+
 # --- messages before the result ------------------------------------------------------------
 
 

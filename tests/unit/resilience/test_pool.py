@@ -33,6 +33,14 @@ def trip(p: ServerPool, endpoint: str) -> None:
         p.breaker(endpoint).call(sick)
 
 
+def test_each_process_starts_its_round_where_its_index_says() -> None:
+    """Pool processes of one worker start one origin apart, so that in step they stay apart."""
+    rounds = [ServerPool([A, B], no_client, memory_breaker, first=index) for index in range(4)]
+    assert [p.choose() for p in rounds] == [A, B, A, B]
+    assert [p.choose() for p in rounds] == [B, A, B, A]
+    assert [ServerPool([A, B, C], no_client, memory_breaker, first=4).choose()] == [B]
+
+
 def test_round_robin_over_every_origin() -> None:
     p = pool(A, B, C)
     assert [p.choose() for _ in range(6)] == [A, B, C, A, B, C]

@@ -1,0 +1,432 @@
+"""What the pipeline adds on top of an instant tool (issue 15, figure 2).
+
+One fake Docling MCP server (tests/fakes) that answers at once; in one run, alternating:
+
+1. ``pairs``: doclane's own MCP client calling convert then export (the pipeline profile's two
+   calls, with the same output checks) sequentially, ``--pairs`` times: the rate a single loop
+   of client calls reaches against this server.
+2. ``c<N>``: ``doclane worker -c N`` (batches off: ``DOCLANE_BATCH_MAX_DOCS=1``) on a freshly
+   migrated scratch database and a Redis database claimed as the test suite claims its
+   brokers; ``doclane submit <folder> --wait --json`` of ``--jobs`` small distinct Markdown
+   files. Throughput is the jobs over the time from just before ``doclane submit`` starts to
+   the last job's ``finished_at``.
+   Then, on the same worker, ``--latency-jobs`` jobs submitted one at a time (enqueue and
+   publish in this process, then wait for the job to finish): the per-job overhead is
+   ``finished_at - created_at`` (submit to result committed, both by the database's clock) minus
+   the job's MCP calls as the worker's client timed them (``job_events``): what the pipeline
+   costs a lone job on top of the calls themselves.
+
+The order is pairs, c1, pairs, c2, pairs, c4, pairs, so each pipeline figure sits between two
+client figures taken minutes apart on the same machine; its ratio uses their mean.
+
+    .venv/bin/python bench/pipeline_overhead.py [--jobs 1000] [--concurrency 1,2,4] [--smoke]
+
+``--smoke`` (what CI runs) makes every count tiny: it proves the bench works, its figures mean
+nothing. ``--profile-worker`` samples the worker's main and pool processes with py-spy during
+the throughput run (py-spy on PATH or beside the interpreter) and leaves their collapsed stacks
+(``py-spy --format raw``, one file per process) in the scratch folder, which is then kept.
+Everything started is stopped and every scratch database removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from batch_throughput import (  # noqa: E402
+    DOCLANE,
+    claim_redis_db,
+    scratch_database,
+    stop_worker,
+    wait_ready,
+)
+
+from pipeline.enqueue import enqueue  # noqa: E402
+from pipeline.mcp import McpClient  # noqa: E402
+from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E402
+from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402
+from pipeline.store import JobStore, load_store_settings  # noqa: E402
+from tests.fixtures.brokers import Broker  # noqa: E402
+from tests.fixtures.fake_server import FakeServer  # noqa: E402
+
+TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile (0..1) by linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    low = int(pos)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
+
+
+def write_documents(folder: Path, count: int, tag: str) -> list[Path]:
+    """``count`` small Markdown files, each distinct (no deduplication among them)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = folder / f"doc-{tag}-{n:05d}.md"
+        path.write_text(f"# Document {tag} {n}\n\nA paragraph of document {n}.\n")
+        paths.append(path)
+    return paths
+
+
+# ---- CPU accounting ---------------------------------------------------------------------------
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one live process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def process_tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its live children (a worker and its pool)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return process_cpu_s(pid) + sum(process_cpu_s(int(child)) for child in children)
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's reaped children (``doclane submit`` once it ended)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# ---- the client loop -------------------------------------------------------------------------
+def ignore(_record: object) -> None:
+    """The client loop keeps no call history (the worker writes one: part of its cost)."""
+
+
+@dataclass
+class PairsRun:
+    rate: float  # pairs per second
+    cpu_ms: dict[str, float]  # per pair: this process (the client), the server
+
+
+def client_pairs(url: str, files: list[Path], server_pid: int) -> PairsRun:
+    """Sequential convert+export pairs through doclane's client."""
+    with McpClient(url) as client:
+        client.initialize()  # the handshake is not part of the figure
+        client.tools()
+        server_cpu = process_cpu_s(server_pid)
+        own_cpu = time.process_time()
+        started = time.perf_counter()
+        for path in files:
+            size = path.stat().st_size
+            result = call_tool(
+                client,
+                CONVERT,
+                {"source": str(path)},
+                stage="convert",
+                report=ignore,
+                size_bytes=size,
+            )
+            key = require_str(structured(result, CONVERT), "document_key", CONVERT)
+            result = call_tool(
+                client,
+                EXPORT_MARKDOWN,
+                {"document_key": key},
+                stage="export",
+                report=ignore,
+                size_bytes=size,
+            )
+            require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
+        elapsed = time.perf_counter() - started
+        cpu = {
+            "client": (time.process_time() - own_cpu) / len(files) * 1000,
+            "server": (process_cpu_s(server_pid) - server_cpu) / len(files) * 1000,
+        }
+        return PairsRun(len(files) / elapsed, cpu)
+
+
+# ---- the pipeline ----------------------------------------------------------------------------
+@dataclass
+class PipelineRun:
+    concurrency: int
+    jobs: int
+    seconds: float = 0.0
+    succeeded: int = 0
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # per job: worker, submit, server
+    overhead_ms: list[float] = field(default_factory=list)  # lone jobs, calls subtracted
+    latency_ms: list[float] = field(default_factory=list)  # lone jobs, submit to committed
+    calls_ms: list[float] = field(default_factory=list)  # lone jobs, their MCP calls
+
+    @property
+    def rate(self) -> float:
+        return self.jobs / self.seconds if self.seconds else 0.0
+
+
+def pipeline_run(
+    concurrency: int,
+    folder: Path,
+    lone: list[Path],
+    *,
+    server: FakeServer,
+    scratch: Path,
+    broker: Broker,
+    profile_worker: bool,
+) -> PipelineRun:
+    broker.flush()
+    run = PipelineRun(concurrency, len(list(folder.iterdir())))
+    with scratch_database(f"doclane_bench_overhead_{os.getpid()}") as db_url:
+        env = {
+            **os.environ,
+            "DOCLANE_DATABASE_URL": db_url,
+            "DOCLANE_BROKER_URL": broker.url,
+            "DOCLANE_REDIS_URL": broker.url,
+            "DOCLING_MCP_ORIGIN": server.url,
+            "DOCLANE_SERVER_CACHE_DIR": str(server.cache_dir),
+            "DOCLANE_INBOX_DIR": str(scratch / "inbox"),
+            "DOCLANE_BATCH_MAX_DOCS": "1",
+            "DOCLANE_PROFILE": "docling-mcp",
+            "DOCLANE_LOG_LEVEL": "INFO",
+        }
+        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        log_path = scratch / f"worker-c{concurrency}.log"
+        with open(log_path, "wb") as logfile:
+            worker = subprocess.Popen(
+                [DOCLANE, "worker", "--concurrency", str(concurrency)],
+                env=env,
+                stdout=logfile,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        spies: list[subprocess.Popen[bytes]] = []
+        try:
+            wait_ready(worker, log_path)
+            if profile_worker:
+                spies = start_spies(worker.pid, scratch / f"c{concurrency}")
+            server_cpu = process_cpu_s(server.pid)
+            children_cpu = children_cpu_s()
+            worker_cpu = process_tree_cpu_s(worker.pid)
+            started = time.time()
+            done = subprocess.run(
+                [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if not done.stdout.strip():
+                raise SystemExit(f"doclane submit printed nothing: {done.stderr[-2000:]}")
+            run.cpu_ms["submit"] = (children_cpu_s() - children_cpu) / run.jobs * 1000
+            run.cpu_ms["server"] = (process_cpu_s(server.pid) - server_cpu) / run.jobs * 1000
+            run.cpu_ms["worker"] = (process_tree_cpu_s(worker.pid) - worker_cpu) / run.jobs * 1000
+            for spy in spies:
+                spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
+            with psycopg.connect(db_url) as conn:
+                last, run.succeeded = conn.execute(
+                    "SELECT extract(epoch FROM max(finished_at))::float8,"
+                    " count(*) FILTER (WHERE state = 'succeeded') FROM jobs"
+                ).fetchone() or (None, 0)
+            run.seconds = float(last) - started if last is not None else 0.0
+            lone_jobs(run, lone, env, db_url)
+        finally:
+            for spy in spies:
+                spy.wait()
+            stop_worker(worker)
+    return run
+
+
+def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: str) -> None:
+    """One job at a time through the same worker: submit, wait for the commit, next."""
+    from workers.app import create_app
+    from workers.publisher import CeleryPublisher
+    from workers.settings import load_worker_settings
+
+    saved = dict(os.environ)
+    os.environ.update(env)  # the settings below read the worker's environment
+    app = create_app(load_worker_settings())
+    store = JobStore(load_store_settings())
+    try:
+        publisher = CeleryPublisher(app)
+        for path in files:
+            submission = enqueue([str(path)], ("md",), publisher=publisher, store=store)
+            (job_id,) = submission.job_ids
+            deadline = time.monotonic() + 60
+            while True:  # a bench's own wait: at most 60 s, then it says so
+                job = store.get_job(job_id)
+                if job is not None and job.state.terminal:
+                    break
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"lone job {job_id} did not finish within 60 s")
+                time.sleep(0.002)
+        with psycopg.connect(db_url) as conn:
+            rows = conn.execute(
+                "SELECT extract(epoch FROM j.finished_at - j.created_at)::float8 * 1000,"
+                " coalesce(sum(e.duration_ms), 0)"
+                " FROM jobs j LEFT JOIN job_events e ON e.job_id = j.id AND e.kind = 'mcp_call'"
+                " WHERE j.source_uri LIKE '%%/lone-%%' AND j.state = 'succeeded'"
+                " GROUP BY j.id"
+            ).fetchall()
+    finally:
+        store.close()
+        app.close()
+        os.environ.clear()
+        os.environ.update(saved)
+    for latency, calls in rows:
+        run.latency_ms.append(float(latency))
+        run.calls_ms.append(float(calls))
+        run.overhead_ms.append(float(latency) - float(calls))
+
+
+def start_spies(worker_pid: int, prefix: Path) -> list[subprocess.Popen[bytes]]:
+    """py-spy on the worker's main process and each pool process (collapsed stacks, text)."""
+    py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    children = Path(f"/proc/{worker_pid}/task/{worker_pid}/children").read_text().split()
+    spies = []
+    for pid in [str(worker_pid), *children]:
+        out = f"{prefix}-pid{pid}.txt"
+        spies.append(
+            subprocess.Popen(
+                [
+                    py_spy,
+                    "record",
+                    "--pid",
+                    pid,
+                    "--gil",
+                    "--rate",
+                    "250",
+                    "--format",
+                    "raw",
+                    "-o",
+                    out,
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+    return spies
+
+
+# ---- the run ---------------------------------------------------------------------------------
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=1000, help="Jobs per throughput run.")
+    parser.add_argument("--pairs", type=int, default=1000, help="Client pairs per client run.")
+    parser.add_argument("--latency-jobs", type=int, default=100, help="Lone jobs per run.")
+    parser.add_argument("--concurrency", default="1,2,4", help="doclane worker -c, in turn.")
+    parser.add_argument("--smoke", action="store_true", help="Tiny counts (CI).")
+    parser.add_argument("--profile-worker", action="store_true", help="py-spy the pool.")
+    parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
+    parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (logs).")
+    args = parser.parse_args()
+    if args.smoke:
+        args.jobs, args.pairs, args.latency_jobs, args.concurrency = 12, 20, 3, "1"
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-overhead-", dir=TOOLS))
+    print(f"scratch folder: {scratch}", file=sys.stderr)
+    keep = args.keep or args.profile_worker
+    server = FakeServer(scratch, cache_max_documents=max(args.jobs, args.pairs) + 100)
+    broker = claim_redis_db()
+    pairs: list[PairsRun] = []
+    runs: list[PipelineRun] = []
+    try:
+        server.start()
+        pair_files = write_documents(scratch / "pairs", args.pairs, "pair")
+        client_pairs(server.url, pair_files[:200], server.pid)  # warm-up: imports, connections
+        pairs.append(client_pairs(server.url, pair_files, server.pid))
+        print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
+        for c in concurrencies:
+            folder = scratch / f"jobs-c{c}"
+            write_documents(folder, args.jobs, f"c{c}")
+            lone = write_documents(scratch / f"lone-c{c}", args.latency_jobs, f"lone-c{c}")
+            lone = [p.rename(p.with_name(f"lone-{p.name}")) for p in lone]
+            runs.append(
+                pipeline_run(
+                    c,
+                    folder,
+                    lone,
+                    server=server,
+                    scratch=scratch,
+                    broker=broker,
+                    profile_worker=args.profile_worker,
+                )
+            )
+            print(f"c{c}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
+            pairs.append(client_pairs(server.url, pair_files, server.pid))
+            print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
+    finally:
+        server.stop()
+        broker.release()
+        if not keep:
+            shutil.rmtree(scratch, ignore_errors=True)
+    show(args, pairs, runs)
+
+
+def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun]) -> None:
+    rows: list[dict[str, Any]] = []
+    for n, run in enumerate(runs):
+        around = statistics.mean(p.rate for p in pairs[n : n + 2])
+        rows.append(
+            {
+                "concurrency": run.concurrency,
+                "jobs": run.jobs,
+                "succeeded": run.succeeded,
+                "seconds": round(run.seconds, 2),
+                "jobs_per_s": round(run.rate, 1),
+                "pairs_per_s_around": round(around, 1),
+                "ratio": round(run.rate / around, 2) if around else None,
+                "lone_jobs": len(run.latency_ms),
+                "latency_ms_p50": round(percentile(run.latency_ms, 0.5), 1),
+                "overhead_ms_p50": round(percentile(run.overhead_ms, 0.5), 1),
+                "overhead_ms_p95": round(percentile(run.overhead_ms, 0.95), 1),
+                "calls_ms_p50": round(percentile(run.calls_ms, 0.5), 1),
+                "cpu_ms_per_job": {k: round(v, 2) for k, v in run.cpu_ms.items()},
+            }
+        )
+    client = [
+        {"per_s": round(p.rate, 1), **{k: round(v, 2) for k, v in p.cpu_ms.items()}} for p in pairs
+    ]
+    if args.json:
+        print(json.dumps({"pairs": client, "runs": rows}))
+        return
+    print("client pairs/s, in run order: " + ", ".join(f"{p.rate:.1f}" for p in pairs))
+    print(
+        "client CPU ms per pair (client, server): "
+        + ", ".join(f"({p.cpu_ms['client']:.2f}, {p.cpu_ms['server']:.2f})" for p in pairs)
+    )
+    print(
+        f"{'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} {'ratio':>5} "
+        f"{'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
+        "  CPU ms/job: worker, submit, server"
+    )
+    for row in rows:
+        cpu = row["cpu_ms_per_job"]
+        print(
+            f"{row['concurrency']:>3} {row['jobs']:>5} {row['succeeded']:>5} "
+            f"{row['seconds']:>6.1f} {row['jobs_per_s']:>7.1f} {row['pairs_per_s_around']:>7.1f} "
+            f"{row['ratio']:>5.2f} {row['latency_ms_p50']:>7.1f} {row['overhead_ms_p50']:>7.1f} "
+            f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
+            f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

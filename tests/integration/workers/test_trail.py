@@ -1,0 +1,117 @@
+"""The trail an attempt leaves, now that its writes share round trips.
+
+An MCP call is written with the attempt's next write (a stage, or the results' transaction)
+rather than on its own: whatever ends the attempt, every call must still be in the trail, in the
+order made, and before the change of state that the attempt ended with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pipeline.jobs import EventKind, JobState, Stage
+from pipeline.processing import OutcomeKind
+from tests.integration.workers.conftest import Bench
+from tests.integration.workers.samples import write_sample
+
+CONVERT = "convert_document_into_docling_document"
+EXPORT = "export_docling_document_to_markdown"
+
+
+def trail(bench: Bench, job_id: Any) -> list[tuple[str, ...]]:
+    """Each event as a short tuple: ("state", to), ("call", tool, outcome), ("note",)."""
+    shown: list[tuple[str, ...]] = []
+    for event in bench.store.events(job_id):
+        if event.kind is EventKind.STATE_CHANGE:
+            shown.append(("state", str(event.to_state)))
+        elif event.kind is EventKind.MCP_CALL:
+            shown.append(("call", event.tool or "", event.outcome or ""))
+        else:
+            shown.append(("note",))
+    return shown
+
+
+def test_a_finished_job_s_trail_holds_its_calls_then_the_note_then_the_success(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    assert trail(bench, job_id) == [
+        ("state", "queued"),
+        ("state", "running"),
+        ("call", CONVERT, "ok"),
+        ("call", EXPORT, "ok"),
+        ("note",),
+        ("state", "succeeded"),
+    ]
+
+
+def test_the_claim_records_the_validating_stage(make_bench: Callable[..., Bench]) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 2))
+
+    claimed = bench.store.claim(job_id, "worker-x", lease_s=30)
+
+    assert claimed is not None and claimed.stage is Stage.VALIDATING
+
+
+def test_a_failed_conversion_s_call_comes_before_the_failure(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
+    job_id = bench.submit_one(write_sample(bench.folder, "html", 3))
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E306")
+    assert trail(bench, job_id) == [
+        ("state", "queued"),
+        ("state", "running"),
+        ("call", CONVERT, "error"),
+        ("state", "failed"),
+    ]
+
+
+def test_calls_retried_within_an_attempt_are_all_kept_in_order(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(resilience={"retry_max_tries": 3, "breaker_fail_max": 100})
+    bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[EXPORT])
+    job_id = bench.submit_one(write_sample(bench.folder, "csv", 4))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    calls = [e for e in trail(bench, job_id) if e[0] == "call"]
+    assert calls == [
+        ("call", CONVERT, "ok"),
+        ("call", EXPORT, "error"),
+        ("call", CONVERT, "ok"),
+        ("call", EXPORT, "ok"),
+    ]
+    assert trail(bench, job_id)[-1] == ("state", "succeeded")
+
+
+def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench()
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 5))
+    bench.runner.after_unit = lambda: bench.store.cancel(job_id) and None
+
+    outcome = bench.processor.process(job_id)
+
+    assert outcome.kind is OutcomeKind.ABANDONED
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert bench.store.list_results(job_id) == []
+    shown = trail(bench, job_id)
+    assert [e for e in shown if e[0] == "call"] == [
+        ("call", CONVERT, "ok"),
+        ("call", EXPORT, "ok"),
+    ]
+    assert ("state", "succeeded") not in shown
