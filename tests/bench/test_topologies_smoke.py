@@ -3,8 +3,9 @@
 Not a measurement (CI machines differ and the figures of a dozen documents mean nothing): the
 bench must run end to end, convert every document in every mode, and find the markdown of
 doclane's pipeline identical to direct calls' and, over docling-serve, to docling-serve's own.
-docling-serve is large and installed only when the bench asks (scripts/lib.sh's
-``ensure_docling_serve``); without it this test is skipped, saying so.
+docling-serve is large (2.9 GB) and installed by scripts/test and by the bench itself
+(scripts/lib.sh's ``ensure_docling_serve``), not by scripts/demo; under a bare pytest without
+it this test is skipped, saying so, but CI never skips it.
 """
 
 from __future__ import annotations
