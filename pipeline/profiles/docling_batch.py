@@ -51,6 +51,7 @@ never correctness: every key but the last is proven whatever the order.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePath
@@ -76,6 +77,8 @@ from pipeline.profiles.docling_mcp import (
     unreadable,
 )
 from pipeline.profiles.saved_origin import read_origin
+
+log = logging.getLogger("pipeline.profiles.batch")
 
 CONVERT_DIRECTORY = "convert_directory_files_into_docling_document"
 
@@ -133,6 +136,8 @@ class _Round:
     outcome: BatchConversion
     #: Member name -> whether its key's proof was strong (by content, not by name alone).
     proven: dict[str, bool] = field(default_factory=dict)
+    #: A proof failed for a reason of the setup, not of the key: said once per batch.
+    warned: bool = False
 
     @property
     def strong(self) -> int:
@@ -198,6 +203,11 @@ class DoclingBatchProfile:
         except (KeyVanished, PipelineError) as exc:
             if isinstance(exc, PipelineError) and exc.retryable:
                 raise  # the server's trouble, not this key's: the batch's outcome
+            if isinstance(exc, PipelineError) and _unreadable(exc) and not batch.warned:
+                # Every key of the batch will fail the same way and convert alone: correct, but
+                # the batch is lost, typically a pool server saving outside the shared folder.
+                batch.warned = True
+                log.warning("batch proof impossible, its documents convert alone: %s", exc.message)
             proven = None
         else:
             proven = _proven_name(origin, batch.by_name)
@@ -276,6 +286,11 @@ def proof_order(
         for key, name in zip(keys, listing, strict=True)
     }
     return sorted(distinct, key=lambda key: expected[key])
+
+
+def _unreadable(exc: PipelineError) -> bool:
+    """Whether a proof failed because the worker cannot read what the server saved."""
+    return isinstance(exc.detail, dict) and "worker_path" in exc.detail
 
 
 def may_eliminate(

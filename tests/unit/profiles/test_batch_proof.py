@@ -271,3 +271,32 @@ def test_origin_far_from_the_start_is_read_on(tmp_path: Path) -> None:
 )
 def test_no_origin_proves_nothing(tmp_path: Path, text: str | bytes) -> None:
     assert read_origin(write(tmp_path / "d.json", text), limit=1 << 20) is None
+
+
+def test_a_server_saving_where_the_worker_cannot_read_is_said_once_per_batch(
+    cache_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A pool server with its own cache folder: no key proven, every document alone, and the
+    operator told why (once, not once per key)."""
+    elsewhere = tmp_path / "other-server-cache"
+    elsewhere.mkdir()
+    server = Server(elsewhere, ["key-a", "key-t", "key-b"], HONEST)
+    client = ScriptedClient(
+        {
+            CONVERT_DIRECTORY: lambda a: ok(
+                {"result": [{"from_cache": False, "document_key": k} for k in server.answer]}
+            ),
+            EXPORT_MARKDOWN: lambda a: ok({"markdown": f"# {a['document_key']}"}),
+            SAVE: server.save,
+            CHECK_CACHE: lambda a: ok({"in_cache": True}),
+        }
+    )
+    single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache_dir)
+    with caplog.at_level("WARNING", logger="pipeline.profiles.batch"):
+        outcome = DoclingBatchProfile(single).convert(
+            client, "/srv/batch", MEMBERS, ("md",), lambda r, n: None, timeout=10,
+            listing=[m.name for m in MEMBERS],
+        )  # fmt: skip
+    assert outcome.converted == {} and sorted(outcome.unproven) == sorted(m.name for m in MEMBERS)
+    warnings = [r for r in caplog.records if "batch proof impossible" in r.getMessage()]
+    assert len(warnings) == 1 and "DOCLANE_SERVER_CACHE_DIR" in warnings[0].getMessage()
