@@ -293,31 +293,18 @@ def pipeline(
     inbox.mkdir(parents=True, exist_ok=True)
     broker.flush()  # the previous mode's leftovers go; the claim stays
     with scratch_database(f"doclane_bench_batch_{os.getpid()}") as db_url:
-        env = {
-            **os.environ,
-            "DOCLANE_DATABASE_URL": db_url,
-            "DOCLANE_BROKER_URL": broker.url,
-            "DOCLANE_REDIS_URL": broker.url,
-            "DOCLING_MCP_ORIGIN": server.url,
-            "DOCLANE_SERVER_CACHE_DIR": str(server.cache_dir),
-            "DOCLANE_INBOX_DIR": str(inbox),
-            "DOCLANE_BATCH_MAX_DOCS": str(batch_docs),
-            "DOCLANE_PROFILE": "docling-mcp",
-            "DOCLANE_LOG_LEVEL": "INFO",
+        env = worker_env(
+            db_url,
+            broker,
+            server.url,
+            DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
+            DOCLANE_INBOX_DIR=str(inbox),
+            DOCLANE_BATCH_MAX_DOCS=str(batch_docs),
             **(env or {}),
-        }
-        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        )
         log_path = scratch / f"worker-{mode}.log"
-        with open(log_path, "wb") as logfile:
-            worker = subprocess.Popen(
-                [DOCLANE, "worker", "--concurrency", str(concurrency)],
-                env=env,
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        worker = start_worker(env, log_path, "--concurrency", str(concurrency))
         try:
-            wait_ready(worker, log_path)
             started = time.time()
             done = subprocess.run(
                 [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
@@ -337,6 +324,44 @@ def pipeline(
             stop_worker(worker)
         count_batches(run, log_path)
     return run
+
+
+def worker_env(db_url: str, broker: Broker, origin: str, **settings: str) -> dict[str, str]:
+    """The environment of a bench's ``doclane worker`` and ``doclane submit``: a scratch
+    database and broker, ``origin`` (one, or several comma-separated), the docling-mcp profile,
+    batches off and INFO logs (``wait_ready`` reads the "ready." line) unless ``settings``
+    (``DOCLANE_*`` names) say otherwise."""
+    return {
+        **os.environ,
+        "DOCLANE_DATABASE_URL": db_url,
+        "DOCLANE_BROKER_URL": broker.url,
+        "DOCLANE_REDIS_URL": broker.url,
+        "DOCLING_MCP_ORIGIN": origin,
+        "DOCLANE_BATCH_MAX_DOCS": "1",
+        "DOCLANE_PROFILE": "docling-mcp",
+        "DOCLANE_LOG_LEVEL": "INFO",
+        **settings,
+    }
+
+
+def start_worker(env: Mapping[str, str], log_path: Path, *args: str) -> subprocess.Popen[bytes]:
+    """Migrate the scratch database, start ``doclane worker <args>`` (its own process group,
+    logging to ``log_path``) and wait until it is ready; the caller stops it (``stop_worker``)."""
+    subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+    with open(log_path, "wb") as logfile:
+        worker = subprocess.Popen(
+            [DOCLANE, "worker", *args],
+            env=env,
+            stdout=logfile,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        wait_ready(worker, log_path)
+    except BaseException:
+        stop_worker(worker)
+        raise
+    return worker
 
 
 def wait_ready(worker: subprocess.Popen[bytes], log_path: Path) -> None:

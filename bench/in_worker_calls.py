@@ -47,8 +47,9 @@ from batch_throughput import (  # noqa: E402
     DoclingServer,
     claim_redis_db,
     scratch_database,
+    start_worker,
     stop_worker,
-    wait_ready,
+    worker_env,
 )
 from pipeline_overhead import percentile, process_tree_cpu_s  # noqa: E402
 
@@ -111,30 +112,16 @@ def worker(
 ) -> tuple[Times, dict[str, float]]:
     broker.flush()
     with scratch_database(f"doclane_bench_inworker_{os.getpid()}") as db_url:
-        env = {
-            **os.environ,
-            "DOCLANE_DATABASE_URL": db_url,
-            "DOCLANE_BROKER_URL": broker.url,
-            "DOCLANE_REDIS_URL": broker.url,
-            "DOCLING_MCP_ORIGIN": server.url,
-            "DOCLANE_SERVER_CACHE_DIR": str(server.cache_dir),
-            "DOCLANE_INBOX_DIR": str(scratch / "inbox"),
-            "DOCLANE_BATCH_MAX_DOCS": "1",
-            "DOCLANE_PROFILE": "docling-mcp",
-            "DOCLANE_LOG_LEVEL": "INFO",
-        }
-        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        env = worker_env(
+            db_url,
+            broker,
+            server.url,
+            DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
+            DOCLANE_INBOX_DIR=str(scratch / "inbox"),
+        )
         log_path = scratch / f"worker-{n}.log"
-        with open(log_path, "wb") as logfile:
-            proc = subprocess.Popen(
-                [DOCLANE, "worker", "--concurrency", "1"],
-                env=env,
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        proc = start_worker(env, log_path, "--concurrency", "1")
         try:
-            wait_ready(proc, log_path)
             cpu, worker_cpu = server_cpu_s(server), process_tree_cpu_s(proc.pid)
             started = time.monotonic()
             subprocess.run(

@@ -54,8 +54,9 @@ from batch_throughput import (  # noqa: E402
     DOCLANE,
     claim_redis_db,
     scratch_database,
+    start_worker,
     stop_worker,
-    wait_ready,
+    worker_env,
 )
 
 from pipeline.enqueue import enqueue  # noqa: E402
@@ -190,31 +191,17 @@ def pipeline_run(
     broker.flush()
     run = PipelineRun(concurrency, len(list(folder.iterdir())))
     with scratch_database(f"doclane_bench_overhead_{os.getpid()}") as db_url:
-        env = {
-            **os.environ,
-            "DOCLANE_DATABASE_URL": db_url,
-            "DOCLANE_BROKER_URL": broker.url,
-            "DOCLANE_REDIS_URL": broker.url,
-            "DOCLING_MCP_ORIGIN": server.url,
-            "DOCLANE_SERVER_CACHE_DIR": str(server.cache_dir),
-            "DOCLANE_INBOX_DIR": str(scratch / "inbox"),
-            "DOCLANE_BATCH_MAX_DOCS": "1",
-            "DOCLANE_PROFILE": "docling-mcp",
-            "DOCLANE_LOG_LEVEL": "INFO",
-        }
-        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        env = worker_env(
+            db_url,
+            broker,
+            server.url,
+            DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
+            DOCLANE_INBOX_DIR=str(scratch / "inbox"),
+        )
         log_path = scratch / f"worker-c{concurrency}.log"
-        with open(log_path, "wb") as logfile:
-            worker = subprocess.Popen(
-                [DOCLANE, "worker", "--concurrency", str(concurrency)],
-                env=env,
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        worker = start_worker(env, log_path, "--concurrency", str(concurrency))
         spies: list[subprocess.Popen[bytes]] = []
         try:
-            wait_ready(worker, log_path)
             if profile_worker:
                 spies = start_spies(worker.pid, scratch / f"c{concurrency}")
             server_cpu = process_cpu_s(server.pid)

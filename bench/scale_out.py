@@ -41,8 +41,9 @@ from batch_throughput import (  # noqa: E402
     DOCLANE,
     claim_redis_db,
     scratch_database,
+    start_worker,
     stop_worker,
-    wait_ready,
+    worker_env,
 )
 from pipeline_overhead import write_documents  # noqa: E402
 
@@ -81,29 +82,23 @@ def run_point(
     folder = scratch / f"docs-{point.servers}x{point.workers}"
     write_documents(folder, point.jobs, f"{point.servers}x{point.workers}")
     with scratch_database(f"doclane_bench_scale_{os.getpid()}") as db_url:
-        env = {
-            **os.environ,
-            "DOCLANE_DATABASE_URL": db_url,
-            "DOCLANE_BROKER_URL": broker.url,
-            "DOCLANE_REDIS_URL": broker.url,
-            "DOCLING_MCP_ORIGIN": ",".join(s.url for s in servers[: point.servers]),
-            "DOCLANE_INBOX_DIR": str(scratch / "inbox"),
-            "DOCLANE_BATCH_MAX_DOCS": "1",
-            "DOCLANE_PROFILE": "docling-mcp",
-            "DOCLANE_LOG_LEVEL": "WARNING",
-        }
-        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        env = worker_env(
+            db_url,
+            broker,
+            ",".join(s.url for s in servers[: point.servers]),
+            DOCLANE_INBOX_DIR=str(scratch / "inbox"),
+            DOCLANE_LOG_LEVEL="WARNING",
+        )
         log_path = scratch / f"worker-{point.servers}x{point.workers}.log"
-        with open(log_path, "wb") as logfile:
-            worker = subprocess.Popen(
-                [DOCLANE, "worker", "--concurrency", str(point.workers), "--loglevel", "INFO"],
-                env={**env, "DOCLANE_LOG_LEVEL": "INFO"},
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        worker = start_worker(
+            {**env, "DOCLANE_LOG_LEVEL": "INFO"},
+            log_path,
+            "--concurrency",
+            str(point.workers),
+            "--loglevel",
+            "INFO",
+        )
         try:
-            wait_ready(worker, log_path)
             subprocess.run(
                 [DOCLANE, "submit", str(folder), "--json"], env=env, check=True, capture_output=True
             )

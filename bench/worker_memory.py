@@ -46,8 +46,9 @@ from batch_throughput import (  # noqa: E402
     claim_redis_db,
     free_port,
     scratch_database,
+    start_worker,
     stop_worker,
-    wait_ready,
+    worker_env,
 )
 from client_overhead import fake_server  # noqa: E402
 
@@ -195,28 +196,10 @@ def measure(jobs: int, result_mb: int, scratch: Path) -> dict[str, Any]:
             fake_server("--cache-dir", str(scratch / "server-cache")) as url,
             scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
         ):
-            env = {
-                **os.environ,
-                "DOCLANE_DATABASE_URL": db_url,
-                "DOCLANE_BROKER_URL": broker.url,
-                "DOCLANE_REDIS_URL": broker.url,
-                "DOCLING_MCP_ORIGIN": url,
-                "DOCLANE_PROFILE": "docling-mcp",
-                "DOCLANE_BATCH_MAX_DOCS": "1",
-                "DOCLANE_LOG_LEVEL": "INFO",  # wait_ready() reads the "ready." line
-            }
-            subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+            env = worker_env(db_url, broker, url)
             log_path = scratch / "worker.log"
-            with open(log_path, "wb") as logfile:
-                worker = subprocess.Popen(
-                    [DOCLANE, "worker", "--concurrency", "1", "--no-beat"],
-                    env=env,
-                    stdout=logfile,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
+            worker = start_worker(env, log_path, "--concurrency", "1", "--no-beat")
             try:
-                wait_ready(worker, log_path)
                 pool = pool_process(worker.pid)
                 report.update(growth(env, db_url, scratch, jobs, (worker.pid, pool)))
                 job_id, report["storing"] = storing(
