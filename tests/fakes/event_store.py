@@ -50,6 +50,7 @@ current_session: contextvars.ContextVar[SessionScope | None] = contextvars.Conte
 @dataclass
 class _StreamLog:
     stream_id: StreamId
+    key: tuple[int, StreamId] | None = None
     events: list[tuple[EventId, JSONRPCMessage | None]] = field(default_factory=list)
     finished: bool = False
     changed: anyio.Event = field(default_factory=anyio.Event)
@@ -77,7 +78,7 @@ class FollowingEventStore(EventStore):
         key = (scope.id if scope is not None else 0, stream_id)
         log = self._open.get(key)
         if log is None or log.finished:
-            log = _StreamLog(stream_id)
+            log = _StreamLog(stream_id, key)
             self._open[key] = log
             self._logs[id(log)] = log
             self._prune()
@@ -109,6 +110,7 @@ class FollowingEventStore(EventStore):
             _, old = self._logs.popitem(last=False)
             for event_id, _message in old.events:
                 self._by_event.pop(event_id, None)
-            for key, log in list(self._open.items()):
-                if log is old:
-                    del self._open[key]
+            # By its key, not by a walk over every open log: that walk made each new stream
+            # cost O(max_streams), and a long benchmark's server slower and slower.
+            if old.key is not None and self._open.get(old.key) is old:
+                del self._open[old.key]
