@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -87,14 +87,20 @@ class CallEvent:
     origin: str | None = None
     detail: Mapping[str, Any] | None = None
 
-    def params(self, job_id: UUID, attempt: int) -> dict[str, Any]:
+    def as_json(self) -> dict[str, Any]:
+        """One element of the array ``insert_mcp_calls`` (migration 0009) reads."""
         return {
-            "job_id": job_id,
-            "attempt": attempt,
             "tool": self.tool,
             "duration_ms": max(self.duration_s, 0.0) * 1000.0,
             "outcome": self.outcome,
             "error_code": self.error_code,
             "origin": self.origin,
-            "detail": jsonb(self.detail),
+            "detail": None if self.detail is None else dict(self.detail),
         }
+
+
+def calls_json(calls: Sequence[CallEvent]) -> Jsonb | None:
+    """The trail's calls as the one JSON array parameter the store's functions take."""
+    if not calls:
+        return None
+    return Jsonb([call.as_json() for call in calls], dumps=_json_dumps)

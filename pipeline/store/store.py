@@ -11,7 +11,10 @@ threads. Each method is one short transaction; the rules are the database's:
 - every change of state lands in ``job_events`` (a trigger), every MCP call through
   :meth:`record_mcp_call`;
 - a running attempt's progress (stages, calls, notes, lease renewals) is committed without
-  waiting for the disk (see ``_progress``); submissions, claims and outcomes wait for it.
+  waiting for the disk (see ``_progress``); submissions, claims and outcomes wait for it;
+- the two writes every job makes, a stage with its calls and the successful end with its
+  results, are one statement each (migration 0009's functions): a job that converts in
+  milliseconds must not spend more on the driver than on the conversion.
 
 A database that cannot be reached raises :class:`errors.DatabaseUnavailable` (E401, retryable)
 from every method; the pool replaces dead connections once the database is back.
@@ -49,6 +52,7 @@ from pipeline.store.rows import (
     COPY_JOB_TYPES,
     CallEvent,
     DedupKey,
+    calls_json,
     canonical_json,
     copy_row,
     counts_by_state,
@@ -57,6 +61,19 @@ from pipeline.store.rows import (
     jsonb,
 )
 from pipeline.store.settings import StoreSettings, load_store_settings
+
+#: Results up to this many characters in all go to ``finish_attempt`` as parameters, one
+#: statement; larger ones by COPY a slice at a time (a parameter holds the whole text twice).
+INLINE_RESULTS_MAX_CHARS = 1 << 20
+#: The SQLSTATE ``finish_attempt`` raises when the results are not the job's formats.
+FORMATS_MISMATCH = "DL001"
+
+
+def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
+    if set(wanted) != set(results):
+        raise ValueError(
+            f"job {job_id} wants formats {sorted(wanted)}, got results for {sorted(results)}"
+        )
 
 
 class JobStore:
@@ -188,11 +205,16 @@ class JobStore:
         whether or not the attempt is still the job's, as :meth:`record_mcp_call` would write
         them.
         """
-        params = {"job_id": job_id, "attempt": attempt, "stage": stage.value, "origin": origin}
-        with self._progress("recording a stage") as conn:
-            self._insert_calls(conn, job_id, attempt, calls)
-            cur = conn.execute(query("set_stage"), params)
-        return cur.rowcount == 1
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "stage": stage.value,
+            "origin": origin,
+            "calls": calls_json(calls),
+        }
+        with self._connection("recording a stage") as conn:
+            row = conn.execute(query("record_progress"), params).fetchone()
+        return bool(row and row[0])
 
     def record_source(
         self, job_id: UUID, attempt: int, *, size_bytes: int, content_sha256: str
@@ -260,6 +282,8 @@ class JobStore:
         """
         if not results:
             raise ValueError("finish() needs the results of the job's formats")
+        if sum(len(content) for content in results.values()) <= INLINE_RESULTS_MAX_CHARS:
+            return self._finish_inline(job_id, attempt, results, calls, note)
         params: dict[str, Any] = {"job_id": job_id, "attempt": attempt}
         with self._connection("storing results") as conn, conn.transaction():
             with conn.pipeline():
@@ -270,14 +294,36 @@ class JobStore:
                 row = conn.execute(query("mark_succeeded"), params).fetchone()
             if row is None:
                 return False  # the calls and the note stay: they happened
-            wanted, given = set(row[0]), set(results)
-            if wanted != given:
-                raise ValueError(
-                    f"job {job_id} wants formats {sorted(wanted)}, got results for {sorted(given)}"
-                )
+            _check_formats(job_id, row[0], results)
             with conn.cursor().copy(query("copy_results")) as copy:
                 copy_results_in(copy, job_id, attempt, results)
         return True
+
+    def _finish_inline(
+        self,
+        job_id: UUID,
+        attempt: int,
+        results: Mapping[str, str],
+        calls: Sequence[CallEvent],
+        note: Mapping[str, Any] | None,
+    ) -> bool:
+        """:meth:`finish` for results small enough to be parameters: one statement."""
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "formats": list(results),
+            "contents": list(results.values()),
+            "calls": calls_json(calls),
+            "note": jsonb(note),
+        }
+        try:
+            with self._connection("storing results") as conn:
+                row = conn.execute(query("finish_attempt"), params).fetchone()
+        except psycopg.Error as exc:
+            if exc.sqlstate == FORMATS_MISMATCH:
+                raise ValueError(exc.diag.message_primary or str(exc)) from exc
+            raise
+        return row is not None and row[0] is not None
 
     def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
         """running -> failed with the error's code; ``False`` for a stale attempt."""
@@ -491,8 +537,8 @@ class JobStore:
         conn: psycopg.Connection, job_id: UUID, attempt: int, calls: Sequence[CallEvent]
     ) -> None:
         if calls:
-            rows = [call.params(job_id, attempt) for call in calls]
-            conn.cursor().executemany(query("insert_mcp_call"), rows)
+            params = {"job_id": job_id, "attempt": attempt, "calls": calls_json(calls)}
+            conn.execute(query("insert_mcp_calls"), params)
 
     @contextmanager
     def _connection(self, action: str) -> Iterator[psycopg.Connection]:

@@ -1,11 +1,9 @@
 -- The audit trail. State changes are logged by the database itself (0004); what only the worker
 -- knows (its MCP calls, notes) is appended here.
 
--- name: insert_mcp_call
-INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, error_code,
-                        server_origin, detail)
-VALUES (%(job_id)s, %(attempt)s, 'mcp_call', %(tool)s, %(duration_ms)s, %(outcome)s,
-        %(error_code)s, %(origin)s, %(detail)s)
+-- name: insert_mcp_calls
+-- The calls, in order, from one JSON array (migration 0009).
+SELECT insert_mcp_calls(%(job_id)s, %(attempt)s, %(calls)s)
 
 -- name: insert_note
 INSERT INTO job_events (job_id, attempt, kind, detail)

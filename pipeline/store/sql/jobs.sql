@@ -63,16 +63,21 @@ UPDATE jobs
 SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 
--- name: set_stage
-UPDATE jobs
-SET stage = %(stage)s, server_origin = coalesce(%(origin)s, server_origin)
-WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+-- name: record_progress
+-- The stage, the server and the calls since the attempt's last write: one statement, committed
+-- without waiting for the WAL flush (migration 0009).
+SELECT record_progress(%(job_id)s, %(attempt)s, %(stage)s, %(origin)s, %(calls)s)
 
 -- name: record_source
 -- What the worker learnt about a source it downloaded (a URL's real size and hash).
 UPDATE jobs
 SET size_bytes = %(size_bytes)s, content_sha256 = %(content_sha256)s
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: finish_attempt
+-- The calls, a note, running -> succeeded and the results, one statement (migration 0009); for
+-- results small enough to be parameters (larger ones: mark_succeeded and copy_results).
+SELECT finish_attempt(%(job_id)s, %(attempt)s, %(formats)s, %(contents)s, %(calls)s, %(note)s)
 
 -- name: mark_succeeded
 UPDATE jobs
