@@ -99,7 +99,10 @@ class AttemptJournal:
         )
         if not self.defer_calls:
             self.flush()
-        log.info(
+        # A call that worked is in the trail with its duration; at fleet scale a log line for
+        # each is noise and costs CPU (issue 15). A call that failed is worth a line.
+        log.log(
+            logging.DEBUG if record.outcome == "ok" else logging.INFO,
             "%s %s in %.3fs%s",
             record.tool,
             record.outcome,

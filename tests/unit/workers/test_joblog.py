@@ -133,3 +133,31 @@ def test_celery_lines_about_a_received_conversion_name_its_job(
     first, second = (json.loads(line) for line in stream.getvalue().splitlines())
     assert first["job_id"] == "job-9" and first["message"] == "Task doclane.convert[job-9] received"
     assert second["job_id"] == "-"
+
+
+@pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
+def test_celerys_per_task_lines_show_only_at_debug(
+    captured: tuple[io.StringIO, logging.Logger],
+    monkeypatch: pytest.MonkeyPatch,
+    level: str,
+    shown: bool,
+) -> None:
+    """The processor's "claimed" and "succeeded" lines say what Celery's say; its warnings stay."""
+    from workers import app as worker_app
+
+    loggers = [logging.getLogger(name) for name in worker_app.CELERY_PER_TASK_LOGGERS]
+    saved = [logger.level for logger in loggers]
+    monkeypatch.setenv("DOCLANE_LOG_LEVEL", level)
+    try:
+        worker_app._setup_logging()
+        stream = io.StringIO()
+        logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
+        for logger in loggers:
+            logger.info("Task doclane.convert[job-1] succeeded in 0.01s")
+            logger.warning("Task doclane.convert[job-2] raised")
+        text = stream.getvalue()
+    finally:
+        for logger, level_before in zip(loggers, saved, strict=True):
+            logger.setLevel(level_before)
+    assert ("job-1" in text) is shown
+    assert text.count("job-2") == len(loggers)
