@@ -23,17 +23,14 @@ exceptions (httpx, httpx-sse, jsonschema) never leave the package: callers catch
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
 from pipeline.mcp._batch import CallOutcome, ToolCall
 from pipeline.mcp._client import McpClient
 from pipeline.mcp._http import StreamableHttpTransport
 from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
-from pipeline.mcp._oauth import (
-    ClientCredentials,
-    OAuthClientCredentials,
-    TokenSource,
-    forget_tokens,
-)
 from pipeline.mcp._protocol import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -57,6 +54,25 @@ from pipeline.mcp.settings import (
     origin_of,
     stdio_endpoint,
 )
+
+if TYPE_CHECKING:
+    from pipeline.mcp._oauth import (
+        ClientCredentials,
+        OAuthClientCredentials,
+        TokenSource,
+        forget_tokens,
+    )
+
+#: OAuth (authlib, joserfc, cryptography: a quarter of a second of imports) is loaded when
+#: first used, not by every CLI command and worker that never authenticates.
+_LAZY = {"ClientCredentials", "OAuthClientCredentials", "TokenSource", "forget_tokens"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module("pipeline.mcp._oauth"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",

@@ -16,7 +16,6 @@ from collections.abc import Generator
 import httpx
 from pydantic import SecretStr
 
-from pipeline.mcp._oauth import OAuthClientCredentials, shared_token_source
 from pipeline.mcp.settings import OAUTH, McpSettings
 
 
@@ -56,6 +55,9 @@ def auth_from_settings(settings: McpSettings, endpoint: str | None = None) -> ht
     Its token is the process's, shared by every client of the same endpoint and client id.
     """
     if settings.auth == OAUTH:
+        # Imported here: OAuth's libraries cost every process that never uses them 0.25 s.
+        from pipeline.mcp._oauth import OAuthClientCredentials, shared_token_source
+
         return OAuthClientCredentials(shared_token_source(settings, endpoint or settings.endpoint))
     secret = settings.secret
     if settings.auth == "none" or secret is None:

@@ -1,0 +1,36 @@
+"""What a process that never authenticates does not load: OAuth's libraries are a quarter of a
+second of every CLI command's and every worker's start."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import pipeline.mcp
+
+
+def test_the_cli_and_the_worker_load_no_oauth_library() -> None:
+    probe = (
+        "import sys, pipeline.cli, workers.app; "
+        "names = ('authlib', 'joserfc', 'pipeline.mcp._oauth'); "
+        "print(sorted(m for m in names if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "name", ["ClientCredentials", "OAuthClientCredentials", "TokenSource", "forget_tokens"]
+)
+def test_the_oauth_names_are_still_the_packages(name: str) -> None:
+    from pipeline.mcp import _oauth
+
+    assert getattr(pipeline.mcp, name) is getattr(_oauth, name)
+    assert name in pipeline.mcp.__all__
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        _ = pipeline.mcp.no_such_thing  # type: ignore[attr-defined]
