@@ -39,7 +39,6 @@ import argparse
 import contextlib
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -86,7 +85,7 @@ DOCLING_MCP_BIN = os.environ.get(
 ADMIN_DB_URL = os.environ.get(
     "DOCLANE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
-TOOL_LINE = re.compile(r"\] ([a-z_]+) (?:ok|error) in ([0-9.]+)s")
+DIRECTORY_TOOL = "convert_directory_files_into_docling_document"
 
 
 # ---- the server ------------------------------------------------------------------------------
@@ -393,8 +392,20 @@ def collect(mode: str, db_url: str, started: float, count: int) -> Run:
             " extract(epoch FROM j.finished_at) AS finished"
             " FROM jobs j LEFT JOIN results r ON r.job_id = j.id AND r.format = 'md'"
         ).fetchall()
+        # The worker's MCP calls, from the trail (a call that worked has no log line of its
+        # own). A directory call is in every member's trail: it counts once, for its lead,
+        # whose id and attempt name the batch.
+        calls = conn.execute(
+            "SELECT e.tool, sum(e.duration_ms) / 1000.0 FROM job_events e"
+            " WHERE e.kind = 'mcp_call' AND (e.tool <> %s OR EXISTS ("
+            "  SELECT 1 FROM job_events n WHERE n.kind = 'note'"
+            "  AND n.detail->>'batch' = 'batch-' || e.job_id || '-' || e.attempt))"
+            " GROUP BY e.tool",
+            (DIRECTORY_TOOL,),
+        ).fetchall()
     finished = [float(row[4]) for row in rows if row[4] is not None]
     run = Run(mode, (max(finished) - started) if finished else 0.0, count)
+    run.tool_seconds = {str(tool): float(seconds) for tool, seconds in calls}
     for source, state, code, content, _ in rows:
         name = Path(source).name
         if state == "succeeded" and content is not None:
@@ -407,13 +418,8 @@ def collect(mode: str, db_url: str, started: float, count: int) -> Run:
 
 
 def count_batches(run: Run, log_path: Path) -> None:
-    """Batch sizes, proven keys and seconds per tool, from the worker's log lines.
-
-    ``batch ...: N key(s) for D document(s), P proven (X by elimination)`` once per batch;
-    ``<tool> ok in S s`` per call and per job concerned (a directory call is logged once for
-    each of its documents, so it is counted once per lead job).
-    """
-    seen_directory: set[str] = set()
+    """Batch sizes and proven keys, from the worker's log lines: ``batch ...: N key(s) for D
+    document(s), P proven (X by elimination)`` once per batch."""
     for line in log_path.read_text(errors="replace").splitlines():
         if " key(s) for " in line:
             tail = line.split(" key(s) for ", 1)[1]  # "D document(s), P proven"
@@ -422,17 +428,6 @@ def count_batches(run: Run, log_path: Path) -> None:
                 run.batches.append(int(docs))
                 run.proven += int(proven.split()[0])
             run.eliminated += "(none by elimination)" not in line and "by elimination" in line
-            continue
-        match = TOOL_LINE.search(line)
-        if match is None:
-            continue
-        tool, seconds = match.group(1), float(match.group(2))
-        if tool == "convert_directory_files_into_docling_document":
-            job = line.split("[job=", 1)[-1].split(" ", 1)[0]
-            if job in seen_directory:
-                continue
-            seen_directory.add(job)
-        run.tool_seconds[tool] = run.tool_seconds.get(tool, 0.0) + seconds
 
 
 # ---- the report ------------------------------------------------------------------------------

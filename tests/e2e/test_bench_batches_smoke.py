@@ -53,3 +53,11 @@ def test_batch_throughput_smoke() -> None:
         assert row["markdown_identical"] == row["succeeded"] == 6, row
         assert row["failure_codes_differ"] == {} and row["not_finished"] == {}, row
     assert rows[1]["batch_calls"] == 1
+    # Where the worker's time went, from the trail: every call of the off mode, and the one
+    # directory call of the batch counted once, not once per member.
+    off, on = rows[0]["tool_seconds"], rows[1]["tool_seconds"]
+    assert set(off) == {
+        "convert_document_into_docling_document",
+        "export_docling_document_to_markdown",
+    }, off
+    assert "convert_directory_files_into_docling_document" in on, on
