@@ -141,3 +141,33 @@ def test_wrong_formats_undo_everything(
     assert after is not None and after.state is JobState.RUNNING
     assert store.list_results(job.id) == []
     assert len(store.events(job.id)) == before
+
+
+def test_progress_leaves_updated_at_and_a_change_moves_it(
+    job_factory: Callable[..., Job], store: JobStore, raw_sql: psycopg.Connection
+) -> None:
+    """Migration 0010: a stage, a server or a lease is progress, not a change of the job (so
+    the row can be updated in place); a writer that sets updated_at itself keeps its value."""
+    job = job_factory(JobState.RUNNING)
+    raw_sql.execute("UPDATE jobs SET updated_at = '2000-01-01Z' WHERE id = %s", (job.id,))
+
+    def updated_year() -> int:
+        row = store.get_job(job.id)
+        assert row is not None
+        return row.updated_at.year
+
+    assert updated_year() == 2000  # set by hand: kept
+    assert store.set_stage(job.id, job.attempt, Stage.CONVERTING, origin="http://docling:8000")
+    assert store.set_stage(job.id, job.attempt, Stage.EXPORTING, calls=[call("convert")])
+    assert store.renew_lease(job.id, job.attempt, 600)
+    assert updated_year() == 2000
+    assert store.record_source(job.id, job.attempt, size_bytes=7, content_sha256="b" * 64)
+    assert updated_year() > 2000
+    raw_sql.execute("UPDATE jobs SET updated_at = '2000-01-01Z' WHERE id = %s", (job.id,))
+    assert store.finish(job.id, job.attempt, {"md": "# done"})
+    assert updated_year() > 2000
+
+
+def test_job_pages_keep_room_for_in_place_updates(raw_sql: psycopg.Connection) -> None:
+    row = raw_sql.execute("SELECT reloptions FROM pg_class WHERE relname = 'jobs'").fetchone()
+    assert row is not None and "fillfactor=80" in (row[0] or [])
