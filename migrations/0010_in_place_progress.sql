@@ -71,3 +71,7 @@ END;
 $$;
 
 ALTER TABLE jobs SET (fillfactor = 80);
+
+COMMENT ON COLUMN jobs.updated_at IS
+    'When the job last changed (state, attempt, error, schedule, source); a running attempt''s '
+    'stage, server and lease renewals do not move it (migration 0010).';

@@ -248,10 +248,13 @@ def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
         json.loads(x) for x in worker.log().splitlines() if x.startswith("{") and "claimed" in x
     ]
     assert claimed and claimed[0]["job_id"] == str(job_id) and claimed[0]["attempt"] == 1
-    converted = [
-        json.loads(x) for x in worker.log().splitlines() if x.startswith("{") and CONVERT in x
+    succeeded = [
+        json.loads(x)
+        for x in worker.log().splitlines()
+        if x.startswith("{") and "succeeded in" in x and "doclane.processor" in x
     ]
-    assert converted and converted[0]["origin"] == fake_server.origin
+    assert succeeded and succeeded[0]["job_id"] == str(job_id)
+    assert succeeded[0]["origin"] == fake_server.origin
 
     after = cluster.store.get_job(job_id)
     assert after is not None and (after.state, after.attempt) == (JobState.SUCCEEDED, 1)
