@@ -56,7 +56,10 @@ class Server:
         members: list[BatchMember],
         formats: tuple[str, ...] = ("md",),
         listing: list[str] | None = None,
+        worker_cache_dir: Path | None = None,
     ) -> BatchConversion:
+        """The batch through this server; ``worker_cache_dir``: where the worker looks for what
+        the server saves (its own cache folder unless a test says otherwise)."""
         client = ScriptedClient(
             {
                 CONVERT_DIRECTORY: lambda a: ok(
@@ -67,7 +70,9 @@ class Server:
                 CHECK_CACHE: lambda a: ok({"in_cache": True}),
             }
         )
-        single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=self.cache_dir)
+        single = DoclingMcpProfile.for_tools(
+            DOCLING_TOOLS, server_cache_dir=worker_cache_dir or self.cache_dir
+        )
         return DoclingBatchProfile(single).convert(
             client, "/srv/batch", members, formats, lambda r, n: None, timeout=10, listing=listing
         )
@@ -281,22 +286,10 @@ def test_a_server_saving_where_the_worker_cannot_read_is_said_once_per_batch(
     elsewhere = tmp_path / "other-server-cache"
     elsewhere.mkdir()
     server = Server(elsewhere, ["key-a", "key-t", "key-b"], HONEST)
-    client = ScriptedClient(
-        {
-            CONVERT_DIRECTORY: lambda a: ok(
-                {"result": [{"from_cache": False, "document_key": k} for k in server.answer]}
-            ),
-            EXPORT_MARKDOWN: lambda a: ok({"markdown": f"# {a['document_key']}"}),
-            SAVE: server.save,
-            CHECK_CACHE: lambda a: ok({"in_cache": True}),
-        }
-    )
-    single = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache_dir)
     with caplog.at_level("WARNING", logger="pipeline.profiles.batch"):
-        outcome = DoclingBatchProfile(single).convert(
-            client, "/srv/batch", MEMBERS, ("md",), lambda r, n: None, timeout=10,
-            listing=[m.name for m in MEMBERS],
-        )  # fmt: skip
+        outcome = server.convert(
+            MEMBERS, listing=[m.name for m in MEMBERS], worker_cache_dir=cache_dir
+        )
     assert outcome.converted == {} and sorted(outcome.unproven) == sorted(m.name for m in MEMBERS)
     warnings = [r for r in caplog.records if "batch proof impossible" in r.getMessage()]
     assert len(warnings) == 1 and "DOCLANE_SERVER_CACHE_DIR" in warnings[0].getMessage()
