@@ -4,31 +4,11 @@ docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_bench(name: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / name), "--smoke", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, Any] = json.loads(done.stdout)
-    return report
+from tests.fixtures.benches import run_bench
 
 
 def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
-    report = run_bench("client_overhead.py")
+    report = run_bench("client_overhead.py", "--smoke")
     assert set(report["revisions"]) == {"2025-11-25", "2026-07-28"}
     for revision, figures in report["revisions"].items():
         assert set(figures["negotiated"].values()) == {revision}  # every client spoke it
@@ -39,7 +19,7 @@ def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
 
 
 def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
-    report = run_bench("enqueue.py")
+    report = run_bench("enqueue.py", "--smoke")
     assert report["ok"], report["runs"]
     (run,) = report["runs"]
     assert run["jobs"] == run["messages"] == report["files"] and run["problems"] == []
@@ -47,7 +27,7 @@ def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
 
 
 def test_worker_memory_reports_growth_and_both_peaks() -> None:
-    report = run_bench("worker_memory.py")
+    report = run_bench("worker_memory.py", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
     for what in ("storing", "serving"):

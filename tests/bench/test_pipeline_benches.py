@@ -9,31 +9,13 @@ speed.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def run_bench(script: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), "--smoke", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+from tests.fixtures.benches import run_bench
 
 
 def test_pipeline_overhead_smoke() -> None:
-    out = run_bench("pipeline_overhead.py")
+    out = run_bench("pipeline_overhead.py", "--smoke")
     assert len(out["pairs"]) == 2 and all(p["per_s"] > 0 for p in out["pairs"])
     (run,) = out["runs"]
     assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
@@ -42,7 +24,7 @@ def test_pipeline_overhead_smoke() -> None:
 
 
 def test_scale_out_smoke() -> None:
-    out = run_bench("scale_out.py")
+    out = run_bench("scale_out.py", "--smoke")
     assert [(p["servers"], p["workers"]) for p in out["points"]] == [(1, 1), (2, 2)]
     for point in out["points"]:
         assert point["succeeded"] == point["jobs"] and point["jobs_per_s"] > 0
@@ -52,7 +34,7 @@ def test_scale_out_smoke() -> None:
 @pytest.mark.docling
 def test_in_worker_calls_smoke() -> None:
     """Needs the real docling-mcp (scripts/test installs it) and bench/corpus.py's corpus."""
-    out = run_bench("in_worker_calls.py")
+    out = run_bench("in_worker_calls.py", "--smoke")
     assert out["documents"] == 6 and len(out["rounds"]) == 1
     for tool in ("convert_document_into_docling_document", "export_docling_document_to_markdown"):
         assert out["worker_over_direct"][tool]["calls"] > 0

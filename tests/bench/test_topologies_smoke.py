@@ -10,8 +10,6 @@ it this test is skipped, saying so, but CI never skips it.
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +20,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 import batch_throughput  # noqa: E402
 import docling_serve_api  # noqa: E402
+
+from tests.fixtures.benches import run_bench  # noqa: E402
 
 pytestmark = [
     pytest.mark.docling,
@@ -39,21 +39,7 @@ pytestmark = [
 
 @pytest.mark.timeout(900)
 def test_topologies_smoke() -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "topologies.py"),
-            "--smoke",
-            "--json",
-            "--no-install",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=880,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout)
+    report = run_bench("topologies.py", "--smoke", "--no-install", timeout=880)
     documents = report["documents"]
     assert documents >= 6  # two of each format the corpus has, less what submit refuses
     modes = {row["mode"]: row for row in report["modes"]}

@@ -8,32 +8,20 @@ network).
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from pathlib import Path
+from typing import Any
 
 import pytest
 
+from tests.fixtures.benches import run_bench as run_fixture_bench
 from tests.fixtures.docling_server import docling_binary
 from tests.fixtures.examples import EXAMPLES_DIR
 
 pytestmark = pytest.mark.docling
-ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_bench(script: str, *args: str) -> dict[str, object]:
+def run_bench(script: str, *args: str) -> dict[str, Any]:
     docling_binary()  # fails loudly when the server is not installed
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / script), *args, "--json"],
-        capture_output=True,
-        text=True,
-        timeout=280,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report: dict[str, object] = json.loads(done.stdout)
-    return report
+    return run_fixture_bench(script, *args)
 
 
 def test_proof_cost_smoke() -> None:
