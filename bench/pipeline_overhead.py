@@ -108,6 +108,37 @@ def process_tree_cpu_s(pid: int) -> float:
     return process_cpu_s(pid) + sum(process_cpu_s(int(child)) for child in children)
 
 
+def services_cpu_s() -> dict[str, float]:
+    """CPU seconds of the machine's PostgreSQL and Redis so far.
+
+    PostgreSQL: every live ``postgres`` process, plus what the postmaster has reaped of its
+    children (a backend that disconnected, e.g. ``doclane submit``'s, is counted there).
+    """
+    totals = {"postgres": 0.0, "redis": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            name = (entry / "comm").read_text().strip()
+        except OSError:  # gone meanwhile
+            continue
+        key = "postgres" if name == "postgres" else "redis" if name == "redis-server" else None
+        if key is None:
+            continue
+        totals[key] += (int(fields[11]) + int(fields[12])) / TICK
+        if key == "postgres" and _comm(fields[1]) != "postgres":  # the postmaster
+            totals[key] += (int(fields[13]) + int(fields[14])) / TICK  # reaped backends
+    return totals
+
+
+def _comm(pid: str) -> str:
+    try:
+        return (Path("/proc") / pid / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
 def children_cpu_s() -> float:
     """CPU seconds of this process's reaped children (``doclane submit`` once it ended)."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -168,7 +199,7 @@ class PipelineRun:
     jobs: int
     seconds: float = 0.0
     succeeded: int = 0
-    cpu_ms: dict[str, float] = field(default_factory=dict)  # per job: worker, submit, server
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # per job, by process
     overhead_ms: list[float] = field(default_factory=list)  # lone jobs, calls subtracted
     latency_ms: list[float] = field(default_factory=list)  # lone jobs, submit to committed
     calls_ms: list[float] = field(default_factory=list)  # lone jobs, their MCP calls
@@ -205,8 +236,10 @@ def pipeline_run(
             if profile_worker:
                 spies = start_spies(worker.pid, scratch / f"c{concurrency}")
             server_cpu = process_cpu_s(server.pid)
+            services_cpu = services_cpu_s()
             children_cpu = children_cpu_s()
             worker_cpu = process_tree_cpu_s(worker.pid)
+            main_cpu = process_cpu_s(worker.pid)
             started = time.time()
             done = subprocess.run(
                 [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
@@ -220,6 +253,9 @@ def pipeline_run(
             run.cpu_ms["submit"] = (children_cpu_s() - children_cpu) / run.jobs * 1000
             run.cpu_ms["server"] = (process_cpu_s(server.pid) - server_cpu) / run.jobs * 1000
             run.cpu_ms["worker"] = (process_tree_cpu_s(worker.pid) - worker_cpu) / run.jobs * 1000
+            run.cpu_ms["worker_main"] = (process_cpu_s(worker.pid) - main_cpu) / run.jobs * 1000
+            for name, seconds in services_cpu_s().items():
+                run.cpu_ms[name] = (seconds - services_cpu[name]) / run.jobs * 1000
             for spy in spies:
                 spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:
@@ -402,7 +438,7 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
     print(
         f"{'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} {'ratio':>5} "
         f"{'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
-        "  CPU ms/job: worker, submit, server"
+        "  CPU ms/job: worker, submit, server, postgres, redis"
     )
     for row in rows:
         cpu = row["cpu_ms_per_job"]
@@ -411,7 +447,8 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
             f"{row['seconds']:>6.1f} {row['jobs_per_s']:>7.1f} {row['pairs_per_s_around']:>7.1f} "
             f"{row['ratio']:>5.2f} {row['latency_ms_p50']:>7.1f} {row['overhead_ms_p50']:>7.1f} "
             f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
-            f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f}"
+            f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f},"
+            f" {cpu['postgres']:.2f}, {cpu['redis']:.2f}"
         )
 
 
