@@ -1,4 +1,4 @@
-"""The lease keeper: renewals on one thread per process, and a lost job noticed.
+"""The lease keeper: renewals on the process's one timer thread, and a lost job noticed.
 
 Real PostgreSQL; renewals are observed in the job's row and waited for with a deadline.
 """
@@ -24,7 +24,7 @@ def claimed(bench: Bench, n: int) -> Job:
 
 
 def renewers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "lease-renewer"]
+    return [t for t in threading.enumerate() if t.name == "attempt-timers"]
 
 
 def test_leases_are_renewed_on_one_shared_thread(make_bench: Callable[..., Bench]) -> None:
