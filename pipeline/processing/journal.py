@@ -6,17 +6,29 @@ None of these writes is worth a conversion: the stage and the call history are p
 reports, so when the database does not answer they are logged and skipped, never raised into
 the MCP unit, where the retry layer would take a retryable E401 for a reason to convert the
 document again.
+
+Progress can be *held* (``hold_progress_s``): a stage reported while the attempt is younger than
+that is not written at once. It goes with the attempt's next write (its results, or the calls
+written on the way to a failure), or, if the attempt is still running when the hold ends, on the
+process's timer thread (:mod:`.timers`). A document that converts in milliseconds then costs a
+claim and one final write, not two progress writes besides (issue 15: half of a job's
+statements); a slow one shows its stage at most ``hold_progress_s`` late. Whoever finds the
+job gone, the held write or a later one, stops the attempt as a failed lease renewal does.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
+import time
+from contextvars import copy_context
 from typing import Any
 
 from errors import DatabaseUnavailable, UnexpectedError
 from pipeline.joblog import redact
 from pipeline.jobs import Job, Stage
 from pipeline.processing.lease import LeaseKeeper
+from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
 from pipeline.store import CallEvent, JobStore
@@ -60,43 +72,93 @@ class AttemptJournal:
 
     With ``defer_calls`` an MCP call is not written on its own: it waits for the attempt's next
     write (a stage, the results) and goes in the same round trip, ahead of it, so the trail keeps
-    its order at one round trip fewer per call. Whoever defers must end with :meth:`flush` or
-    :meth:`finish`, whatever happened (the calls happened).
+    its order at one round trip fewer per call. With ``hold_progress_s`` stages wait too (see the
+    module docstring). Whoever defers must end with :meth:`flush` or :meth:`finish`, whatever
+    happened (the calls happened).
     """
 
     def __init__(
-        self, store: JobStore, job: Job, keeper: LeaseKeeper, *, defer_calls: bool = False
+        self,
+        store: JobStore,
+        job: Job,
+        keeper: LeaseKeeper,
+        *,
+        defer_calls: bool = False,
+        hold_progress_s: float = 0.0,
     ) -> None:
         self.store = store
         self.job = job
         self.keeper = keeper
         self.defer_calls = defer_calls
         self._pending: list[CallEvent] = []
+        #: The server this attempt talks to, as the last stage said (the results record it).
+        self.origin: str | None = None
+        self._held: Stage | None = None
+        self._hold_until = time.monotonic() + hold_progress_s if hold_progress_s > 0 else 0.0
+        self._timer: TimerEntry | None = None
+        #: Taken by every write of held state, so that the timer thread's write of a held stage
+        #: and the attempt's own next write never cross (the trail keeps its order).
+        self._lock = threading.Lock()
 
     def stage(self, stage: Stage, *, origin: str | None = None) -> None:
         """Record progress; AttemptLost when the job is no longer this attempt's."""
-        job = self.job
         if self.keeper.lost:
             self.flush()
             raise AttemptLost(f"the job was taken from this attempt before {stage.value}")
+        with self._lock:
+            if origin is not None:
+                self.origin = origin
+            if self._hold_until and time.monotonic() < self._hold_until:
+                self._held = stage
+                if self._timer is None:
+                    context = copy_context()  # the timer's log lines name the job
+                    self._timer = process_timers().schedule(
+                        self._hold_until, lambda: context.run(self._write_held)
+                    )
+                return
+            self._held = None
+            ours = self._write_stage(stage)
+        if ours is False:
+            raise AttemptLost(f"the job was taken from this attempt before {stage.value}")
+
+    def _write_stage(self, stage: Stage) -> bool | None:
+        """One progress write with the calls before it (holding the lock); None if the database
+        did not answer (a progress report is not worth failing for)."""
+        job = self.job
         try:
             ours = self.store.set_stage(
-                job.id, job.attempt, stage, origin=origin, calls=self._pending
+                job.id, job.attempt, stage, origin=self.origin, calls=self._pending
             )
         except DatabaseUnavailable as exc:
             log.warning("could not record the %s stage: %s", stage.value, exc)
-            return
+            return None
         self._pending = []
-        if not ours:
-            raise AttemptLost(f"the job was taken from this attempt before {stage.value}")
+        return ours
+
+    def _write_held(self) -> None:
+        """On the timer thread: the hold is over and the attempt still runs; write its stage."""
+        with self._lock:
+            stage, self._held = self._held, None
+            ours = self._write_stage(stage) if stage is not None else True
+        if ours is False:
+            self.keeper.job_lost()
+
+    def _end_hold(self) -> Stage | None:
+        """No held write from here on (holding the lock); the stage that was held, if any."""
+        process_timers().cancel(self._timer)
+        self._hold_until = 0.0
+        stage, self._held = self._held, None
+        return stage
 
     def call(self, origin: str, record: McpCallRecord) -> None:
         """Append one MCP call to the job's history (best effort) and to the log."""
         job = self.job
         detail = {"message": conceal(record.message, job)} if record.message else None
-        self._pending.append(
-            CallEvent(record.tool, record.duration_s, record.outcome, record.code, origin, detail)
+        event = CallEvent(
+            record.tool, record.duration_s, record.outcome, record.code, origin, detail
         )
+        with self._lock:
+            self._pending.append(event)
         if not self.defer_calls:
             self.flush()
         # A call that worked is in the trail with its duration; at fleet scale a log line for
@@ -111,26 +173,46 @@ class AttemptJournal:
         )
 
     def flush(self) -> None:
-        """Write the calls still waiting for a write of their own (best effort)."""
-        if not self._pending:
-            return
-        job = self.job
-        try:
-            self.store.record_mcp_calls(job.id, job.attempt, self._pending)
-        except DatabaseUnavailable as exc:
-            tools = ", ".join(call.tool for call in self._pending)
-            log.warning("could not record the call(s) %s: %s", tools, exc)
-        self._pending = []
+        """Write what is still waiting: the calls, and a held stage (best effort).
+
+        The attempt is ending without results (a failure, a lost job): its last stage and server
+        belong in the row beside the error, as if they had been written when reported.
+        """
+        with self._lock:
+            held = self._end_hold()
+            if held is not None:
+                self._write_stage(held)
+                return
+            if not self._pending:
+                return
+            job = self.job
+            try:
+                self.store.record_mcp_calls(job.id, job.attempt, self._pending)
+            except DatabaseUnavailable as exc:
+                tools = ", ".join(call.tool for call in self._pending)
+                log.warning("could not record the call(s) %s: %s", tools, exc)
+            self._pending = []
 
     def finish(self, conversion: Conversion) -> bool:
-        """The results, the calls not yet written and a note on how the document was converted,
-        in one transaction; ``False`` when the job is no longer this attempt's."""
+        """The results, the calls not yet written, the server and a note on how the document was
+        converted, in one transaction; ``False`` when the job is no longer this attempt's.
+
+        A held stage is dropped: the job is done, which says more. May be called again after
+        ``DatabaseUnavailable`` (nothing was written then).
+        """
         job = self.job
         note = conversion_note(conversion)
-        done = self.store.finish(
-            job.id, job.attempt, conversion.outputs, calls=self._pending, note=note
-        )
-        self._pending = []
+        with self._lock:
+            self._end_hold()
+            done = self.store.finish(
+                job.id,
+                job.attempt,
+                conversion.outputs,
+                calls=self._pending,
+                note=note,
+                origin=self.origin,
+            )
+            self._pending = []
         return done
 
     def source(self, info: SourceInfo) -> None:

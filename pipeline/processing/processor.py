@@ -150,7 +150,13 @@ class JobProcessor:
                 interval_s=self.settings.lease_check_interval_s,
                 on_lost=lambda: scope.cancel("the job was cancelled or taken from this attempt"),
             ).start()
-            journal = AttemptJournal(self.store, job, keeper, defer_calls=True)
+            journal = AttemptJournal(
+                self.store,
+                job,
+                keeper,
+                defer_calls=True,
+                hold_progress_s=self.settings.progress_hold_s,
+            )
             try:
                 return self._run_attempt(job, journal, scope)
             finally:
@@ -166,11 +172,12 @@ class JobProcessor:
 
     # ---- one attempt --------------------------------------------------------------------------
     def _run_attempt(self, job: Job, journal: AttemptJournal, scope: CancelScope) -> Outcome:
-        """Convert, then store the results, the trail's last calls and a note at once.
+        """Convert, then store the results, the trail's last calls, the server and a note at once.
 
         The claim already recorded the ``validating`` stage; the results go in one transaction
-        with the rest (fenced like every write), so a finished job costs a claim, two stages
-        (converting and exporting, each with the calls before it) and one transaction.
+        with the rest (fenced like every write), so a finished job costs a claim and one
+        transaction, plus its stage writes (converting, exporting, each with the calls before
+        it) if it is still running when the journal's progress hold ends.
         """
         started = time.monotonic()
         tries = RetryRecord()

@@ -38,6 +38,12 @@ class ProcessingSettings(BaseSettings):
     #: How long to wait before trying again when the database is unreachable (E401).
     db_retry_s: float = Field(default=15.0, gt=0)
 
+    #: A running attempt's stage (converting, exporting) is written once the attempt is this
+    #: old; a document converted sooner records its server with its results and no stage
+    #: write at all (two statements of a job's four, for a fast server). 0 writes every stage
+    #: at once.
+    progress_hold_s: float = Field(default=0.5, ge=0)
+
     @property
     def lease_check_interval_s(self) -> float:
         return min(self.cancel_check_s, self.lease_s / 3.0)

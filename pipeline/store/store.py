@@ -268,6 +268,7 @@ class JobStore:
         *,
         calls: Sequence[CallEvent] = (),
         note: Mapping[str, Any] | None = None,
+        origin: str | None = None,
     ) -> bool:
         """running -> succeeded with its results, in one transaction; ``False`` (and nothing
         written) when this attempt is no longer the job's running attempt.
@@ -278,13 +279,16 @@ class JobStore:
         (``{"note": text, ...}``, as :meth:`add_note` writes it) are written first, in the same
         transaction (one round trip with the state change), so that a finished attempt costs
         one transaction; like :meth:`record_mcp_call` and :meth:`add_note` they are kept even
-        for a stale attempt.
+        for a stale attempt. ``origin``, the server that converted it, is recorded on the job
+        (and so in its "succeeded" event) when given; else the one a stage recorded stays.
         """
         if not results:
             raise ValueError("finish() needs the results of the job's formats")
         if sum(len(content) for content in results.values()) <= INLINE_RESULTS_MAX_CHARS:
-            return self._finish_inline(job_id, attempt, results, calls, note)
-        params: dict[str, Any] = {"job_id": job_id, "attempt": attempt}
+            return self._finish_inline(
+                job_id, attempt, results, calls=calls, note=note, origin=origin
+            )
+        params: dict[str, Any] = {"job_id": job_id, "attempt": attempt, "origin": origin}
         with self._connection("storing results") as conn, conn.transaction():
             with conn.pipeline():
                 self._insert_calls(conn, job_id, attempt, calls)
@@ -304,8 +308,10 @@ class JobStore:
         job_id: UUID,
         attempt: int,
         results: Mapping[str, str],
+        *,
         calls: Sequence[CallEvent],
         note: Mapping[str, Any] | None,
+        origin: str | None,
     ) -> bool:
         """:meth:`finish` for results small enough to be parameters: one statement."""
         params = {
@@ -315,6 +321,7 @@ class JobStore:
             "contents": list(results.values()),
             "calls": calls_json(calls),
             "note": jsonb(note),
+            "origin": origin,
         }
         try:
             with self._connection("storing results") as conn:

@@ -75,13 +75,15 @@ SET size_bytes = %(size_bytes)s, content_sha256 = %(content_sha256)s
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 
 -- name: finish_attempt
--- The calls, a note, running -> succeeded and the results, one statement (migration 0009); for
--- results small enough to be parameters (larger ones: mark_succeeded and copy_results).
-SELECT finish_attempt(%(job_id)s, %(attempt)s, %(formats)s, %(contents)s, %(calls)s, %(note)s)
+-- The calls, a note, running -> succeeded with the server and the results, one statement
+-- (migrations 0009, 0011); for results small enough to be parameters (larger ones:
+-- mark_succeeded and copy_results).
+SELECT finish_attempt(%(job_id)s, %(attempt)s, %(formats)s, %(contents)s, %(calls)s, %(note)s,
+                      %(origin)s)
 
 -- name: mark_succeeded
 UPDATE jobs
-SET state = 'succeeded', stage = NULL,
+SET state = 'succeeded', stage = NULL, server_origin = coalesce(%(origin)s, server_origin),
     error_code = NULL, error_message = NULL, error_detail = NULL
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 RETURNING formats
