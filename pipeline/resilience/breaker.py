@@ -105,8 +105,13 @@ class OriginBreaker:
 
     # ---- the call ----------------------------------------------------------------------
     def call(self, func: Callable[[], T]) -> T:
-        """Run ``func`` if the circuit admits it; E309 without running it otherwise."""
-        trial = self._admit()
+        """Run ``func`` if the circuit admits it; E309 without running it otherwise.
+
+        A closed circuit costs one read (state and failure count together) and, after a
+        success, a write only when there was a count to reset.
+        """
+        state, failures = self.storage.peek()
+        trial = None if state == CLOSED else self._admit()
         try:
             result = func()
         except BaseException as exc:
@@ -115,11 +120,13 @@ class OriginBreaker:
             elif trial is not None:
                 self.storage.release_trial(trial)  # neither outcome: the next call may be the trial
             raise
-        self._record_success(trial)
+        if trial is not None or failures:
+            self._record_success(trial)
         return result
 
     def _admit(self) -> str | None:
-        """None for a normal call, a trial token for the one half-open trial; else E309."""
+        """After a read that found the circuit not closed: None if it is closed after all, a
+        trial token for the one half-open trial; else E309."""
         with self._lock:
             state = self._breaker.current_state
             if state == CLOSED:
@@ -159,7 +166,7 @@ class OriginBreaker:
             if trial is not None:
                 self._breaker.close()  # resets the failure count too
                 self.storage.release_trial(trial)
-            elif self.storage.counter:
+            else:
                 self.storage.reset_counter()
 
     # ---- what admins read ----------------------------------------------------------------

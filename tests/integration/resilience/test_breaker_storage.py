@@ -138,3 +138,37 @@ def test_a_process_started_without_redis_joins_the_fleet_later(
     assert late.shared is False and late.call(lambda: "ok") == "ok"
     private_redis.start()
     wait_for(lambda: late.snapshot()["shared"], timeout=10, message="joined the fleet")
+
+
+def test_one_read_tells_the_state_and_count_that_pybreaker_keeps(
+    isolated_breakers: str, clients: Callable[..., BreakerRedis]
+) -> None:
+    """``peek`` reads pybreaker's own keys in one round trip: it must agree with them."""
+    one = process_breaker(clients(), isolated_breakers, fail_max=3, reset_s=3600)
+    two = process_breaker(clients(), isolated_breakers, fail_max=3, reset_s=3600)
+    assert two.storage.peek() == ("closed", 0)
+
+    with pytest.raises(errors.ServerUnavailable):
+        one.call(fail(errors.ServerUnavailable("HTTP 503")))
+    assert two.storage.peek() == ("closed", 1) == (two.storage.state, two.storage.counter)
+
+    assert two.call(lambda: "ok") == "ok"  # a success resets the fleet's count
+    assert one.storage.peek() == ("closed", 0)
+
+    for _ in range(3):
+        with pytest.raises(errors.ServerUnavailable):
+            one.call(fail(errors.ServerUnavailable("HTTP 503")))
+    assert two.storage.peek() == ("open", 3) == (two.storage.state, two.storage.counter)
+    with pytest.raises(errors.CircuitOpen):
+        two.call(lambda: "refused")
+
+
+def test_a_state_redis_lost_reads_as_closed_and_is_put_back(
+    isolated_breakers: str, clients: Callable[..., BreakerRedis]
+) -> None:
+    client = clients()
+    breaker = process_breaker(client, isolated_breakers, fail_max=3)
+    client.delete(*client.keys(f"{isolated_breakers}:*"))  # a flushed broker database
+
+    assert breaker.storage.peek() == ("closed", 0)
+    assert client.get(f"{isolated_breakers}:{ORIGIN}:pybreaker:state") == b"closed"
