@@ -136,14 +136,18 @@ def _register_tasks(app: Celery) -> None:
         max_retries=None,
         ignore_result=True,
     )
-    def convert(self: Task, job_id: str) -> dict[str, Any]:
-        """Run one attempt of a job; a retry outcome becomes a Celery retry with countdown."""
+    def convert(self: Task, job_id: str) -> None:
+        """Run one attempt of a job; a retry outcome becomes a Celery retry with countdown.
+
+        Nothing is returned: the outcome is in the database and in the processor's log line,
+        and a return value would only be repr'd and pickled back to the main process for every
+        job (results are ignored).
+        """
         outcome = runtime.current_runtime().processor.process(UUID(job_id))
         if outcome.retry:
             # Celery re-sends the retry with the priority this message was delivered with
             # (``signature_from_request``), already on the transport's scale: nothing to add.
             raise self.retry(countdown=outcome.countdown_s)
-        return outcome.to_dict()
 
     @app.task(
         name=RECONCILE_TASK, shared=False, ignore_result=True, acks_late=False, time_limit=300

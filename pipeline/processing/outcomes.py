@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 from uuid import UUID
 
 
@@ -36,14 +35,3 @@ class Outcome:
     @property
     def retry(self) -> bool:
         return self.kind is OutcomeKind.RETRY
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": self.kind.value,
-            "job_id": str(self.job_id),
-            "attempt": self.attempt,
-            "code": self.code,
-            "message": self.message,
-            "countdown_s": self.countdown_s,
-            "attempt_spent": self.attempt_spent,
-        }
