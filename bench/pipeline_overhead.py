@@ -17,7 +17,11 @@ One fake Docling MCP server (tests/fakes) that answers at once; in one run, alte
    costs a lone job on top of the calls themselves.
 
 The order is pairs, c1, pairs, c2, pairs, c4, pairs, so each pipeline figure sits between two
-client figures taken minutes apart on the same machine; its ratio uses their mean.
+client figures taken minutes apart on the same machine; its ratio uses their mean. This kind of
+VM drifts by a quarter within minutes, so ``--rounds N`` repeats the sequence and reports each
+-c's median ratio; ``--compare-with <checkout>`` runs that checkout's worker and submit (its
+code first on ``PYTHONPATH``; the client loop stays this checkout's) right after ours at every
+step, for before/after figures taken side by side.
 
     .venv/bin/python bench/pipeline_overhead.py [--jobs 1000] [--concurrency 1,2,4] [--smoke]
 
@@ -197,6 +201,8 @@ def client_pairs(url: str, files: list[Path], server_pid: int) -> PairsRun:
 class PipelineRun:
     concurrency: int
     jobs: int
+    #: Whose worker and submit ran: "doclane" (this checkout) or the compared checkout's name.
+    label: str = "doclane"
     seconds: float = 0.0
     succeeded: int = 0
     cpu_ms: dict[str, float] = field(default_factory=dict)  # per job, by process
@@ -218,9 +224,12 @@ def pipeline_run(
     scratch: Path,
     broker: Broker,
     profile_worker: bool,
+    checkout: Path | None = None,
 ) -> PipelineRun:
+    """``checkout``: run another checkout's worker and submit (its code first on the path)."""
     broker.flush()
-    run = PipelineRun(concurrency, len(list(folder.iterdir())))
+    label = checkout.name if checkout is not None else "doclane"
+    run = PipelineRun(concurrency, len(list(folder.iterdir())), label)
     with scratch_database(f"doclane_bench_overhead_{os.getpid()}") as db_url:
         env = worker_env(
             db_url,
@@ -229,7 +238,9 @@ def pipeline_run(
             DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
             DOCLANE_INBOX_DIR=str(scratch / "inbox"),
         )
-        log_path = scratch / f"worker-c{concurrency}.log"
+        if checkout is not None:
+            env["PYTHONPATH"] = str(checkout)
+        log_path = scratch / f"worker-{label}-c{concurrency}.log"
         worker = start_worker(env, log_path, "--concurrency", str(concurrency))
         spies: list[subprocess.Popen[bytes]] = []
         try:
@@ -350,6 +361,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--pairs", type=int, default=1000, help="Client pairs per client run.")
     parser.add_argument("--latency-jobs", type=int, default=100, help="Lone jobs per run.")
     parser.add_argument("--concurrency", default="1,2,4", help="doclane worker -c, in turn.")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="Repeat the whole sequence; medians per -c."
+    )
+    parser.add_argument(
+        "--compare-with",
+        type=Path,
+        default=None,
+        help="Another checkout: its worker and submit run after ours at each -c (A B A B).",
+    )
     parser.add_argument("--smoke", action="store_true", help="Tiny counts (CI).")
     parser.add_argument("--profile-worker", action="store_true", help="py-spy the pool.")
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
@@ -363,6 +383,9 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    checkouts: list[Path | None] = [None]
+    if args.compare_with is not None:
+        checkouts.append(args.compare_with.resolve())
     scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-overhead-", dir=TOOLS))
     print(f"scratch folder: {scratch}", file=sys.stderr)
     keep = args.keep or args.profile_worker
@@ -376,25 +399,31 @@ def main() -> None:
         client_pairs(server.url, pair_files[:200], server.pid)  # warm-up: imports, connections
         pairs.append(client_pairs(server.url, pair_files, server.pid))
         print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
-        for c in concurrencies:
-            folder = scratch / f"jobs-c{c}"
-            write_documents(folder, args.jobs, f"c{c}")
-            lone = write_documents(scratch / f"lone-c{c}", args.latency_jobs, f"lone-c{c}")
-            lone = [p.rename(p.with_name(f"lone-{p.name}")) for p in lone]
-            runs.append(
-                pipeline_run(
-                    c,
-                    folder,
-                    lone,
-                    server=server,
-                    scratch=scratch,
-                    broker=broker,
-                    profile_worker=args.profile_worker,
-                )
-            )
-            print(f"c{c}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
-            pairs.append(client_pairs(server.url, pair_files, server.pid))
-            print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
+        for round_ in range(args.rounds):
+            for c in concurrencies:
+                for checkout in checkouts:
+                    tag = f"r{round_}-c{c}-{checkout.name if checkout else 'doclane'}"
+                    folder = scratch / f"jobs-{tag}"
+                    write_documents(folder, args.jobs, tag)
+                    lone = write_documents(
+                        scratch / f"lone-{tag}", args.latency_jobs, f"lone-{tag}"
+                    )  # contents of their own: a lone job must not be deduplicated
+                    lone = [p.rename(p.with_name(f"lone-{p.name}")) for p in lone]
+                    runs.append(
+                        pipeline_run(
+                            c,
+                            folder,
+                            lone,
+                            server=server,
+                            scratch=scratch,
+                            broker=broker,
+                            profile_worker=args.profile_worker,
+                            checkout=checkout,
+                        )
+                    )
+                    print(f"{tag}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
+                    pairs.append(client_pairs(server.url, pair_files, server.pid))
+                    print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
     finally:
         server.stop()
         broker.release()
@@ -409,6 +438,7 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
         around = statistics.mean(p.rate for p in pairs[n : n + 2])
         rows.append(
             {
+                "label": run.label,
                 "concurrency": run.concurrency,
                 "jobs": run.jobs,
                 "succeeded": run.succeeded,
@@ -427,8 +457,9 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
     client = [
         {"per_s": round(p.rate, 1), **{k: round(v, 2) for k, v in p.cpu_ms.items()}} for p in pairs
     ]
+    summary = medians(rows)
     if args.json:
-        print(json.dumps({"pairs": client, "runs": rows}))
+        print(json.dumps({"pairs": client, "runs": rows, "medians": summary}))
         return
     print("client pairs/s, in run order: " + ", ".join(f"{p.rate:.1f}" for p in pairs))
     print(
@@ -436,20 +467,45 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
         + ", ".join(f"({p.cpu_ms['client']:.2f}, {p.cpu_ms['server']:.2f})" for p in pairs)
     )
     print(
-        f"{'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} {'ratio':>5} "
-        f"{'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
+        f"{'who':>8} {'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} "
+        f"{'ratio':>5} {'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
         "  CPU ms/job: worker, submit, server, postgres, redis"
     )
     for row in rows:
         cpu = row["cpu_ms_per_job"]
         print(
-            f"{row['concurrency']:>3} {row['jobs']:>5} {row['succeeded']:>5} "
+            f"{row['label'][:8]:>8} {row['concurrency']:>3} {row['jobs']:>5} {row['succeeded']:>5} "
             f"{row['seconds']:>6.1f} {row['jobs_per_s']:>7.1f} {row['pairs_per_s_around']:>7.1f} "
             f"{row['ratio']:>5.2f} {row['latency_ms_p50']:>7.1f} {row['overhead_ms_p50']:>7.1f} "
             f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
             f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f},"
             f" {cpu['postgres']:.2f}, {cpu['redis']:.2f}"
         )
+    if args.rounds > 1 or args.compare_with is not None:
+        print("medians over rounds (ratio; jobs/s):")
+        for item in summary:
+            print(
+                f"  {item['label']:>12} -c {item['concurrency']}: ratio {item['ratio']:.2f}"
+                f" (rounds {', '.join(f'{r:.2f}' for r in item['ratios'])});"
+                f" {item['jobs_per_s']:.1f} jobs/s"
+            )
+
+
+def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (who, -c): the median ratio and rate over the rounds, and each round's ratio."""
+    grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for row in rows:
+        grouped.setdefault((row["label"], row["concurrency"]), []).append(row)
+    return [
+        {
+            "label": label,
+            "concurrency": c,
+            "ratio": round(statistics.median(r["ratio"] for r in group), 2),
+            "ratios": [r["ratio"] for r in group],
+            "jobs_per_s": round(statistics.median(r["jobs_per_s"] for r in group), 1),
+        }
+        for (label, c), group in grouped.items()
+    ]
 
 
 if __name__ == "__main__":

@@ -20,7 +20,10 @@ def test_pipeline_overhead_smoke() -> None:
     (run,) = out["runs"]
     assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
     assert run["lone_jobs"] == 3 and run["overhead_ms_p50"] > 0
-    assert set(run["cpu_ms_per_job"]) == {"worker", "submit", "server"}
+    assert set(run["cpu_ms_per_job"]) == {
+        "worker", "worker_main", "submit", "server", "postgres", "redis"
+    }  # fmt: skip
+    assert [(m["label"], m["concurrency"]) for m in out["medians"]] == [("doclane", 1)]
 
 
 def test_scale_out_smoke() -> None:
