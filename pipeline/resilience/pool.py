@@ -77,15 +77,23 @@ class ServerPool:
         they are not chosen again. No endpoint left: E309 with the soonest reset, so the caller
         can come back then.
         """
-        candidates = self._candidates(avoid, refused)
         if len(self.endpoints) == 1:
-            yield candidates[0]
+            yield self._alone(refused)
             return
+        candidates = self._candidates(avoid, refused)
         lease = self._in_flight.start([origin_of(e) for e in candidates])
         try:
             yield candidates[lease.position]
         finally:
             self._in_flight.end(lease)
+
+    def _alone(self, refused: Mapping[str, float]) -> str:
+        """The one endpoint, without reading its circuit: its breaker's admission reads it
+        anyway (one Redis read per unit, not two), and an open circuit's E309 comes back here
+        through ``refused`` and leaves as the same E309 with the same wait."""
+        if refused:
+            return self._candidates((), refused)[0]  # raises E309
+        return self.endpoints[0]
 
     def _candidates(self, avoid: Collection[str], refused: Mapping[str, float]) -> list[str]:
         """Usable endpoints (preferred ones only, when any), in this process's round order."""

@@ -177,3 +177,14 @@ def test_origins_are_counted_by_origin() -> None:
         assert first == A
         assert counting.counts([origin_of(A), origin_of(B)]) == {origin_of(A): 1, origin_of(B): 0}
         assert choose(p) == B  # the other spelling of A comes next in the round, but A is busy
+
+
+def test_one_origin_leaves_its_circuit_to_the_breakers_admission() -> None:
+    """No read of the circuit when there is nothing to choose: the breaker's call reads it, and
+    its E309 comes back as ``refused`` and leaves the pool with the breaker's wait."""
+    p = pool(A)
+    trip(p, A)
+    assert choose(p) == A
+    with pytest.raises(errors.CircuitOpen) as caught:
+        choose(p, refused={A: 3.0})
+    assert caught.value.retry_after == 3.0 and caught.value.code == "E309"
