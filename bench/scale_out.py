@@ -11,10 +11,16 @@ Throughput is the jobs over the time from the first claim to the last commit (th
 clocks; ``doclane submit`` runs before, not timed). The goal is at least 0.9x linear.
 
     .venv/bin/python bench/scale_out.py [--points 1x1,1x2,...] [--plot docs/scale-out.png]
+        [--compare-with /path/to/other/checkout] [--rounds N]
 
-Each point gets a freshly migrated scratch database and a Redis database claimed as the test
-suite claims its brokers. ``--smoke`` (CI) runs two tiny points and plots into the scratch
-folder. Everything started is stopped and every scratch database removed.
+``--compare-with`` runs every point with the other checkout's ``doclane`` too, just before this
+one's (A B, point by point, for ``--rounds`` rounds: a shared machine's drift then weighs on both
+sides); the figures are each side's median over the rounds. The plot shows this checkout's
+medians (and the other's, faint). Each run gets a freshly migrated scratch database and the
+Redis database claimed as the test suite claims its brokers (flushed between runs: no breaker
+state or in-flight count crosses from one run to the next). ``--smoke`` (CI) runs two tiny
+points and plots into the scratch folder. Everything started is stopped and every scratch
+database removed.
 """
 
 from __future__ import annotations
@@ -23,11 +29,12 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -56,13 +63,20 @@ DEFAULT_POINTS = "1x1,1x2,1x4,2x4,2x8,4x4,4x8"
 
 
 @dataclass
-class Point:
+class Run:
+    """One point of the grid run once, by one checkout's code."""
+
     servers: int
     workers: int
+    linear: float
+    checkout: Path = ROOT
     jobs: int = 0
     seconds: float = 0.0
     succeeded: int = 0
-    linear: float = 0.0
+    #: Conversions each server made, and the most calls one server had at once (a slot's
+    #: worth more than ``--server-slots`` waited: the units were not spread evenly).
+    conversions: list[int] = field(default_factory=list)
+    most_at_once: int = 0
 
     @property
     def rate(self) -> float:
@@ -74,27 +88,40 @@ class Point:
 
 
 def run_point(
-    point: Point, servers: list[FakeServer], scratch: Path, broker: Broker, seconds: float
+    run: Run,
+    servers: list[FakeServer],
+    *,
+    knobs: dict[str, Any],
+    scratch: Path,
+    broker: Broker,
+    seconds: float,
 ) -> None:
-    """One grid point: its own database, worker and documents; fills in the point's figures."""
+    """One run of a grid point: its own database, worker and documents; fills in its figures."""
     broker.flush()
-    point.jobs = max(6, round(point.linear * seconds))
-    folder = scratch / f"docs-{point.servers}x{point.workers}"
-    write_documents(folder, point.jobs, f"{point.servers}x{point.workers}")
+    used = servers[: run.servers]
+    for server in used:
+        server.reset()  # counters and cache cleared, knobs back to start-up: set again
+        server.configure(**knobs)
+    run.jobs = max(6, round(run.linear * seconds))
+    name = f"{run.servers}x{run.workers}"
+    folder = scratch / f"docs-{name}"
+    if not folder.exists():
+        write_documents(folder, run.jobs, name)
     with scratch_database(f"doclane_bench_scale_{os.getpid()}") as db_url:
         env = worker_env(
             db_url,
             broker,
-            ",".join(s.url for s in servers[: point.servers]),
+            ",".join(s.url for s in used),
             DOCLANE_INBOX_DIR=str(scratch / "inbox"),
             DOCLANE_LOG_LEVEL="WARNING",
+            PYTHONPATH=str(run.checkout),  # whose pipeline and workers the commands import
         )
-        log_path = scratch / f"worker-{point.servers}x{point.workers}.log"
+        log_path = scratch / f"worker-{name}-{run.checkout.name}.log"
         worker = start_worker(
             {**env, "DOCLANE_LOG_LEVEL": "INFO"},
             log_path,
             "--concurrency",
-            str(point.workers),
+            str(run.workers),
             "--loglevel",
             "INFO",
         )
@@ -102,14 +129,17 @@ def run_point(
             subprocess.run(
                 [DOCLANE, "submit", str(folder), "--json"], env=env, check=True, capture_output=True
             )
-            wait_finished(db_url, point.jobs, timeout=60 + 10 * seconds)
+            wait_finished(db_url, run.jobs, timeout=60 + 10 * seconds)
             with psycopg.connect(db_url) as conn:
                 row = conn.execute(
                     "SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8,"
                     " count(*) FILTER (WHERE state = 'succeeded') FROM jobs"
                 ).fetchone()
             assert row is not None
-            point.seconds, point.succeeded = float(row[0] or 0.0), int(row[1])
+            run.seconds, run.succeeded = float(row[0] or 0.0), int(row[1])
+            stats = [server.stats() for server in used]
+            run.conversions = [s["requests_by_tool"].get(CONVERT, 0) for s in stats]
+            run.most_at_once = max(s["max_tool_calls_in_flight"] for s in stats)
         finally:
             stop_worker(worker)
 
@@ -128,26 +158,39 @@ def wait_finished(db_url: str, count: int, *, timeout: float) -> None:
             time.sleep(0.2)
 
 
-def plot(points: list[Point], slots: int, tool_ms: float, path: Path) -> None:
-    """Measured throughput against linear, one line per number of servers."""
+def plot(rows: list[dict[str, Any]], slots: int, tool_ms: float, path: Path) -> None:
+    """Measured throughput against linear, one line per number of servers (faint: before)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for servers in sorted({p.servers for p in points}):
-        mine = sorted((p for p in points if p.servers == servers), key=lambda p: p.workers)
-        workers = [p.workers for p in mine]
-        (line,) = ax.plot(workers, [p.rate for p in mine], "o-", label=f"{servers} server(s)")
-        ax.plot(workers, [p.linear for p in mine], "--", color=line.get_color(), alpha=0.6)
+    for servers in sorted({r["servers"] for r in rows}):
+        mine = sorted((r for r in rows if r["servers"] == servers), key=lambda r: r["workers"])
+        workers = [r["workers"] for r in mine]
+        (line,) = ax.plot(
+            workers, [r["jobs_per_s"] for r in mine], "o-", label=f"{servers} server(s)"
+        )
+        ax.plot(workers, [r["linear"] for r in mine], "--", color=line.get_color(), alpha=0.6)
+        before = [r for r in mine if "before" in r]
+        if before:
+            ax.plot(
+                [r["workers"] for r in before],
+                [r["before"]["jobs_per_s"] for r in before],
+                "x:",
+                color=line.get_color(),
+                alpha=0.4,
+            )
     ax.set_xlabel("worker processes (doclane worker -c)")
     ax.set_ylabel("jobs/s")
-    ax.set_title(f"Scale-out: {tool_ms:.0f} ms tool, {slots} slot(s) per server (dashed: linear)")
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(
-        sorted({p.workers for p in points}), [str(w) for w in sorted({p.workers for p in points})]
+    compared = " (x dotted: before)" if any("before" in r for r in rows) else ""
+    ax.set_title(
+        f"Scale-out: {tool_ms:.0f} ms tool, {slots} slot(s) per server\ndashed: linear{compared}"
     )
+    ax.set_xscale("log", base=2)
+    ticks = sorted({r["workers"] for r in rows})
+    ax.set_xticks(ticks, [str(w) for w in ticks])
     ax.grid(True, alpha=0.3)
     ax.legend()
     fig.tight_layout()
@@ -169,6 +212,10 @@ def parse_args() -> argparse.Namespace:
         "--seconds", type=float, default=8.0, help="About how long each point runs."
     )
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "scale-out.png")
+    parser.add_argument(
+        "--compare-with", type=Path, help="Another checkout whose doclane runs each point too."
+    )
+    parser.add_argument("--rounds", type=int, default=1, help="Runs of every point per side.")
     parser.add_argument("--smoke", action="store_true", help="Two tiny points (CI).")
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
     parser.add_argument("--keep", action="store_true", help="Keep the scratch folder (logs).")
@@ -181,68 +228,134 @@ def main() -> None:
     print(f"scratch folder: {scratch}", file=sys.stderr)
     if args.smoke:
         args.points, args.seconds, args.plot = "1x1,2x2", 1.0, scratch / "scale-out.png"
-    points = []
+    grid = []
     for spec in args.points.split(","):
         servers, workers = (int(n) for n in spec.strip().lower().split("x"))
-        linear = min(workers, servers * args.server_slots) * 1000.0 / args.tool_ms
-        points.append(Point(servers, workers, linear=linear))
-    servers = [
-        FakeServer(scratch, cache_max_documents=1000) for _ in range(max(p.servers for p in points))
+        grid.append(
+            (servers, workers, min(workers, servers * args.server_slots) * 1000.0 / args.tool_ms)
+        )
+    sides = [ROOT] if args.compare_with is None else [args.compare_with.resolve(), ROOT]
+    runs = [
+        Run(servers, workers, linear, checkout=side)
+        for _ in range(args.rounds)
+        for servers, workers, linear in grid
+        for side in sides
     ]
+    fakes = [FakeServer(scratch, cache_max_documents=1000) for _ in range(max(g[0] for g in grid))]
     broker = claim_redis_db()
+    load_before = load_average()
     try:
-        for server in servers:
+        for server in fakes:
             server.start()
-            server.configure(
-                delay_s=args.tool_ms / 1000.0,
-                delay_tools=[CONVERT],
-                max_concurrent_calls=args.server_slots,
-            )
-        for point in points:
-            run_point(point, servers, scratch, broker, args.seconds)
+        knobs = {
+            "delay_s": args.tool_ms / 1000.0,
+            "delay_tools": [CONVERT],
+            "max_concurrent_calls": args.server_slots,
+        }
+        for run in runs:
+            run_point(run, fakes, knobs=knobs, scratch=scratch, broker=broker, seconds=args.seconds)
             print(
-                f"{point.servers}x{point.workers}: {point.rate:.1f} jobs/s of {point.linear:.0f}"
-                f" linear ({point.ratio:.2f})",
+                f"{run.servers}x{run.workers} ({run.checkout}): {run.rate:.1f} jobs/s of"
+                f" {run.linear:.0f} linear ({run.ratio:.2f}); conversions per server"
+                f" {run.conversions}, at most {run.most_at_once} calls at once on one",
                 file=sys.stderr,
             )
-        plot(points, args.server_slots, args.tool_ms, args.plot)
+        rows = summarize(grid, runs, args.compare_with)
+        plot(rows, args.server_slots, args.tool_ms, args.plot)
     finally:
-        for server in servers:
+        for server in fakes:
             server.stop()
         broker.release()
         if not args.keep and not args.smoke:
             shutil.rmtree(scratch, ignore_errors=True)
-    show(points, args)
+    report = {
+        "slots": args.server_slots,
+        "tool_ms": args.tool_ms,
+        "rounds": args.rounds,
+        "commit": commit_of(ROOT),
+        "load_average": [load_before, load_average()],
+        "points": rows,
+    }
+    if args.compare_with is not None:
+        report["compared_with"] = {
+            "checkout": str(args.compare_with),
+            "commit": commit_of(args.compare_with),
+        }
+    show(report, args)
     if args.smoke and not args.keep:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def show(points: list[Point], args: argparse.Namespace) -> None:
-    rows: list[dict[str, Any]] = [
-        {
-            "servers": p.servers,
-            "workers": p.workers,
-            "jobs": p.jobs,
-            "succeeded": p.succeeded,
-            "seconds": round(p.seconds, 2),
-            "jobs_per_s": round(p.rate, 2),
-            "linear": round(p.linear, 1),
-            "ratio": round(p.ratio, 2),
-        }
-        for p in points
-    ]
-    if args.json:
-        print(json.dumps({"slots": args.server_slots, "tool_ms": args.tool_ms, "points": rows}))
-        return
-    print(f"tool {args.tool_ms:.0f} ms, {args.server_slots} slot(s) per server; plot: {args.plot}")
-    print(
-        f"{'servers':>7} {'workers':>7} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} "
-        f"{'linear':>6} {'ratio':>5}"
+def summarize(
+    grid: list[tuple[int, int, float]], runs: list[Run], other: Path | None
+) -> list[dict[str, Any]]:
+    """Per point: this checkout's median over the rounds (and the other's, under "before")."""
+    rows = []
+    for servers, workers, linear in grid:
+        mine = [r for r in runs if (r.servers, r.workers) == (servers, workers)]
+        row = {"servers": servers, "workers": workers, **figures(mine, ROOT), "linear": linear}
+        if other is not None:
+            row["before"] = figures(mine, other.resolve())
+            row["after_over_before"] = round(row["jobs_per_s"] / row["before"]["jobs_per_s"], 2)
+        rows.append(row)
+    return rows
+
+
+def figures(runs: list[Run], checkout: Path) -> dict[str, Any]:
+    side = [r for r in runs if r.checkout == checkout]
+    return {
+        "jobs": side[0].jobs,
+        "succeeded": min(r.succeeded for r in side),  # the worst round: every job, every time
+        "seconds": round(statistics.median(r.seconds for r in side), 2),
+        "jobs_per_s": round(statistics.median(r.rate for r in side), 2),
+        "ratio": round(statistics.median(r.ratio for r in side), 2),
+        "rounds_jobs_per_s": [round(r.rate, 2) for r in side],
+        "most_at_once": max(r.most_at_once for r in side),
+        "rounds_conversions": [r.conversions for r in side],
+    }
+
+
+def load_average() -> float:
+    return float(Path("/proc/loadavg").read_text().split()[0])
+
+
+def commit_of(checkout: Path) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
     )
-    for r in rows:
+    return done.stdout.strip() or "unknown"
+
+
+def show(report: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print(json.dumps(report))
+        return
+    compared = "compared_with" in report
+    print(
+        f"tool {args.tool_ms:.0f} ms, {args.server_slots} slot(s) per server, commit"
+        f" {report['commit']}, {args.rounds} round(s), load {report['load_average']};"
+        f" plot: {args.plot}"
+    )
+    if compared:
+        other = report["compared_with"]
+        print(f"before: {other['checkout']} ({other['commit']})")
+    head = f"{'servers':>7} {'workers':>7} {'jobs':>5} {'linear':>6}"
+    if compared:
+        head += f" {'before':>7} {'ratio':>5} {'most':>4}"
+    print(f"{head} {'jobs/s':>7} {'ratio':>5} {'most':>4} {'ok':>5}")
+    for r in report["points"]:
+        line = f"{r['servers']:>7} {r['workers']:>7} {r['jobs']:>5} {r['linear']:>6.1f}"
+        if compared:
+            line += (
+                f" {r['before']['jobs_per_s']:>7.2f} {r['before']['ratio']:>5.2f}"
+                f" {r['before']['most_at_once']:>4}"
+            )
         print(
-            f"{r['servers']:>7} {r['workers']:>7} {r['jobs']:>5} {r['succeeded']:>5} "
-            f"{r['seconds']:>6.2f} {r['jobs_per_s']:>7.2f} {r['linear']:>6.1f} {r['ratio']:>5.2f}"
+            f"{line} {r['jobs_per_s']:>7.2f} {r['ratio']:>5.2f} {r['most_at_once']:>4}"
+            f" {r['succeeded']:>5}"
         )
 
 

@@ -16,6 +16,7 @@ from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
 
 from .breaker import OriginBreaker
+from .in_flight import InFlight
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
@@ -59,16 +60,16 @@ class Resilient:
         def one_try() -> T:
             refused: dict[str, float] = {}
             while True:
-                endpoint = self.pool.choose(avoid=sick, refused=refused)
-                breaker = self.pool.breaker(endpoint)
-                try:
-                    return breaker.call(functools.partial(self._on, endpoint, unit))
-                except CircuitOpen as exc:  # refused at admission: nothing was sent
-                    refused[endpoint] = exc.retry_after or 0.0
-                except Exception as exc:
-                    if classify(exc).trips_breaker:
-                        sick.add(endpoint)
-                    raise
+                with self.pool.chosen(avoid=sick, refused=refused) as endpoint:
+                    breaker = self.pool.breaker(endpoint)
+                    try:
+                        return breaker.call(functools.partial(self._on, endpoint, unit))
+                    except CircuitOpen as exc:  # refused at admission: nothing was sent
+                        refused[endpoint] = exc.retry_after or 0.0
+                    except Exception as exc:
+                        if classify(exc).trips_breaker:
+                            sick.add(endpoint)
+                        raise
 
         return retry_call(one_try, self.settings, label=label, record=record)
 
@@ -141,5 +142,12 @@ def build_resilient(
         factory,
         lambda origin: origin_breaker(origin, res, shared),
         first=first_origin,
+        in_flight=InFlight(
+            shared,
+            namespace=res.breaker_namespace,
+            ttl_s=res.in_flight_ttl_s,
+            retry_s=res.breaker_redis_retry_s,
+            where=f"Redis at {redacted(res.redis_url)}",
+        ),
     )
     return Resilient(pool, res, redis_client=shared)

@@ -2,7 +2,9 @@
 
 A unit of work (convert, then export) runs on one origin from start to end: docling-mcp keeps
 converted documents in a per-process cache, so an export must reach the server that converted.
-Units are spread round-robin over origins whose circuit is not open; a unit whose try failed
+A unit goes to the origin with the fewest units in flight across the fleet (counted in Redis
+by :mod:`.in_flight`; this process's own counts while Redis is down), ties broken by this
+process's round-robin, among origins whose circuit is not open; a unit whose try failed
 because its server was sick prefers another origin on its next try (the whole unit moves, so
 the cache rule still holds, and a server that just failed is the likeliest to fail again; with
 one origin the unit simply stays). An origin whose breaker refuses at admission (half-open with
@@ -16,12 +18,14 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 
 from errors import CircuitOpen
 from pipeline.mcp import McpClient, origin_of
 
 from .breaker import OriginBreaker
+from .in_flight import InFlight
 
 
 class ServerPool:
@@ -34,12 +38,17 @@ class ServerPool:
         breaker_factory: Callable[[str], OriginBreaker],
         *,
         first: int = 0,
+        in_flight: InFlight | None = None,
     ) -> None:
         """``first``: where this process's round starts (its index among the worker's pool
-        processes). Each process keeps its own round; started at the same origin, processes
-        that take jobs of the same length move in step and crowd one server after the other
-        (4 processes on 2 servers of 2 slots each got half of linear); started one apart,
-        they stay one apart."""
+        processes). The round breaks ties between origins with as many units in flight, and
+        alone decides while the counts are this process's own (Redis down): started at the
+        same origin, processes that take jobs of the same length move in step and crowd one
+        server after the other (4 processes on 2 servers of 2 slots each got half of linear);
+        started one apart, they stay one apart.
+
+        ``in_flight``: where units are counted (None: in this process only). With one
+        endpoint there is nothing to choose, and nothing is counted."""
         if not endpoints:
             raise ValueError("a server pool needs at least one endpoint")
         self.endpoints = list(dict.fromkeys(endpoints))
@@ -48,6 +57,7 @@ class ServerPool:
         self._clients: dict[str, McpClient] = {}
         self._lock = threading.Lock()
         self._turn = itertools.count(first % len(self.endpoints))
+        self._in_flight = in_flight or InFlight.local()
 
     def breaker(self, endpoint: str) -> OriginBreaker:
         return self._breakers[endpoint]
@@ -55,13 +65,38 @@ class ServerPool:
     def breakers(self) -> list[OriginBreaker]:
         return list(self._breakers.values())
 
-    def choose(self, avoid: Collection[str] = (), refused: Mapping[str, float] = {}) -> str:
-        """The next endpoint whose circuit admits calls, preferring those not in ``avoid``.
+    @contextmanager
+    def chosen(
+        self, avoid: Collection[str] = (), refused: Mapping[str, float] = {}
+    ) -> Iterator[str]:
+        """The endpoint for one unit, counted in flight there until the block ends.
 
-        ``refused`` maps endpoints whose breaker just answered E309 (e.g. half-open with its
-        one trial running elsewhere) to their ``retry_after``; they are not chosen again. No
-        endpoint left: E309 with the soonest reset, so the caller can come back then.
+        Among endpoints whose circuit admits calls, preferring those not in ``avoid``: the one
+        with the fewest units in flight. ``refused`` maps endpoints whose breaker just answered
+        E309 (e.g. half-open with its one trial running elsewhere) to their ``retry_after``;
+        they are not chosen again. No endpoint left: E309 with the soonest reset, so the caller
+        can come back then.
         """
+        if len(self.endpoints) == 1:
+            yield self._alone(refused)
+            return
+        candidates = self._candidates(avoid, refused)
+        lease = self._in_flight.start([origin_of(e) for e in candidates])
+        try:
+            yield candidates[lease.position]
+        finally:
+            self._in_flight.end(lease)
+
+    def _alone(self, refused: Mapping[str, float]) -> str:
+        """The one endpoint, without reading its circuit: its breaker's admission reads it
+        anyway (one Redis read per unit, not two), and an open circuit's E309 comes back here
+        through ``refused`` and leaves as the same E309 with the same wait."""
+        if refused:
+            return self._candidates((), refused)[0]  # raises E309
+        return self.endpoints[0]
+
+    def _candidates(self, avoid: Collection[str], refused: Mapping[str, float]) -> list[str]:
+        """Usable endpoints (preferred ones only, when any), in this process's round order."""
         start = next(self._turn)
         ordered = [
             self.endpoints[(start + i) % len(self.endpoints)] for i in range(len(self.endpoints))
@@ -79,7 +114,12 @@ class ServerPool:
                 detail={"origins": origins},
             )
         preferred = [e for e in usable if e not in avoid]
-        return (preferred or usable)[0]
+        return preferred or usable
+
+    def in_flight(self) -> dict[str, int]:
+        """Units in flight on each endpoint's origin (the fleet's while Redis answers)."""
+        counts = self._in_flight.counts([origin_of(e) for e in self.endpoints])
+        return {e: counts[origin_of(e)] for e in self.endpoints}
 
     def ready_client(self, endpoint: str) -> McpClient:
         """The endpoint's client, initialized (idempotent; a failed handshake is tried again)."""

@@ -28,14 +28,21 @@ class ResilienceSettings(BaseSettings):
     #: How long one process may hold the half-open trial before another may try (a crashed
     #: trial holder must not keep the circuit half-open forever).
     breaker_trial_ttl_s: float = Field(default=330.0, gt=0)
-    #: Redis key prefix of the shared breaker state; one namespace per origin below it.
+    #: Redis key prefix of the shared breaker state and of the units in flight on each
+    #: origin; one namespace per origin below it.
     breaker_namespace: str = "doclane:breaker"
-    #: Where the fleet-wide breaker state lives; unreachable Redis falls back to memory.
-    #: Empty: no Redis at all, every process keeps its own breakers (development only).
+    #: Where the fleet-wide breaker state and in-flight counts live; unreachable Redis falls
+    #: back to memory. Empty: no Redis at all, every process keeps its own breakers and
+    #: counts (development only).
     redis_url: str = "redis://127.0.0.1:6379/0"
     #: While Redis is unreachable, how often a process tries it again (then the fleet's
-    #: shared state applies again).
+    #: shared breaker state and in-flight counts apply again).
     breaker_redis_retry_s: float = Field(default=30.0, gt=0)
+    #: With several origins, each unit goes to the one with the fewest units in flight across
+    #: the fleet (counted in Redis). A process killed mid-unit leaves its count behind for this
+    #: long; a unit that runs longer is no longer counted. Default: the longest call (300 s)
+    #: plus a margin.
+    in_flight_ttl_s: float = Field(default=330.0, gt=0)
 
 
 def load_resilience_settings(**overrides: Any) -> ResilienceSettings:

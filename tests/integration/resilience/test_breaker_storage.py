@@ -8,31 +8,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 
 import errors
 from pipeline.resilience import OriginBreaker
-from pipeline.resilience.storage import BreakerRedis, breaker_redis
+from pipeline.resilience.storage import BreakerRedis
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for
 
 ORIGIN = "http://docling.test:5001"
-SHARED_REDIS = "redis://127.0.0.1:6379/0"
-
-
-@pytest.fixture
-def clients() -> Iterator[Callable[[str], BreakerRedis]]:
-    made: list[BreakerRedis] = []
-
-    def make(url: str = SHARED_REDIS) -> BreakerRedis:
-        made.append(breaker_redis(url))
-        return made[-1]
-
-    yield make
-    for client in made:
-        client.close()
 
 
 def process_breaker(
