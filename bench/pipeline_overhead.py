@@ -209,6 +209,12 @@ class PipelineRun:
     overhead_ms: list[float] = field(default_factory=list)  # lone jobs, calls subtracted
     latency_ms: list[float] = field(default_factory=list)  # lone jobs, submit to committed
     calls_ms: list[float] = field(default_factory=list)  # lone jobs, their MCP calls
+    #: From just before ``doclane submit`` started to the first claim: the workers' wait.
+    head_s: float = 0.0
+    #: Throughput run: each job from its claim to its commit, and each pool process's gap
+    #: from one job's commit to its next claim (Celery's hand-off, the claim).
+    in_job_ms: list[float] = field(default_factory=list)
+    between_ms: list[float] = field(default_factory=list)
 
     @property
     def rate(self) -> float:
@@ -270,17 +276,37 @@ def pipeline_run(
             for spy in spies:
                 spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:
-                last, run.succeeded = conn.execute(
-                    "SELECT extract(epoch FROM max(finished_at))::float8,"
+                first, last, run.succeeded = conn.execute(
+                    "SELECT extract(epoch FROM min(started_at))::float8,"
+                    " extract(epoch FROM max(finished_at))::float8,"
                     " count(*) FILTER (WHERE state = 'succeeded') FROM jobs"
-                ).fetchone() or (None, 0)
+                ).fetchone() or (None, None, 0)
+                run.in_job_ms, run.between_ms = job_timeline(conn)
             run.seconds = float(last) - started if last is not None else 0.0
+            run.head_s = float(first) - started if first is not None else 0.0
             lone_jobs(run, lone, env, db_url)
         finally:
             for spy in spies:
                 spy.wait()
             stop_worker(worker)
     return run
+
+
+def job_timeline(conn: psycopg.Connection[Any]) -> tuple[list[float], list[float]]:
+    """Claim to commit of every job, and each worker process's gaps between its jobs (the
+    worker of an attempt is in its "running" event)."""
+    rows = conn.execute(
+        "SELECT e.detail->>'worker', extract(epoch FROM j.started_at)::float8,"
+        " extract(epoch FROM j.finished_at)::float8"
+        " FROM jobs j JOIN job_events e ON e.job_id = j.id AND e.to_state = 'running'"
+        " WHERE j.state = 'succeeded' ORDER BY 1, 2"
+    ).fetchall()
+    in_job, between = [], []
+    for n, (worker, started, finished) in enumerate(rows):
+        in_job.append((finished - started) * 1000)
+        if n and rows[n - 1][0] == worker:
+            between.append((started - rows[n - 1][2]) * 1000)
+    return in_job, between
 
 
 def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: str) -> None:
@@ -446,6 +472,9 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
                 "jobs_per_s": round(run.rate, 1),
                 "pairs_per_s_around": round(around, 1),
                 "ratio": round(run.rate / around, 2) if around else None,
+                "head_s": round(run.head_s, 2),
+                "in_job_ms_p50": round(percentile(run.in_job_ms, 0.5), 1),
+                "between_jobs_ms_p50": round(percentile(run.between_ms, 0.5), 1),
                 "lone_jobs": len(run.latency_ms),
                 "latency_ms_p50": round(percentile(run.latency_ms, 0.5), 1),
                 "overhead_ms_p50": round(percentile(run.overhead_ms, 0.5), 1),
@@ -480,6 +509,8 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
             f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
             f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f},"
             f" {cpu['postgres']:.2f}, {cpu['redis']:.2f}"
+            f"  | head {row['head_s']:.2f} s, in job {row['in_job_ms_p50']:.1f} ms,"
+            f" between {row['between_jobs_ms_p50']:.1f} ms"
         )
     if args.rounds > 1 or args.compare_with is not None:
         print("medians over rounds (ratio; jobs/s):")
