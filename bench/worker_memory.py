@@ -12,10 +12,16 @@ tools), a scratch database and a claimed Redis database (``bench/batch_throughpu
    structured result: text and ``structuredContent``) and stores the result.
 3. Serving: ``doclane api``, then ``GET /v1/jobs/{id}/result/md`` of that result, read and
    counted by the bench; the API process's peak (``VmHWM``, reset the same way) meanwhile.
+4. Where the storing peak is: the same convert and export of the same source by ``McpClient``
+   alone, in a fresh process, its peak counted the same way (``reply_alone``). What the worker
+   adds to this is the job's own work (the store's COPY, the job's rows). Measured on each
+   wire: ``sse`` (2025-11-25, the worker's), ``json`` (2026-07-28, where the fake answers
+   ``application/json``) and ``stdio`` (the fake as the client's child process).
 
 Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS just before.
 
     .venv/bin/python bench/worker_memory.py [--smoke] [--jobs 1000] [--result-mb 50] [--json]
+        [--rounds N] [--compare-with DIR]   # alternate with another checkout's code (A B A B)
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,7 +57,7 @@ from batch_throughput import (  # noqa: E402
     stop_worker,
     worker_env,
 )
-from client_overhead import fake_server  # noqa: E402
+from client_overhead import configure, fake_server  # noqa: E402
 
 MB = 1024 * 1024
 GROWTH_GOAL_MB = 50
@@ -188,15 +195,16 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[tuple[int, str]]:
 
 
 # ---- the measurement ---------------------------------------------------------------------------
-def measure(jobs: int, result_mb: int, scratch: Path) -> dict[str, Any]:
-    report: dict[str, Any] = {"jobs": jobs, "result_mb": result_mb}
+def measure(jobs: int, result_mb: int, scratch: Path, code: Path) -> dict[str, Any]:
+    """One run of every figure, with the doclane of checkout ``code`` (``PYTHONPATH``)."""
+    report: dict[str, Any] = {"jobs": jobs, "result_mb": result_mb, "checkout": str(code)}
     broker = claim_redis_db()
     try:
         with (
             fake_server("--cache-dir", str(scratch / "server-cache")) as url,
             scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
         ):
-            env = worker_env(db_url, broker, url)
+            env = {**worker_env(db_url, broker, url), "PYTHONPATH": str(code)}
             log_path = scratch / "worker.log"
             worker = start_worker(env, log_path, "--concurrency", "1", "--no-beat")
             try:
@@ -208,6 +216,11 @@ def measure(jobs: int, result_mb: int, scratch: Path) -> dict[str, Any]:
             finally:
                 stop_worker(worker)
             report["serving"] = serving(env, scratch, job_id, result_mb)
+            large = scratch / "large" / "large.md"
+            report["reply_alone"] = {
+                wire: reply_alone(wire_env(env, wire, url), code, large, result_mb)
+                for wire in WIRES
+            }
     finally:
         broker.release()
     return report
@@ -268,6 +281,79 @@ def serving(env: dict[str, str], scratch: Path, job_id: str, result_mb: int) -> 
     return {**peak_figures(before, peak, result_mb), "bytes": size}
 
 
+WIRES = ("sse", "json", "stdio")
+
+
+def wire_env(env: dict[str, str], wire: str, url: str) -> dict[str, str]:
+    """The lone client's environment for one wire (``json``: the fake turned stateless)."""
+    configure(url, stateless=wire == "json")
+    if wire != "stdio":
+        return env
+    command = f"{sys.executable} -m tests.fakes.server --transport stdio"
+    return {k: v for k, v in env.items() if k != "DOCLING_MCP_ORIGIN"} | {
+        "DOCLING_MCP_COMMAND": command
+    }
+
+
+def reply_alone(env: dict[str, str], code: Path, source: Path, result_mb: int) -> dict[str, Any]:
+    """The client's share of the storing peak: a fresh process (the code of checkout ``code``)
+    converts and exports ``source`` with ``McpClient`` as the worker does, and nothing else."""
+    done = subprocess.run(
+        [sys.executable, "-c", ONE_REPLY, str(source)],
+        env=env,
+        cwd=code,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the lone client failed: {done.stderr[-2000:]}")
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    if figures["markdown_bytes"] != result_mb * MB:
+        raise SystemExit(f"exported {figures['markdown_bytes']} bytes, expected {result_mb * MB}")
+    return {
+        **peak_figures(figures["before"], figures["peak"], result_mb),
+        "s": figures["s"],
+        "version": figures["version"],
+    }
+
+
+#: The lone client (``python -c``, so that it imports the checkout it is run in, whichever).
+ONE_REPLY = textwrap.dedent(
+    """
+    import json, os, sys, time
+    from pathlib import Path
+    from pipeline.mcp import McpClient
+
+    def status(field):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+
+    source = sys.argv[1]
+    size = os.path.getsize(source)
+    with McpClient() as client:
+        client.initialize()
+        before = status("VmRSS")
+        Path("/proc/self/clear_refs").write_text("5")
+        started = time.monotonic()
+        converted = client.call_tool(
+            "convert_document_into_docling_document", {"source": source}, size_bytes=size
+        )
+        key = converted.structured["document_key"]
+        exported = client.call_tool(
+            "export_docling_document_to_markdown", {"document_key": key}, size_bytes=size
+        )
+        markdown = exported.structured["markdown"]
+        elapsed = time.monotonic() - started
+        peak = status("VmHWM")
+        version = client.negotiated_version
+    print(json.dumps({"before": before, "peak": peak, "s": elapsed, "version": version,
+                      "markdown_bytes": len(markdown.encode())}))
+    """
+)
+
+
 def peak_figures(before: float, peak: float, result_mb: int) -> dict[str, float]:
     return {
         "rss_before_mb": before,
@@ -278,6 +364,7 @@ def peak_figures(before: float, peak: float, result_mb: int) -> dict[str, float]
 
 
 def show(report: dict[str, Any]) -> None:
+    print(f"checkout {report['checkout']}:")
     rss, growth = report["rss_mb"], report["growth_mb"]
     for label, figures in rss.items():
         print(f"{label:>12}: pool {figures['pool']:.1f} MB, main {figures['main']:.1f} MB")
@@ -285,8 +372,9 @@ def show(report: dict[str, Any]) -> None:
         f"      growth: pool {growth['pool']:+.1f} MB, main {growth['main']:+.1f} MB "
         f"(goal < {GROWTH_GOAL_MB} MB)"
     )
-    for what in ("storing", "serving"):
-        f = report[what]
+    peaks = {"storing": report["storing"], "serving": report["serving"]}
+    peaks |= {f"reply {wire}": figures for wire, figures in report["reply_alone"].items()}
+    for what, f in peaks.items():
         print(
             f"{what:>12}: RSS {f['rss_before_mb']:.1f} MB -> peak {f['peak_mb']:.1f} MB, "
             f"+{f['extra_mb']:.1f} MB = {f['factor']:.2f}x the {report['result_mb']} MB result "
@@ -300,20 +388,30 @@ def main() -> None:
     parser.add_argument("--result-mb", type=int, default=50)
     parser.add_argument("--smoke", action="store_true", help="12 jobs, a 2 MB result (CI)")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch folder (logs)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folders (logs)")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--compare-with", type=Path, help="another checkout whose code runs before each round"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.jobs, args.result_mb = 12, 2
-    scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-memory-"))
-    try:
-        report = measure(args.jobs, args.result_mb, scratch)
-    finally:
-        if not args.keep:
-            shutil.rmtree(scratch, ignore_errors=True)
+    checkouts = [args.compare_with.resolve()] if args.compare_with else []
+    checkouts.append(ROOT)
+    reports = []
+    for _round in range(args.rounds):
+        for code in checkouts:
+            scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-memory-"))
+            try:
+                reports.append(measure(args.jobs, args.result_mb, scratch, code))
+            finally:
+                if not args.keep:
+                    shutil.rmtree(scratch, ignore_errors=True)
     if args.json:
-        print(json.dumps(report, indent=2))
+        print(json.dumps(reports if len(reports) > 1 else reports[0], indent=2))
     else:
-        show(report)
+        for report in reports:
+            show(report)
 
 
 if __name__ == "__main__":

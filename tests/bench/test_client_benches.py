@@ -26,11 +26,13 @@ def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
     assert report["median_s"] > 0
 
 
-def test_worker_memory_reports_growth_and_both_peaks() -> None:
+def test_worker_memory_reports_growth_and_every_peak() -> None:
     report = run_bench("worker_memory.py", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
-    for what in ("storing", "serving"):
-        figures = report[what]
+    replies = report["reply_alone"]
+    for figures in (report["storing"], report["serving"], *replies.values()):
         assert figures["peak_mb"] >= figures["rss_before_mb"] > 0
     assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
+    versions = {wire: figures["version"] for wire, figures in replies.items()}
+    assert versions == {"sse": "2025-11-25", "json": "2026-07-28", "stdio": "2026-07-28"}
