@@ -104,9 +104,11 @@ class KombuMessages:
         """Whether a message built here is all that ``send_task`` would do for it: not when
         the app sends task-sent events, routes tasks by configuration or through exchanges
         other than direct ones, or somebody listens to Celery's publish signals (none of
-        which doclane does)."""
+        which doclane does), nor inside a running task (the reconciler's pass in a worker:
+        ``send_task`` names that task the message's parent and root)."""
         return not (
-            app.conf.task_send_sent_event
+            app.current_worker_task is not None
+            or app.conf.task_send_sent_event
             or any(queue.exchange.type != "direct" for queue in app.amqp.queues.values())
             or app.conf.task_routes
             or signals.before_task_publish.receivers

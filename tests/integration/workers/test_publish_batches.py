@@ -127,3 +127,29 @@ def test_publish_signals_keep_their_messages_going_through_send_task(
         signals.after_task_publish.disconnect(published)
     assert seen == [str(message.job_id) for message in messages]
     assert set(_drain(publisher)) == set(seen)
+
+
+def test_inside_a_running_task_messages_still_name_it_their_parent(
+    publisher: CeleryPublisher,
+) -> None:
+    """The reconciler publishes from inside its task: send_task then sets parent and root."""
+    messages = [JobMessage(uuid.uuid4(), QUEUE_MEDIUM, priority=3) for _ in range(2)]
+    usable: list[bool] = []
+
+    @publisher.app.task(shared=False, name="doclane.test.publish_inside")
+    def publish_inside(batch: bool) -> None:
+        usable.append(KombuMessages.usable(publisher.app))
+        if batch:
+            publisher.publish_batch(messages)
+        else:
+            for message in messages:
+                publisher.publish(message)
+
+    parent = str(uuid.uuid4())
+    publish_inside.apply(args=(False,), task_id=parent)
+    one_by_one = _drain(publisher)
+    publish_inside.apply(args=(True,), task_id=parent)
+    batched = _drain(publisher)
+    assert batched == one_by_one
+    assert {m["headers"]["parent_id"] for m in batched.values()} == {parent}
+    assert usable == [False, False]
