@@ -9,6 +9,7 @@ never have to parse prose.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import logging
 from collections.abc import Iterator, MutableMapping
@@ -113,4 +114,11 @@ def version(as_json: bool = typer.Option(False, "--json", help="Print one JSON o
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    finally:
+        # Leaving, the interpreter would take apart every object the imports made, cycle by
+        # cycle: 0.2 s of every command's time on this kind of machine. Frozen, they go with
+        # the process; atexit handlers (logging's flush among them) and the flush of stdout
+        # and stderr still run, and every command closes its own connections before this.
+        gc.freeze()

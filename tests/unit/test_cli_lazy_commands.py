@@ -1,5 +1,6 @@
 """The CLI imports a command's module only when that command runs, and says the same as when
-it imported them all: every command listed, every help text unchanged."""
+it imported them all: every command listed, every help text unchanged. Leaving, it does not
+take apart what it imported (frozen for the process's end), and still does all else."""
 
 from __future__ import annotations
 
@@ -93,3 +94,20 @@ def test_a_command_imports_its_own_module_and_no_other(args: list[str], own: str
     if args[0] == "submit":  # what only other commands need: the MCP client, Celery
         assert not {"pipeline.mcp", "pipeline.admin", "celery"} & loaded
     assert pipeline.cli.__name__ in loaded
+
+
+def test_leaving_freezes_the_objects_and_still_runs_every_exit_step() -> None:
+    probe = (
+        "import atexit, gc, sys\n"
+        "from pipeline.cli import main\n"
+        "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0, file=sys.stderr))\n"
+        "sys.argv = ['doclane', 'version', '--json']\n"
+        "sys.stdout.write('unflushed ')\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("unflushed {") and json.loads(done.stdout.split(" ", 1)[1])
+    assert done.stderr.strip().splitlines()[-1] == "frozen True"
