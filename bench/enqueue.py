@@ -14,6 +14,7 @@ file in the database, and one broker message per job.
 
     .venv/bin/python bench/enqueue.py [--smoke] [--files 10000] [--repeats 3] [--json]
         [--profile out.prof]   # also runs one submit under cProfile
+        [--phases]             # also runs one submit that times its own steps (no profiler)
         [--compare-with DIR]   # alternate with the doclane of another checkout (A B A B ...)
 
 Figures go to docs/benchmarks.md.
@@ -111,6 +112,39 @@ def doclane_cli(root: Path) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+#: ``doclane submit`` as :func:`doclane_cli` runs it, with timers around the three steps of
+#: ``pipeline.enqueue.enqueue``; its last line on stderr is the seconds each step took and the
+#: seconds of the whole process after the interpreter started (the rest: imports, the Celery
+#: app, the database connection, the JSON answer; start_and_exit: the interpreter's start and
+#: its exit). A profiler would inflate the steps made of many small calls; these timers cost
+#: nothing.
+_TIMED_SUBMIT = """
+import atexit, json, sys, time
+started = time.perf_counter()
+sys.path.insert(0, {root!r})
+import pipeline.enqueue as enqueue
+from pipeline.store import JobStore
+steps = {{}}
+def timed(name, step):
+    def run(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return step(*args, **kwargs)
+        finally:
+            steps[name] = steps.get(name, 0.0) + time.perf_counter() - began
+    return run
+enqueue.expand = timed("walk_validate_hash", enqueue.expand)
+JobStore.create_many = timed("copy", JobStore.create_many)
+enqueue.publish_all = timed("publish", enqueue.publish_all)
+def report():
+    steps["process"] = time.perf_counter() - started
+    print(json.dumps(steps), file=sys.stderr)
+atexit.register(report)
+from pipeline.cli import main
+main()
+"""
+
+
 def submit_once(
     folder: Path,
     count: int,
@@ -118,6 +152,7 @@ def submit_once(
     repeat: int,
     *,
     profile: Path | None = None,
+    phases: bool = False,
     root: Path = ROOT,
 ) -> dict[str, Any]:
     broker.flush()
@@ -134,6 +169,9 @@ def submit_once(
         if profile is not None:
             command = [sys.executable, "-m", "cProfile", "-o", str(profile), DOCLANE]
             command += ["submit", str(folder), "--json"]
+        if phases:
+            code = _TIMED_SUBMIT.format(root=str(root))
+            command = [sys.executable, "-c", code, "submit", str(folder), "--json"]
         load_before = Path("/proc/loadavg").read_text().split()[0]
         started = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
@@ -157,7 +195,7 @@ def submit_once(
         problems.append(f"{published} reported published, {waiting} messages waiting")
     if out["rejected"]:
         problems.append(f"{len(out['rejected'])} refused")
-    return {
+    run: dict[str, Any] = {
         "seconds": seconds,
         "jobs": jobs,
         "messages": waiting,
@@ -165,6 +203,15 @@ def submit_once(
         "load_before": load_before,
         "load_after": Path("/proc/loadavg").read_text().split()[0],
     }
+    if phases:
+        steps = json.loads(done.stderr.strip().splitlines()[-1])
+        process = steps.pop("process")
+        run["phases"] = {
+            **steps,
+            "rest": process - sum(steps.values()),
+            "start_and_exit": seconds - process,
+        }
+    return run
 
 
 def parse_args() -> argparse.Namespace:
@@ -173,6 +220,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--smoke", action="store_true", help="50 files, 1 repeat (CI)")
     parser.add_argument("--profile", type=Path, help="cProfile one extra submit into this file")
+    parser.add_argument(
+        "--phases", action="store_true", help="one extra submit that times its own steps"
+    )
     parser.add_argument(
         "--compare-with", type=Path, help="another checkout whose doclane submit alternates"
     )
@@ -197,10 +247,22 @@ def main() -> None:
             runs.append(submit_once(folder, args.files, broker, n))
         if args.profile is not None:
             submit_once(folder, args.files, broker, args.repeats, profile=args.profile)
+        phases = []
+        if args.phases:
+            if args.compare_with is not None:
+                phases.append(
+                    submit_once(folder, args.files, broker, 0, phases=True, root=args.compare_with)
+                )
+            phases.append(submit_once(folder, args.files, broker, 0, phases=True))
     finally:
         broker.release()
         shutil.rmtree(scratch, ignore_errors=True)
     report = summarize(args, total, runs, other)
+    if phases:
+        report["ok"] = report["ok"] and all(not run["problems"] for run in phases)
+        report["phases"] = phases[-1]["phases"]
+        if args.compare_with is not None:
+            report["compared_with"]["phases"] = phases[0]["phases"]
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -249,6 +311,9 @@ def show(report: dict[str, Any]) -> None:
                 f"load {run['load_before']} -> {run['load_after']}  {'; '.join(run['problems'])}"
             )
         print(f"  median {side['median_s']:.2f} s ({files / side['median_s']:.0f} files/s)")
+        if "phases" in side:
+            steps = ", ".join(f"{name} {s:.2f} s" for name, s in side["phases"].items())
+            print(f"  one timed submit: {steps}")
     if "compared_with" in report:
         print(f"ratio {report['compared_with']['ratio']:.2f} (this / the other)")
     print(f"goal < {GOAL_S} s")

@@ -17,10 +17,8 @@ from typing import Annotated, Any, NoReturn
 from uuid import UUID
 
 import typer
-from tqdm import tqdm
 
 from errors import PipelineError
-from pipeline.admin import JobNotFound, WrongState, retry_failed, retry_job
 from pipeline.enqueue import Submission, check_formats, enqueue
 from pipeline.jobs import Job, JobEvent, JobState
 from pipeline.store import AdminStore, JobStore, load_store_settings
@@ -101,6 +99,8 @@ def _wait(
     ids = list(dict.fromkeys(submission.job_ids))
     waiting = set(ids)
     deadline = None if timeout is None else time.monotonic() + timeout
+    from tqdm import tqdm
+
     bar = tqdm(total=len(ids), unit="job", desc="converting", file=sys.stderr, disable=not show_bar)
     try:
         failed = 0
@@ -304,6 +304,8 @@ def retry(
         _retry_failed(error_code, since, limit, as_json)
         return
     assert job_id is not None
+    from pipeline.admin import JobNotFound, WrongState, retry_job
+
     jid = _job_id(job_id, as_json)
     with _store(as_json) as store, celery_publisher() as publisher:
         try:
@@ -326,6 +328,8 @@ def retry(
 
 
 def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json: bool) -> None:
+    from pipeline.admin import retry_failed
+
     from .admin_commands import job_filter
 
     filters = job_filter(

@@ -9,10 +9,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from pipeline.admin import Fleet
 from pipeline.publishing import Publisher
+
+if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
+    from pipeline.admin import Fleet
 
 
 @contextmanager
@@ -52,6 +54,6 @@ def celery_fleet(inspect_timeout_s: float) -> Iterator[Fleet]:
     fleet_module = importlib.import_module("workers.fleet")
     app: Any = app_module.create_app()
     try:
-        yield cast(Fleet, fleet_module.CeleryFleet(app, inspect_timeout_s=inspect_timeout_s))
+        yield cast("Fleet", fleet_module.CeleryFleet(app, inspect_timeout_s=inspect_timeout_s))
     finally:
         app.close()

@@ -107,11 +107,10 @@ class _Expander:
             )
             return
         for match in matches:
-            path = Path(match)
-            if path.is_dir():
-                self._folder(match, match, path)
+            if os.path.isdir(match):
+                self._folder(match, match, Path(match))
             else:
-                self._file(match, match, path, explicit=False)
+                self._file(match, match, match, explicit=False)
 
     def _folder(self, source: str, text: str, folder: Path) -> None:
         try:
@@ -124,12 +123,12 @@ class _Expander:
         except InputError as exc:
             self._reject(source, exc)
             return
-        for path in _walk(folder, self.result):
-            label = os.path.join(text, os.path.relpath(path, folder))
+        for path, relative in _walk(os.fspath(folder), self.result):
+            label = os.path.join(text, relative)
             self._file(label, label, path, explicit=False)
 
-    def _file(self, source: str, label: str, path: Path, *, explicit: bool) -> None:
-        if not explicit and format_for_name(path.name) is None:
+    def _file(self, source: str, label: str, path: str | Path, *, explicit: bool) -> None:
+        if not explicit and format_for_name(os.path.basename(path)) is None:
             self.result.skip(SKIPPED_UNSUPPORTED)
             return
         resolved = os.path.realpath(os.path.expanduser(path))
@@ -163,13 +162,16 @@ class _Expander:
         self.result.items.append(Rejected(source, error))
 
 
-def _walk(folder: Path, result: Expansion) -> Iterable[Path]:
-    """Files under ``folder``, sorted, a folder's files before its subfolders'; no dot-entries.
+def _walk(folder: str, result: Expansion) -> Iterable[tuple[str, str]]:
+    """Files under ``folder`` (path, and path relative to ``folder``), sorted, a folder's files
+    before its subfolders'; no dot-entries.
 
     Links to folders are not followed (a link loop would never end, and ``find`` does the
-    same); links to files are listed and then judged by where they lead.
+    same); links to files are listed and then judged by where they lead. Paths are ``str``
+    (``pathlib`` objects per file cost more than the walk itself).
     """
     for top, dirnames, filenames in os.walk(folder, followlinks=False):
+        within = os.path.relpath(top, folder)
         kept: list[str] = []
         for name in sorted(dirnames):
             if name.startswith("."):
@@ -183,7 +185,7 @@ def _walk(folder: Path, result: Expansion) -> Iterable[Path]:
             if name.startswith("."):
                 result.skip(SKIPPED_HIDDEN)
             else:
-                yield Path(top, name)
+                yield os.path.join(top, name), name if within == "." else os.path.join(within, name)
 
 
 def expand(

@@ -146,8 +146,15 @@ class FormatMismatch(ValueError):
 
 
 def format_for_name(name: str) -> DocumentFormat | None:
-    """The format a file name or URL path promises by its suffix (case-insensitive)."""
-    return SUFFIXES.get(PurePosixPath(name).suffix.lower())
+    """The format a file name or URL path promises by its suffix (case-insensitive).
+
+    A bare file name (every file of a walked folder) is read as ``PurePosixPath.suffix``
+    reads it without making the object: that cost more than the rest of the name check.
+    """
+    if "/" in name:
+        name = PurePosixPath(name).name
+    dot = name.rfind(".")
+    return SUFFIXES.get(name[dot:].lower()) if 0 < dot < len(name) - 1 else None
 
 
 def format_for_content_type(content_type: str | None) -> DocumentFormat | None:

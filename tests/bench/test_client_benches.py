@@ -19,11 +19,13 @@ def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
 
 
 def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
-    report = run_bench("enqueue.py", "--smoke")
+    report = run_bench("enqueue.py", "--smoke", "--phases")
     assert report["ok"], report["runs"]
     (run,) = report["runs"]
     assert run["jobs"] == run["messages"] == report["files"] and run["problems"] == []
     assert report["median_s"] > 0
+    steps = {"walk_validate_hash", "copy", "publish", "rest", "start_and_exit"}
+    assert set(report["phases"]) == steps and all(s > 0 for s in report["phases"].values())
 
 
 def test_worker_memory_reports_growth_and_every_peak() -> None:

@@ -65,6 +65,23 @@ def test_names_and_types_map_case_insensitively():
     assert format_for_content_type("application/octet-stream") is None
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a.md", "A.MD", ".md", "..md", "a.", "a..", ".", "..", "", "md", "a.tar.md", "a.md.txt",
+        ".hidden.pdf", "x.md/", "x.md/.", "dir/.md", "/a/b.pdf", "/a/b.pdf/", "a b.docx ",
+        "résumé.PDF", "a.Md", "a.İ",
+    ],
+)  # fmt: skip
+def test_a_name_reads_its_suffix_as_pathlib_does(name):
+    """format_for_name skips pathlib for bare names: it must read every name as pathlib would."""
+    from pathlib import PurePosixPath
+
+    from pipeline.sources.formats import SUFFIXES
+
+    assert format_for_name(name) is SUFFIXES.get(PurePosixPath(name).suffix.lower())
+
+
 def test_a_markdown_text_mentioning_pdf_is_not_sniffed_as_pdf():
     assert sniff(b"# About PDFs\n\nEvery file starts with %PDF-1.7 ...") == "text"
 
