@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.mcp import McpSettings
-from pipeline.processing import ProcessingSettings
 from pipeline.publishing import JOB_QUEUES
-from pipeline.reconcile import ReconcileSettings
-from pipeline.resilience import ResilienceSettings
 from pipeline.sizes import SizeTier
-from pipeline.sources import SourceSettings
+
+if TYPE_CHECKING:  # the packages themselves: a publisher (doclane submit) needs none of them
+    from pipeline.mcp import McpSettings
+    from pipeline.processing import ProcessingSettings
+    from pipeline.reconcile import ReconcileSettings
+    from pipeline.resilience import ResilienceSettings
+    from pipeline.sources import SourceSettings
 
 #: Where beat's reconciler messages go; every worker consumes it by default.
 CONTROL_QUEUE = "doclane.control"

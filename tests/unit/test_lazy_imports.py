@@ -34,3 +34,15 @@ def test_the_oauth_names_are_still_the_packages(name: str) -> None:
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no_such_thing"):
         _ = pipeline.mcp.no_such_thing  # type: ignore[attr-defined]
+
+
+def test_a_publisher_loads_no_worker_runtime() -> None:
+    """``doclane submit`` and the API publish through the Celery app; what a worker process
+    converts with (MCP client, processor, resilience layer) is a worker's to load."""
+    probe = (
+        "import sys, pipeline.enqueue, workers.app, workers.publisher; "
+        "names = ('pipeline.mcp', 'pipeline.processing', 'pipeline.resilience', 'jsonschema'); "
+        "print(sorted(m for m in names if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
