@@ -6,8 +6,12 @@ Reliability, in Celery's terms:
   attempt ended, and a worker process that dies mid-job (kill -9, OOM) gives its message back;
 - ``worker_prefetch_multiplier = 1``: a worker holds one message per process, no hoard;
 - soft/hard time limits per message, from the job's size tier (the publisher sets them);
-- the broker's visibility timeout above the longest hard limit plus the longest countdown, so
-  Redis never redelivers a message that is merely running or waiting for its ETA;
+- on Redis, no acknowledgement emulation (``DOCLANE_REDIS_ACK_EMULATION``): kombu's copies every
+  delivered message into a hash and deletes it on ack, two round trips per job (issue 15: a
+  tenth of a worker's CPU against a fast server), to bring back, hours later, what a dead worker
+  held; the reconciler brings those jobs back from the database within a lease or a stale
+  sweep. With it on, the visibility timeout is set above the longest hard limit plus the
+  longest countdown, so Redis never redelivers a message that is merely running or waiting;
 - one store and one MCP pool per worker process (``worker_process_init``/``_shutdown``);
 - message priorities (``workers.publisher.broker_priority``): ten levels on both brokers, Redis
   through one list per level, RabbitMQ through job queues declared with ``x-max-priority``.
@@ -73,6 +77,7 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
             # (kombu's default, said out loud) keeps the tiers fair, as on RabbitMQ. Beat's
             # reconciler messages carry no priority: Redis files them at level 0, the highest.
             queue_order_strategy="round_robin",
+            ack_emulation=cfg.redis_ack_emulation,
         )
     else:
         # RabbitMQ orders by priority only in queues declared with x-max-priority. The control

@@ -45,6 +45,13 @@ class WorkerSettings(BaseSettings):
     visibility_timeout_s: float | None = Field(default=None, gt=0)
     #: Recycle a worker process after this many tasks (bounds slow leaks); 0 = never.
     max_tasks_per_child: int = Field(default=0, ge=0)
+    #: Redis only: kombu's emulation of acknowledgements, which copies every delivered message
+    #: into an "unacked" hash and deletes it on ack (two Redis round trips per job) so that a
+    #: dead worker's messages come back after the visibility timeout. Off: a worker holds its
+    #: unacknowledged messages in memory (a pool process that dies still gives its message
+    #: back), and what a whole worker held when it died is brought back by the reconciler from
+    #: the database (expired leases, stale queued and retrying jobs), as every lost message is.
+    redis_ack_emulation: bool = False
 
     @field_validator("worker_queues", mode="before")
     @classmethod

@@ -104,6 +104,41 @@ def test_a_pool_process_killed_mid_conversion_its_job_completes_elsewhere_once(
     assert worker.popen.poll() is None, "the worker replaced its lost pool process"
 
 
+def test_a_whole_worker_killed_mid_conversion_its_job_completes_elsewhere_once(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    """Killed whole (SIGKILL to its process group), a worker runs no shutdown code. On Redis
+    the message it held is gone with it (no acknowledgement emulation: nothing waits in an
+    "unacked" hash); on RabbitMQ the broker hands it to the next consumer, whose claim finds the
+    job running. Either way the database brings the job back: its lease expires, the reconciler
+    requeues and republishes it, and it is converted and stored once."""
+    cluster = make_cluster(any_broker, fake_server.url)
+    first = cluster.start_worker(concurrency=1)
+    fake_server.configure(delay_s=3, delay_tools=[CONVERT])
+    job_id = cluster.submit([write_sample(tmp_path, "docx", 4)]).job_ids[0]
+    wait_for(lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="converting")
+
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(30)
+    if any_broker.redis_db is not None:
+        assert any_broker.keys("unacked*") == [], "kombu's acknowledgement emulation is on"
+    fake_server.configure(delay_s=0)
+    cluster.start_worker(concurrency=1)
+    [done] = cluster.wait_terminal([job_id], timeout=60)
+
+    assert_one_result_set(cluster, [done])
+    assert done.attempt == 2
+    reasons = [
+        (e.detail or {}).get("reason")
+        for e in cluster.store.events(job_id)
+        if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.QUEUED and e.attempt == 1
+    ]
+    assert reasons == ["lease expired"]
+
+
 def test_sigterm_lets_the_running_job_finish_and_the_worker_exit(
     make_cluster: Callable[..., Cluster],
     any_broker: Broker,

@@ -135,6 +135,7 @@ def test_redis_keeps_one_list_per_level_and_its_visibility_timeout(redis_app: Ce
     assert options["sep"] == ":"
     assert options["queue_order_strategy"] == "round_robin"
     assert options["visibility_timeout"] > 0
+    assert options["ack_emulation"] is False  # the reconciler, not an unacked hash, recovers
     assert all(q.queue_arguments is None for q in redis_app.amqp.queues.values())
 
 
@@ -158,3 +159,11 @@ def test_a_second_app_in_one_process_does_not_meet_the_first_ones_tasks() -> Non
     finally:
         first.close()
         second.close()
+
+
+def test_redis_ack_emulation_is_an_operator_s_choice() -> None:
+    app = create_app(load_worker_settings(broker_url=REDIS_URL, redis_ack_emulation=True))
+    try:
+        assert app.conf.broker_transport_options["ack_emulation"] is True
+    finally:
+        app.close()
