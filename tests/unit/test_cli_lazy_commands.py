@@ -111,3 +111,22 @@ def test_leaving_freezes_the_objects_and_still_runs_every_exit_step() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("unflushed {") and json.loads(done.stdout.split(" ", 1)[1])
     assert done.stderr.strip().splitlines()[-1] == "frozen True"
+
+
+def test_a_command_runs_with_the_collector_on_and_the_imports_frozen() -> None:
+    """main() keeps the cyclic collector off while the command's modules are imported (it went
+    through their objects hundreds of times: a tenth of a submit), then freezes them and turns
+    it back on before the command runs."""
+    probe = (
+        "import gc, json, sys\n"
+        "import pipeline.cli as cli\n"
+        "@cli.app.command('gc-state')\n"
+        "def gc_state() -> None:\n"
+        "    print(json.dumps({'on': gc.isenabled(), 'frozen': gc.get_freeze_count()}))\n"
+        "sys.argv = ['doclane', 'gc-state']\n"
+        "cli.main()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    state = json.loads(done.stdout)
+    assert state["on"] is True
+    assert state["frozen"] > 10_000  # typer, click and pipeline.cli's objects at least
