@@ -23,55 +23,90 @@ exceptions (httpx, httpx-sse, jsonschema) never leave the package: callers catch
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
-from pipeline.mcp._batch import CallOutcome, ToolCall
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._http import StreamableHttpTransport
-from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
-from pipeline.mcp._protocol import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    LogMessage,
-    Progress,
-    ServerInfo,
-    Tool,
-    ToolResult,
-)
-from pipeline.mcp._registry import RegistryStats
-from pipeline.mcp._stdio import StdioTransport
-from pipeline.mcp._timeouts import CallTimeouts
-from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
-from pipeline.mcp._watchdog import CancelScope
-from pipeline.mcp.settings import (
-    McpSettings,
-    check_no_auth_for_stdio,
-    is_stdio,
-    load_mcp_settings,
-    normalize_endpoint,
-    origin_of,
-    stdio_endpoint,
-)
+from pipeline import lazy
 
 if TYPE_CHECKING:
+    from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
+    from pipeline.mcp._batch import CallOutcome, ToolCall
+    from pipeline.mcp._client import McpClient
+    from pipeline.mcp._http import StreamableHttpTransport
+    from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
     from pipeline.mcp._oauth import (
         ClientCredentials,
         OAuthClientCredentials,
         TokenSource,
         forget_tokens,
     )
+    from pipeline.mcp._protocol import (
+        LATEST_PROTOCOL_VERSION,
+        SUPPORTED_PROTOCOL_VERSIONS,
+        LogMessage,
+        Progress,
+        ServerInfo,
+        Tool,
+        ToolResult,
+    )
+    from pipeline.mcp._registry import RegistryStats
+    from pipeline.mcp._stdio import StdioTransport
+    from pipeline.mcp._timeouts import CallTimeouts
+    from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
+    from pipeline.mcp._watchdog import CancelScope
+    from pipeline.mcp.settings import (
+        McpSettings,
+        check_no_auth_for_stdio,
+        is_stdio,
+        load_mcp_settings,
+        normalize_endpoint,
+        origin_of,
+        stdio_endpoint,
+    )
 
-#: OAuth (authlib, joserfc, cryptography: a quarter of a second of imports) is loaded when
-#: first used, not by every CLI command and worker that never authenticates.
-_LAZY = {"ClientCredentials", "OAuthClientCredentials", "TokenSource", "forget_tokens"}
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module("pipeline.mcp._oauth"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+#: Every name is imported on first use (:mod:`pipeline.lazy`): a process that only reads
+#: ``McpSettings`` (a publisher's time limits) loads no client, and one that never
+#: authenticates loads no OAuth library (authlib, joserfc, cryptography: a quarter of a second).
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "ApiKeyAuth": "._auth",
+        "BearerAuth": "._auth",
+        "auth_from_settings": "._auth",
+        "CallOutcome": "._batch",
+        "ToolCall": "._batch",
+        "McpClient": "._client",
+        "StreamableHttpTransport": "._http",
+        "LifecycleState": "._lifecycle",
+        "Transition": "._lifecycle",
+        "format_trail": "._lifecycle",
+        "ClientCredentials": "._oauth",
+        "OAuthClientCredentials": "._oauth",
+        "TokenSource": "._oauth",
+        "forget_tokens": "._oauth",
+        "LATEST_PROTOCOL_VERSION": "._protocol",
+        "SUPPORTED_PROTOCOL_VERSIONS": "._protocol",
+        "LogMessage": "._protocol",
+        "Progress": "._protocol",
+        "ServerInfo": "._protocol",
+        "Tool": "._protocol",
+        "ToolResult": "._protocol",
+        "RegistryStats": "._registry",
+        "StdioTransport": "._stdio",
+        "CallTimeouts": "._timeouts",
+        "Binding": "._transport",
+        "MessageSink": "._transport",
+        "Reply": "._transport",
+        "Transport": "._transport",
+        "CancelScope": "._watchdog",
+        "McpSettings": ".settings",
+        "check_no_auth_for_stdio": ".settings",
+        "is_stdio": ".settings",
+        "load_mcp_settings": ".settings",
+        "normalize_endpoint": ".settings",
+        "origin_of": ".settings",
+        "stdio_endpoint": ".settings",
+    },
+)
 
 
 __all__ = [

@@ -9,17 +9,42 @@
 
 Errors leave as catalog errors; E309 (``CircuitOpen``) carries ``retry_after`` so a caller such
 as Celery can reschedule without spending an attempt. ``resilient.breakers()`` reads each
-origin's circuit (state, failures, time to reset, fleet-wide transition counts).
+origin's circuit (state, failures, time to reset, fleet-wide transition counts). Names are
+imported on first use (:mod:`pipeline.lazy`): a publisher reads ``ResilienceSettings`` without
+loading pybreaker and redis.
 """
 
 from __future__ import annotations
 
-from .breaker import OriginBreaker
-from .facade import Resilient, build_resilient, origin_breaker, redis_for_breakers
-from .pool import ServerPool
-from .retry import RetryRecord, gives_up, retry_call
-from .settings import ResilienceSettings, load_resilience_settings
-from .storage import FailoverStorage
+from typing import TYPE_CHECKING
+
+from pipeline import lazy
+
+if TYPE_CHECKING:
+    from .breaker import OriginBreaker
+    from .facade import Resilient, build_resilient, origin_breaker, redis_for_breakers
+    from .pool import ServerPool
+    from .retry import RetryRecord, gives_up, retry_call
+    from .settings import ResilienceSettings, load_resilience_settings
+    from .storage import FailoverStorage
+
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "FailoverStorage": ".storage",
+        "OriginBreaker": ".breaker",
+        "ResilienceSettings": ".settings",
+        "Resilient": ".facade",
+        "RetryRecord": ".retry",
+        "ServerPool": ".pool",
+        "build_resilient": ".facade",
+        "gives_up": ".retry",
+        "load_resilience_settings": ".settings",
+        "origin_breaker": ".facade",
+        "redis_for_breakers": ".facade",
+        "retry_call": ".retry",
+    },
+)
 
 __all__ = [
     "FailoverStorage",
