@@ -9,10 +9,15 @@
     for item in submission.rejected: print(item.source, item.code, item.message)
 
 Each source is validated before it becomes a job (``pipeline.sources``); a refusal never stops
-the others. Rows are committed, all in one transaction, *before* any message is published: a
-worker can never receive an id the database does not know, and a publish that fails leaves a
-queued row that the reconciler publishes later. Queues follow the size tier, so one huge
-document does not hold up a thousand small ones; a URL (size unknown until fetched) goes large.
+the others. Jobs are made a chunk at a time as the sources are validated and hashed (64
+sources, then twice as many each time, up to ``CHUNK_MAX``): each chunk's rows are committed in
+one transaction *before* its messages are published, so a worker can never receive an id the
+database does not know, and a publish that fails leaves a queued row that the reconciler
+publishes later. Workers start on the first chunk while the rest is still being hashed (a
+thousand files used to keep every worker waiting for the whole folder; a million, for
+minutes). A submission the database drops halfway says how many of its jobs were made before.
+Queues follow the size tier, so one huge document does not hold up a thousand small ones; a URL
+(size unknown until fetched) goes large.
 """
 
 from __future__ import annotations
@@ -27,14 +32,20 @@ from uuid import UUID
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from errors import DatabaseUnavailable
 from pipeline.jobs import NewJob, SourceKind, normalize_formats
 from pipeline.profiles import KNOWN_FORMATS
-from pipeline.publishing import JobMessage, Publisher, publish_all
+from pipeline.publishing import BROKER_DOWN_AFTER, JobMessage, Publisher, publish_all
 from pipeline.sizes import size_tier
-from pipeline.sources import Candidate, SourceSettings, expand, load_source_settings
+from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
 from pipeline.store import JobStore
 
 log = logging.getLogger("doclane.enqueue")
+
+#: Sources per chunk of jobs: the first chunk is small, so that workers start at once; each next
+#: one twice the last, up to this (one COPY and one broker round trip per chunk).
+CHUNK_FIRST = 64
+CHUNK_MAX = 512
 
 
 class SubmitSettings(BaseSettings):
@@ -153,61 +164,129 @@ def enqueue(
     wanted = check_formats(formats)
     sources_cfg = source_settings or load_source_settings()
     submit = submit_settings or load_submit_settings()
-    expansion = expand([str(s) for s in sources], sources_cfg, cwd=cwd)
-    submission = Submission(skipped=dict(expansion.skipped), duplicates=expansion.duplicates)
-    shown = sources_cfg.shown
-    submission.rejected = [
-        Refused(shown(r.source), r.code, shown(r.message)) for r in expansion.rejected
-    ]
-    candidates = expansion.candidates
-    specs = [
-        _new_job(
-            c, formats=wanted, priority=priority, submit=submit, options=options or {}, shown=shown
-        )
-        for c in candidates
-    ]
-
+    submission = Submission()
     own_store = store is None
     job_store = store if store is not None else JobStore()
+    chunks = _Chunks(
+        submission,
+        job_store,
+        publisher,
+        dedup=not no_dedup,
+        new_job=lambda c: _new_job(
+            c,
+            formats=wanted,
+            priority=priority,
+            submit=submit,
+            options=options or {},
+            shown=sources_cfg.shown,
+        ),
+        shown=sources_cfg.shown,
+    )
     try:
-        created = job_store.create_many(specs, dedup=not no_dedup) if specs else []
+        expansion = expand([str(s) for s in sources], sources_cfg, cwd=cwd, on_item=chunks.add)
+        chunks.flush()
     finally:
         if own_store:
             job_store.close()
-
-    messages = [
-        JobMessage(made.job_id, spec.queue, priority=priority)
-        for spec, made in zip(specs, created, strict=True)
-        if not made.deduplicated
-    ]
-    report = publish_all(publisher, messages)
-    submission.publish_failures = report.failed
-    if report.failed:
+    submission.skipped = dict(expansion.skipped)
+    submission.duplicates = expansion.duplicates
+    if submission.publish_failures:
         log.warning(
             "%d job(s) stay queued for the reconciler: publish failed (first: %s)",
-            len(report.failed),
-            next(iter(report.failed.values())),
-        )
-    published = set(report.published)
-    for candidate, spec, made in zip(candidates, specs, created, strict=True):
-        submission.accepted.append(
-            Accepted(
-                source=shown(candidate.source),
-                uri=spec.source_uri,
-                job_id=made.job_id,
-                queue=spec.queue,
-                deduplicated=made.deduplicated,
-                published=made.job_id in published,
-            )
+            len(submission.publish_failures),
+            next(iter(submission.publish_failures.values())),
         )
     log.info(
         "submitted %d source(s): %d new job(s), %d deduplicated, %d refused",
-        len(candidates) + len(submission.rejected),
-        len(messages),
+        len(submission.accepted) + len(submission.rejected),
+        sum(1 for a in submission.accepted if not a.deduplicated),
         sum(1 for a in submission.accepted if a.deduplicated),
         len(submission.rejected),
     )
     return submission
+
+
+class _Chunks:
+    """Sources turned into jobs a chunk at a time: committed, then published (see the module
+    docstring). The broker, once found down, is not tried again for the later chunks."""
+
+    def __init__(
+        self,
+        submission: Submission,
+        store: JobStore,
+        publisher: Publisher,
+        *,
+        dedup: bool,
+        new_job: Callable[[Candidate], NewJob],
+        shown: Callable[[str], str],
+    ) -> None:
+        self.submission = submission
+        self.store = store
+        self.publisher = publisher
+        self.dedup = dedup
+        self.new_job = new_job
+        self.shown = shown
+        self.size = CHUNK_FIRST
+        self.pending: list[Candidate] = []
+        self.broker_down: str | None = None
+
+    def add(self, item: Candidate | Rejected) -> None:
+        if isinstance(item, Rejected):
+            self.submission.rejected.append(
+                Refused(self.shown(item.source), item.code, self.shown(item.message))
+            )
+            return
+        self.pending.append(item)
+        if len(self.pending) >= self.size:
+            self.flush()
+            self.size = min(self.size * 2, CHUNK_MAX)
+
+    def flush(self) -> None:
+        candidates, self.pending = self.pending, []
+        if not candidates:
+            return
+        specs = [self.new_job(c) for c in candidates]
+        try:
+            created = self.store.create_many(specs, dedup=self.dedup)
+        except DatabaseUnavailable as exc:
+            before = len(self.submission.accepted)
+            if before:  # the chunks before this one are jobs, and are being converted
+                exc.message = (
+                    f"{exc.message} ({before} job(s) of this submission were made before it "
+                    "and will be converted; the rest were not submitted)"
+                )
+                exc.args = (f"{exc.code}: {exc.message}",)
+                exc.detail = {**(exc.detail or {}), "jobs_made_before": before}
+            raise
+        messages = [
+            JobMessage(made.job_id, spec.queue, priority=spec.priority)
+            for spec, made in zip(specs, created, strict=True)
+            if not made.deduplicated
+        ]
+        failed = self._publish(messages)
+        for candidate, spec, made in zip(candidates, specs, created, strict=True):
+            self.submission.accepted.append(
+                Accepted(
+                    source=self.shown(candidate.source),
+                    uri=spec.source_uri,
+                    job_id=made.job_id,
+                    queue=spec.queue,
+                    deduplicated=made.deduplicated,
+                    published=not made.deduplicated and made.job_id not in failed,
+                )
+            )
+
+    def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
+        """Publish one chunk's messages; what failed (or was not tried) by job id."""
+        if self.broker_down is not None:
+            failed = {m.job_id: self.broker_down for m in messages}
+        else:
+            report = publish_all(self.publisher, messages)
+            failed = report.failed
+            if len(failed) >= BROKER_DOWN_AFTER and not report.published:
+                self.broker_down = "not tried: the broker refused the messages before it"
+        self.submission.publish_failures.update(failed)
+        return failed
 
 
 def _new_job(

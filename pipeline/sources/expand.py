@@ -17,7 +17,7 @@ from __future__ import annotations
 import glob
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -46,12 +46,14 @@ class _Expander:
         cwd: Path,
         resolver: Resolver | None,
         path_map: PathMap,
+        on_item: Callable[[Candidate | Rejected], None] | None = None,
     ) -> None:
         self.settings = settings
         self.cwd = cwd
         self.resolver = resolver
         self.path_map = path_map
         self.result = Expansion()
+        self._emit = on_item if on_item is not None else self.result.items.append
         self._seen: set[str] = set()
 
     def source(self, source: str) -> None:
@@ -93,7 +95,7 @@ class _Expander:
         except InputError as exc:
             self._reject(source, exc)
         else:
-            self.result.items.append(Candidate(source, info))
+            self._emit(Candidate(source, info))
 
     def _glob(self, source: str, pattern: Path) -> None:
         matches = sorted(glob.glob(str(pattern), recursive=True))
@@ -149,7 +151,7 @@ class _Expander:
                 ),
             )
         else:
-            self.result.items.append(Candidate(source, info))
+            self._emit(Candidate(source, info))
 
     def _first(self, key: str) -> bool:
         if key in self._seen:
@@ -159,7 +161,7 @@ class _Expander:
         return True
 
     def _reject(self, source: str, error: InputError) -> None:
-        self.result.items.append(Rejected(source, error))
+        self._emit(Rejected(source, error))
 
 
 def _walk(folder: str, result: Expansion) -> Iterable[tuple[str, str]]:
@@ -195,15 +197,21 @@ def expand(
     cwd: Path | None = None,
     resolver: Resolver | None = None,
     path_map: PathMap | None = None,
+    on_item: Callable[[Candidate | Rejected], None] | None = None,
 ) -> Expansion:
     """Turn what a submitter named into candidates and rejections, one rejection never stopping
     the rest. Files are fully validated (and hashed); URLs are pre-checked (scheme, addresses).
+
+    With ``on_item`` each candidate or rejection is handed over as soon as it is known, in the
+    same order, and not kept (the result then only counts what was skipped and found twice):
+    a submitter of a million files has the first ones converting while it hashes the rest.
     """
     expander = _Expander(
         settings,
         Path(cwd) if cwd is not None else Path.cwd(),
         resolver,
         path_map if path_map is not None else settings.path_mapper(),
+        on_item,
     )
     for source in sources:
         expander.source(source)

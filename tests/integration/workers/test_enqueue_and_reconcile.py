@@ -6,10 +6,12 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from pipeline.enqueue import enqueue
+from errors import DatabaseUnavailable
+from pipeline.enqueue import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.jobs import JobState
 from pipeline.publishing import BROKER_DOWN_AFTER, JobMessage, RecordingPublisher
 from pipeline.reconcile import load_reconcile_settings, reconcile_once
@@ -269,3 +271,94 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
     assert alive.is_dir() and young.is_dir() and unrelated.is_file()
     assert not stale_attempt.exists() and not of_finished.exists() and not of_unknown.exists()
     assert not stray_part.exists()
+
+
+class CountingPublisher(RecordingPublisher):
+    """Notes, at each message, how many of the submission's rows another connection sees."""
+
+    def __init__(self, other: JobStore) -> None:
+        super().__init__()
+        self.other = other
+        self.rows_seen: list[int] = []
+
+    def publish(self, message: JobMessage) -> None:
+        self.rows_seen.append(self.other.count_by_state().get(JobState.QUEUED, 0))
+        super().publish(message)
+
+
+def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+) -> None:
+    """Workers start on the first 64 sources while the rest are still being hashed: each
+    chunk's rows are committed, then published, then the next chunk is made."""
+    docs = tmp_path / "docs"
+    for n in range(300):
+        (docs / f"{n // 100}").mkdir(parents=True, exist_ok=True)
+        (docs / f"{n // 100}" / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
+    (docs / "1" / "doc-150-empty.md").write_bytes(b"")  # a refusal amid the chunks
+    publisher = CountingPublisher(make_store())
+
+    submission = enqueue([str(docs)], publisher=publisher, store=store)
+
+    assert CHUNK_FIRST == 64 and CHUNK_MAX == 512
+    # 64, then 128, then the last 108: the rows a publish sees grow by chunk, never by file
+    assert publisher.rows_seen[0] == 64 and publisher.rows_seen[63] == 64
+    assert publisher.rows_seen[64] == 192 and publisher.rows_seen[191] == 192
+    assert set(publisher.rows_seen[192:]) == {300}
+    names = [Path(a.uri).name for a in submission.accepted]
+    assert names == sorted(names) and len(names) == 300
+    assert [m.job_id for m in publisher.messages] == submission.job_ids
+    assert [(r.code, Path(r.source).name) for r in submission.rejected] == [
+        ("E106", "doc-150-empty.md")
+    ]
+
+
+def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(200):  # three chunks
+        (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
+    publisher = CheckingPublisher(make_store(), fail=set(range(1, 1000)))
+
+    submission = enqueue([str(docs)], publisher=publisher, store=store)
+
+    assert publisher.calls == BROKER_DOWN_AFTER
+    assert sorted(submission.publish_failures) == sorted(submission.job_ids)
+    assert not any(a.published for a in submission.accepted)
+
+
+class FailingSecondChunk(JobStore):
+    """The real store, whose database goes away after the first chunk is made."""
+
+    def __init__(self, store: JobStore) -> None:
+        super().__init__(store.settings)
+        self.chunks = 0
+
+    def create_many(self, specs: Any, *, dedup: bool = True) -> Any:
+        self.chunks += 1
+        if self.chunks == 2:
+            raise DatabaseUnavailable("creating jobs: the server closed the connection")
+        return super().create_many(specs, dedup=dedup)
+
+
+def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
+    store: JobStore, tmp_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(100):
+        (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
+    failing = FailingSecondChunk(store)
+    publisher = RecordingPublisher()
+
+    with pytest.raises(DatabaseUnavailable) as caught:
+        enqueue([str(docs)], publisher=publisher, store=failing)
+
+    assert "64 job(s) of this submission were made before it" in caught.value.message
+    assert caught.value.detail == {"jobs_made_before": 64}
+    counts = store.count_by_state()
+    assert counts[JobState.QUEUED] == sum(counts.values()) == 64
+    assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
+    failing.close()
