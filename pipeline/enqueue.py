@@ -10,11 +10,11 @@
 
 Each source is validated before it becomes a job (``pipeline.sources``); a refusal never stops
 the others. Jobs are made a chunk at a time as the sources are validated and hashed (64
-sources, then twice as many each time, up to ``CHUNK_MAX``): each chunk's rows are committed in
-one transaction *before* its messages are published, so a worker can never receive an id the
-database does not know, and a publish that fails leaves a queued row that the reconciler
-publishes later. Workers start on the first chunk while the rest is still being hashed (a
-thousand files used to keep every worker waiting for the whole folder; a million, for
+sources, then twice as many each time, up to one publish batch): each chunk's rows are
+committed in one transaction *before* its messages are published, so a worker can never
+receive an id the database does not know, and a publish that fails leaves a queued row that the
+reconciler publishes later. Workers start on the first chunk while the rest is still being
+hashed (a thousand files used to keep every worker waiting for the whole folder; a million, for
 minutes). A submission the database drops halfway says how many of its jobs were made before.
 Queues follow the size tier, so one huge document does not hold up a thousand small ones; a URL
 (size unknown until fetched) goes large.
@@ -35,7 +35,13 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from errors import DatabaseUnavailable
 from pipeline.jobs import NewJob, SourceKind, normalize_formats
 from pipeline.profiles import KNOWN_FORMATS
-from pipeline.publishing import BROKER_DOWN_AFTER, JobMessage, Publisher, publish_all
+from pipeline.publishing import (
+    BATCH_MESSAGES,
+    BROKER_DOWN_AFTER,
+    JobMessage,
+    Publisher,
+    publish_all,
+)
 from pipeline.sizes import size_tier
 from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
 from pipeline.store import JobStore
@@ -43,9 +49,9 @@ from pipeline.store import JobStore
 log = logging.getLogger("doclane.enqueue")
 
 #: Sources per chunk of jobs: the first chunk is small, so that workers start at once; each next
-#: one twice the last, up to this (one COPY and one broker round trip per chunk).
+#: one twice the last, up to one publish batch (one COPY and one broker round trip per chunk).
 CHUNK_FIRST = 64
-CHUNK_MAX = 512
+CHUNK_MAX = BATCH_MESSAGES
 
 
 class SubmitSettings(BaseSettings):
