@@ -323,6 +323,8 @@ def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: 
         publisher = CeleryPublisher(app)
         for path in files:
             submission = enqueue([str(path)], ("md",), publisher=publisher, store=store)
+            if len(submission.job_ids) != 1:
+                raise SystemExit(f"lone job {path} was not submitted: {submission.to_dict()}")
             (job_id,) = submission.job_ids
             deadline = time.monotonic() + 60
             while True:  # a bench's own wait: at most 60 s, then it says so
