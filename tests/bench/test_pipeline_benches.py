@@ -41,3 +41,10 @@ def test_in_worker_calls_smoke() -> None:
     assert out["documents"] == 6 and len(out["rounds"]) == 1
     for tool in ("convert_document_into_docling_document", "export_docling_document_to_markdown"):
         assert out["worker_over_direct"][tool]["calls"] > 0
+
+
+def test_cold_calls_smoke() -> None:
+    out = run_bench("cold_calls.py", "--smoke")
+    assert set(out["variants"]) == {"back_to_back", "paused"}
+    for medians in out["variants"].values():
+        assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] >= 0
