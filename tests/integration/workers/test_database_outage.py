@@ -85,9 +85,13 @@ def test_a_database_lost_inside_the_unit_never_converts_again(
 ) -> None:
     """The stage bookkeeping between convert and export meets the outage: it is skipped (a
     progress report), the export goes on, and the results wait for the database. The retry
-    layer, which would take a retryable E401 for a reason to convert again, never sees one."""
+    layer, which would take a retryable E401 for a reason to convert again, never sees one.
+
+    Progress is not held here (``progress_hold_s=0``): a held stage of a document this quick
+    would go with the results, never on its own, and the write under test would not happen."""
     caplog.set_level("INFO")
-    bench = make_bench(job_store=quick_store, processing={"lease_s": 120, "db_retry_s": 1})
+    processing = {"lease_s": 120, "db_retry_s": 1, "progress_hold_s": 0}
+    bench = make_bench(job_store=quick_store, processing=processing)
     job_id = bench.submit_one(write_sample(bench.folder, "docx", 31))
     bench.runner.wrap_client = StopDatabaseAfterConvert
     converts_before = bench.server.stats()["requests_by_tool"].get(CONVERT, 0)
