@@ -309,6 +309,17 @@ def job_timeline(conn: psycopg.Connection[Any]) -> tuple[list[float], list[float
     return in_job, between
 
 
+def calls_per_job_ms(conn: psycopg.Connection[Any]) -> list[float]:
+    """Each succeeded job's MCP calls, summed as the worker's client timed them: the part of
+    its claim-to-commit that the server's answers took."""
+    rows = conn.execute(
+        "SELECT coalesce(sum(e.duration_ms), 0) FROM jobs j"
+        " LEFT JOIN job_events e ON e.job_id = j.id AND e.kind = 'mcp_call'"
+        " WHERE j.state = 'succeeded' GROUP BY j.id"
+    ).fetchall()
+    return [float(total) for (total,) in rows]
+
+
 def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: str) -> None:
     """One job at a time through the same worker: submit, wait for the commit, next."""
     from workers.app import create_app

@@ -8,7 +8,12 @@ For each point of a small grid, ``doclane worker -c W`` (batches off) with
 
 Linear is ``min(W, S x slots) / tool time``: every process busy on a free slot all the time.
 Throughput is the jobs over the time from the first claim to the last commit (the database's
-clocks; ``doclane submit`` runs before, not timed). The goal is at least 0.9x linear.
+clocks; ``doclane submit`` runs before, not timed). The goal is at least 0.9x linear. Each point
+also says where a process's time per job went (means): the MCP calls as the worker's client
+timed them (the tool's time plus the server's and the wire's), and the pipeline's own share
+(claim to commit minus the calls, plus the gap to the same process's next claim). Linear counts
+the tool's time alone, so a call that takes 210 ms caps a point at 0.95 before the pipeline
+costs anything.
 
     .venv/bin/python bench/scale_out.py [--points 1x1,1x2,...] [--plot docs/scale-out.png]
         [--compare-with /path/to/other/checkout] [--rounds N]
@@ -52,7 +57,11 @@ from batch_throughput import (  # noqa: E402
     stop_worker,
     worker_env,
 )
-from pipeline_overhead import write_documents  # noqa: E402
+from pipeline_overhead import (  # noqa: E402
+    calls_per_job_ms,
+    job_timeline,
+    write_documents,
+)
 
 from pipeline.profiles.docling_mcp import CONVERT  # noqa: E402
 from tests.fixtures.brokers import Broker  # noqa: E402
@@ -77,6 +86,17 @@ class Run:
     #: worth more than ``--server-slots`` waited: the units were not spread evenly).
     conversions: list[int] = field(default_factory=list)
     most_at_once: int = 0
+    #: Where a process's time per job goes (means, ms, so that they add up to the processes'
+    #: time over the jobs): claim to commit, the MCP calls inside it (the server's answers, as
+    #: the worker's client timed them), and the gap from one commit to the same process's next
+    #: claim. The pipeline's own share is in job - calls + between.
+    in_job_ms: float = 0.0
+    calls_ms: float = 0.0
+    between_ms: float = 0.0
+
+    @property
+    def pipeline_ms(self) -> float:
+        return self.in_job_ms - self.calls_ms + self.between_ms
 
     @property
     def rate(self) -> float:
@@ -135,13 +155,21 @@ def run_point(
                     "SELECT extract(epoch FROM max(finished_at) - min(started_at))::float8,"
                     " count(*) FILTER (WHERE state = 'succeeded') FROM jobs"
                 ).fetchone()
+                in_job, between = job_timeline(conn)
+                calls = calls_per_job_ms(conn)
             assert row is not None
             run.seconds, run.succeeded = float(row[0] or 0.0), int(row[1])
+            run.in_job_ms, run.calls_ms = mean(in_job), mean(calls)
+            run.between_ms = mean(between)
             stats = [server.stats() for server in used]
             run.conversions = [s["requests_by_tool"].get(CONVERT, 0) for s in stats]
             run.most_at_once = max(s["max_tool_calls_in_flight"] for s in stats)
         finally:
             stop_worker(worker)
+
+
+def mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
 
 
 def wait_finished(db_url: str, count: int, *, timeout: float) -> None:
@@ -257,7 +285,9 @@ def main() -> None:
             print(
                 f"{run.servers}x{run.workers} ({run.checkout}): {run.rate:.1f} jobs/s of"
                 f" {run.linear:.0f} linear ({run.ratio:.2f}); conversions per server"
-                f" {run.conversions}, at most {run.most_at_once} calls at once on one",
+                f" {run.conversions}, at most {run.most_at_once} calls at once on one; per job"
+                f" (mean, ms) calls {run.calls_ms:.1f}, in job {run.in_job_ms:.1f}, between"
+                f" {run.between_ms:.1f}: the pipeline's own {run.pipeline_ms:.1f}",
                 file=sys.stderr,
             )
         rows = summarize(grid, runs, args.compare_with)
@@ -312,6 +342,11 @@ def figures(runs: list[Run], checkout: Path) -> dict[str, Any]:
         "rounds_jobs_per_s": [round(r.rate, 2) for r in side],
         "most_at_once": max(r.most_at_once for r in side),
         "rounds_conversions": [r.conversions for r in side],
+        # per job, mean ms, medians over the rounds: what the calls took and what was the pipeline's
+        "calls_ms": round(statistics.median(r.calls_ms for r in side), 1),
+        "in_job_ms": round(statistics.median(r.in_job_ms for r in side), 1),
+        "between_ms": round(statistics.median(r.between_ms for r in side), 1),
+        "pipeline_ms": round(statistics.median(r.pipeline_ms for r in side), 1),
     }
 
 
@@ -345,7 +380,7 @@ def show(report: dict[str, Any], args: argparse.Namespace) -> None:
     head = f"{'servers':>7} {'workers':>7} {'jobs':>5} {'linear':>6}"
     if compared:
         head += f" {'before':>7} {'ratio':>5} {'most':>4}"
-    print(f"{head} {'jobs/s':>7} {'ratio':>5} {'most':>4} {'ok':>5}")
+    print(f"{head} {'jobs/s':>7} {'ratio':>5} {'most':>4} {'ok':>5}  per job, mean ms")
     for r in report["points"]:
         line = f"{r['servers']:>7} {r['workers']:>7} {r['jobs']:>5} {r['linear']:>6.1f}"
         if compared:
@@ -355,7 +390,8 @@ def show(report: dict[str, Any], args: argparse.Namespace) -> None:
             )
         print(
             f"{line} {r['jobs_per_s']:>7.2f} {r['ratio']:>5.2f} {r['most_at_once']:>4}"
-            f" {r['succeeded']:>5}"
+            f" {r['succeeded']:>5}  calls {r['calls_ms']:.1f}, pipeline {r['pipeline_ms']:.1f}"
+            f" (in job - calls + between {r['between_ms']:.1f})"
         )
 
 

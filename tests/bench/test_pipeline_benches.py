@@ -32,6 +32,11 @@ def test_scale_out_smoke() -> None:
     for point in out["points"]:
         assert point["succeeded"] == point["jobs"] and point["jobs_per_s"] > 0
         assert point["linear"] == min(point["workers"], 2 * point["servers"]) * 5
+        # Where a job's time went: the 200 ms convert is in its calls, the calls in its claim to
+        # commit, and the pipeline's own share is what is left (a broken query gives 0 calls).
+        assert point["calls_ms"] >= 200
+        assert point["in_job_ms"] > point["calls_ms"]
+        assert point["pipeline_ms"] > 0
 
 
 @pytest.mark.docling
