@@ -391,7 +391,7 @@ def show(report: dict[str, Any], args: argparse.Namespace) -> None:
         print(
             f"{line} {r['jobs_per_s']:>7.2f} {r['ratio']:>5.2f} {r['most_at_once']:>4}"
             f" {r['succeeded']:>5}  calls {r['calls_ms']:.1f}, pipeline {r['pipeline_ms']:.1f}"
-            f" (in job - calls + between {r['between_ms']:.1f})"
+            f" ({r['between_ms']:.1f} of it between jobs)"
         )
 
 
