@@ -41,7 +41,16 @@ def own_nodes(replies: Iterable[dict[str, Any]], hostname: str) -> list[str]:
 
 
 def worker_healthy(app: Celery, hostname: str, timeout: float = TIMEOUT_S) -> tuple[bool, str]:
-    replies = app.control.ping(timeout=timeout) or []
+    """Ping only this host's nodes and stop at the first answer.
+
+    A broadcast ping collects replies until its timeout, so a healthy worker's check took the
+    whole 5 s (every compose interval, in every worker container), and every other worker of
+    the fleet answered a ping that was not for it. The pattern is matched by each worker
+    before it replies; one reply is enough.
+    """
+    replies = (
+        app.control.ping(timeout=timeout, pattern=f"*@{hostname}", matcher="glob", limit=1) or []
+    )
     mine = own_nodes(replies, hostname)
     if mine:
         return True, f"answered: {', '.join(mine)}"
