@@ -6,17 +6,25 @@ thread, and that write stops the attempt when the job is no longer its own. A fa
 the stage it failed in, beside its error.
 
 Holds are chosen so that no outcome depends on timing: an hour where nothing may be written, a
-blink where the call is held open by the fake (``hang``) until the test has looked.
+blink where the call is held open by the fake (``hang``) until the test has looked. With a blink,
+whether the stage is *held* must not depend on how long the claim and the handshake took (on a
+loaded machine they outlast 50 ms, the stage is written at once and the timer never runs): the
+journal's clock is stopped at the test's start (``stopped_hold_clock``), so every stage is held,
+and the hold's end, due on the timer thread's real clock, comes at once.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import Outcome, OutcomeKind
+from pipeline.processing import journal as journal_module
 from pipeline.store import JobStore
 from tests.fixtures.waiting import wait_for
 from tests.integration.workers.conftest import Bench
@@ -29,6 +37,22 @@ AN_HOUR = 3600.0
 A_BLINK = 0.05
 #: Lease renewals far away: only the held write can notice a lost job within a test's wait.
 NO_RENEWAL = {"lease_s": 3000, "cancel_check_s": 1000}
+
+
+class _StoppedClock:
+    """``time`` as the journal sees it: ``monotonic()`` stays where it was made."""
+
+    def __init__(self) -> None:
+        self.at = time.monotonic()
+
+    def monotonic(self) -> float:
+        return self.at
+
+
+@pytest.fixture
+def stopped_hold_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every stage the journal is told of falls inside its hold; the held write is due at once."""
+    monkeypatch.setattr(journal_module, "time", _StoppedClock())
 
 
 class StageWrites(JobStore):
@@ -86,6 +110,7 @@ def test_without_a_hold_every_stage_is_written_as_reported(
     spy.close()
 
 
+@pytest.mark.usefixtures("stopped_hold_clock")
 def test_a_job_still_running_when_the_hold_ends_shows_its_stage_and_server(
     make_bench: Callable[..., Bench], store: JobStore
 ) -> None:
@@ -107,6 +132,7 @@ def test_a_job_still_running_when_the_hold_ends_shows_its_stage_and_server(
     assert [o.kind for o in outcomes] == [OutcomeKind.SUCCEEDED]
 
 
+@pytest.mark.usefixtures("stopped_hold_clock")
 def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
     make_bench: Callable[..., Bench], store: JobStore
 ) -> None:
@@ -117,6 +143,7 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
 
     def cancel_once_converting() -> None:
         """Just before the held write: the call is at the server, and the job is cancelled."""
+        assert threading.current_thread().name == "attempt-timers", "the stage was not held"
         wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="converting")
         assert store.cancel(job_id) is not None
 
