@@ -54,6 +54,14 @@ class PipelineError(Exception):
     def action(self) -> str:
         return self.entry.action
 
+    def reword(self, message: str) -> None:
+        """Replace the message, and ``str(error)`` with it ("E301: ..."), as ``__init__`` makes it.
+
+        For a boundary that adds what it knows (a tool's name, what a submission had done) or
+        conceals a secret in an error raised below it."""
+        self.message = message
+        self.args = (f"{self.code}: {message}",)
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready view, the shape `--json` output and job rows use."""
         out: dict[str, Any] = {

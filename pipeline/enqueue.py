@@ -257,11 +257,10 @@ class _Chunks:
         except DatabaseUnavailable as exc:
             before = len(self.submission.accepted)
             if before:  # the chunks before this one are jobs, and are being converted
-                exc.message = (
+                exc.reword(
                     f"{exc.message} ({before} job(s) of this submission were made before it "
                     "and will be converted; the rest were not submitted)"
                 )
-                exc.args = (f"{exc.code}: {exc.message}",)
                 exc.detail = {**(exc.detail or {}), "jobs_made_before": before}
             raise
         messages = [

@@ -182,7 +182,6 @@ def scrubbed(error: PipelineError, job: Job) -> PipelineError:
             return [clean(item) for item in value]
         return value
 
-    error.message = clean(error.message)
-    error.args = (f"{error.code}: {error.message}",)
+    error.reword(clean(error.message))
     error.detail = clean(error.detail)
     return error

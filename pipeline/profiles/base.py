@@ -201,8 +201,7 @@ def require_str(data: Mapping[str, Any], key: str, tool: str) -> str:
 def _with_tool(err: PipelineError, tool: str) -> PipelineError:
     """Name the tool in the error, keeping the server's text (often all the cause there is)."""
     if tool not in err.message:
-        err.message = f"{tool}: {err.message}"
-        err.args = (f"{err.code}: {err.message}",)
+        err.reword(f"{tool}: {err.message}")
     detail = dict(err.detail) if isinstance(err.detail, Mapping) else {}
     detail.setdefault("tool", tool)
     err.detail = detail

@@ -127,6 +127,15 @@ def test_to_dict_and_pickling_keep_everything() -> None:
     assert clone.to_dict() == data
 
 
+def test_a_reworded_error_says_the_new_message_everywhere() -> None:
+    err = errors.DatabaseUnavailable("storing results: PoolTimeout", detail={"f": 1})
+    err.reword(f"{err.message} (3 job(s) were made before it)")
+    assert err.message == "storing results: PoolTimeout (3 job(s) were made before it)"
+    assert str(err) == "E401: storing results: PoolTimeout (3 job(s) were made before it)"
+    assert err.to_dict()["message"] == err.message and err.detail == {"f": 1}
+    assert str(pickle.loads(pickle.dumps(err))) == str(err)
+
+
 def test_long_wire_text_is_bounded() -> None:
     err = classify({"code": -32603, "message": "x" * 100_000, "data": "y" * 100_000})
     assert len(err.message) <= 2000
