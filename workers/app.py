@@ -6,7 +6,7 @@ Reliability, in Celery's terms:
   attempt ended, and a worker process that dies mid-job (kill -9, OOM) gives its message back;
 - ``worker_prefetch_multiplier = 1``: a worker holds one message per process, no hoard;
 - soft/hard time limits per message, from the job's size tier (the publisher sets them);
-- on Redis, no acknowledgement emulation (``DOCLANE_REDIS_ACK_EMULATION``): kombu's copies every
+- on Redis, no acknowledgement emulation (``DOCLANE_REDIS_ACK_EMULATION``): kombu copies every
   delivered message into a hash and deletes it on ack, two round trips per job (issue 15: a
   tenth of a worker's CPU against a fast server), to bring back, hours later, what a dead worker
   held; the reconciler brings those jobs back from the database within a lease or a stale
