@@ -104,13 +104,14 @@ class OriginBreaker:
         return self.storage.shared
 
     # ---- the call ----------------------------------------------------------------------
-    def call(self, func: Callable[[], T]) -> T:
+    def call(self, func: Callable[[], T], *, circuit: tuple[str, int] | None = None) -> T:
         """Run ``func`` if the circuit admits it; E309 without running it otherwise.
 
         A closed circuit costs one read (state and failure count together) and, after a
-        success, a write only when there was a count to reset.
+        success, a write only when there was a count to reset. ``circuit``: that read, when
+        the caller has just made it (a pool reads every origin's circuit at once to choose).
         """
-        state, failures = self.storage.peek()
+        state, failures = circuit if circuit is not None else self.storage.peek()
         trial = None if state == CLOSED else self._admit()
         try:
             result = func()
@@ -179,8 +180,11 @@ class OriginBreaker:
             return 0.0
         return max(0.0, opened + self.reset_s - datetime.now(UTC).timestamp())
 
-    def is_open(self) -> bool:
-        return self._breaker.current_state == OPEN and self.retry_after() > 0
+    def is_open(self, state: str | None = None) -> bool:
+        """Whether calls are refused now; ``state``: the circuit's state as just read."""
+        if (self._breaker.current_state if state is None else state) != OPEN:
+            return False
+        return self.retry_after() > 0
 
     def snapshot(self) -> dict[str, Any]:
         """State, failure count and time to reset, as ``doclane mcp ping --json`` shows them."""

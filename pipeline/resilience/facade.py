@@ -60,10 +60,10 @@ class Resilient:
         def one_try() -> T:
             refused: dict[str, float] = {}
             while True:
-                with self.pool.chosen(avoid=sick, refused=refused) as endpoint:
-                    breaker = self.pool.breaker(endpoint)
+                with self.pool.chosen(avoid=sick, refused=refused) as choice:
+                    endpoint = choice.endpoint
                     try:
-                        return breaker.call(functools.partial(self._on, endpoint, unit))
+                        return self.pool.call(choice, functools.partial(self._on, endpoint, unit))
                     except CircuitOpen as exc:  # refused at admission: nothing was sent
                         refused[endpoint] = exc.retry_after or 0.0
                     except Exception as exc:

@@ -12,6 +12,10 @@ its one trial running elsewhere, or opened a moment ago by another process) cost
 nothing: the same try moves on to the next origin, and only when none is left does E309 leave.
 Clients are created and initialized lazily, inside the breaker's call, so an open circuit costs
 no request at all, not even a handshake.
+
+Redis round trips per unit: one with a single origin (the breaker's read of its circuit); with
+several, three whatever their number: every circuit read at once (which also serves the chosen
+breaker's admission), the in-flight choice, and the unit's end.
 """
 
 from __future__ import annotations
@@ -20,12 +24,27 @@ import itertools
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
 
 from errors import CircuitOpen
 from pipeline.mcp import McpClient, origin_of
 
 from .breaker import OriginBreaker
 from .in_flight import InFlight
+from .storage import peek_all
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The endpoint chosen for one unit, and its circuit as read to choose it."""
+
+    endpoint: str
+    #: State and failure count read for the choice; None when there was nothing to choose and
+    #: the breaker's admission reads it.
+    circuit: tuple[str, int] | None = None
 
 
 class ServerPool:
@@ -68,7 +87,7 @@ class ServerPool:
     @contextmanager
     def chosen(
         self, avoid: Collection[str] = (), refused: Mapping[str, float] = {}
-    ) -> Iterator[str]:
+    ) -> Iterator[Choice]:
         """The endpoint for one unit, counted in flight there until the block ends.
 
         Among endpoints whose circuit admits calls, preferring those not in ``avoid``: the one
@@ -80,28 +99,40 @@ class ServerPool:
         if len(self.endpoints) == 1:
             yield self._alone(refused)
             return
-        candidates = self._candidates(avoid, refused)
+        candidates, circuits = self._candidates(avoid, refused)
         lease = self._in_flight.start([origin_of(e) for e in candidates])
         try:
-            yield candidates[lease.position]
+            endpoint = candidates[lease.position]
+            yield Choice(endpoint, circuits[endpoint])
         finally:
             self._in_flight.end(lease)
 
-    def _alone(self, refused: Mapping[str, float]) -> str:
+    def call(self, choice: Choice, func: Callable[[], T]) -> T:
+        """``func`` through the chosen endpoint's breaker (E309 if its circuit refuses)."""
+        return self._breakers[choice.endpoint].call(func, circuit=choice.circuit)
+
+    def _alone(self, refused: Mapping[str, float]) -> Choice:
         """The one endpoint, without reading its circuit: its breaker's admission reads it
         anyway (one Redis read per unit, not two), and an open circuit's E309 comes back here
         through ``refused`` and leaves as the same E309 with the same wait."""
         if refused:
-            return self._candidates((), refused)[0]  # raises E309
-        return self.endpoints[0]
+            self._candidates((), refused)  # raises E309
+        return Choice(self.endpoints[0])
 
-    def _candidates(self, avoid: Collection[str], refused: Mapping[str, float]) -> list[str]:
-        """Usable endpoints (preferred ones only, when any), in this process's round order."""
+    def _candidates(
+        self, avoid: Collection[str], refused: Mapping[str, float]
+    ) -> tuple[list[str], dict[str, tuple[str, int]]]:
+        """Usable endpoints (preferred ones only, when any), in this process's round order,
+        and every endpoint's circuit (state, failures), read at once."""
         start = next(self._turn)
         ordered = [
             self.endpoints[(start + i) % len(self.endpoints)] for i in range(len(self.endpoints))
         ]
-        usable = [e for e in ordered if e not in refused and not self._breakers[e].is_open()]
+        read = peek_all([self._breakers[e].storage for e in ordered])
+        circuits = dict(zip(ordered, read, strict=True))
+        usable = [
+            e for e in ordered if e not in refused and not self._breakers[e].is_open(circuits[e][0])
+        ]
         if not usable:
             wait = min(
                 refused[e] if e in refused else self._breakers[e].retry_after()
@@ -114,7 +145,7 @@ class ServerPool:
                 detail={"origins": origins},
             )
         preferred = [e for e in usable if e not in avoid]
-        return preferred or usable
+        return preferred or usable, circuits
 
     def in_flight(self) -> dict[str, int]:
         """Units in flight on each endpoint's origin (the fleet's while Redis answers)."""

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TypeVar, cast
 
@@ -226,13 +226,15 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
             if s is self._memory:
                 return s.state, s.counter
             assert self._client is not None
-            state, failures = self._client.mget(self._shared_key("state"),
-                                                self._shared_key("fail_counter"))  # fmt: skip
+            state, failures = self._client.mget(self._peek_keys())
             if state is None:
                 return s.state, s.counter
             return _text(state), int(failures or 0)
 
         return self._do(read)
+
+    def _peek_keys(self) -> list[str]:
+        return [self._shared_key("state"), self._shared_key("fail_counter")]
 
     def opened_no_later_than(self) -> float | None:
         """Epoch seconds by which the circuit had surely opened (Redis keeps whole seconds)."""
@@ -305,6 +307,41 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
     def _shared_key(self, name: str) -> str:
         """A key of pybreaker's own (``CircuitRedisStorage`` names them so)."""
         return f"{self.namespace}:{pybreaker.CircuitRedisStorage.BASE_NAMESPACE}:{name}"
+
+
+def peek_all(storages: Sequence[FailoverStorage]) -> list[tuple[str, int]]:
+    """What :meth:`FailoverStorage.peek` tells of each storage, in one round trip for all of
+    those that live in one Redis now.
+
+    A unit that chooses among N origins reads every circuit first; read one by one, that was N
+    round trips and then the chosen breaker's own: here a round trip costs about 0.13 ms and
+    0.08 ms of CPU, and a pool of four servers spent 1 ms of every unit choosing (issue 15,
+    figure 8). A Redis that does not answer sends every storage read here to its memory, as a
+    failed read of its own would; a state Redis lost is left to that storage's own read, which
+    puts it back.
+    """
+    client: BreakerRedis | None = None
+    together: list[tuple[int, FailoverStorage]] = []
+    for i, storage in enumerate(storages):
+        if storage._current() is storage._memory:
+            continue
+        if client is None or storage._client is client:
+            client = storage._client
+            together.append((i, storage))
+    read: dict[int, tuple[str, int]] = {}
+    if client is not None and len(together) > 1:
+        keys = [key for _, storage in together for key in storage._peek_keys()]
+        try:
+            values = client.mget(keys)
+        except RedisUnavailable as exc:
+            for _, storage in together:
+                storage._fall_back(exc)
+        else:
+            for n, (i, _) in enumerate(together):
+                state, failures = values[2 * n], values[2 * n + 1]
+                if state is not None:
+                    read[i] = (_text(state), int(failures or 0))
+    return [read[i] if i in read else storage.peek() for i, storage in enumerate(storages)]
 
 
 def _text(value: bytes | str) -> str:

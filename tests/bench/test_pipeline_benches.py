@@ -2,7 +2,8 @@
 
 ``bench/pipeline_overhead.py`` and ``bench/scale_out.py`` start a fake server, real workers, a
 scratch database and a claimed Redis database, as in a real run, with a handful of jobs;
-``bench/in_worker_calls.py`` does the same against the real docling-mcp (marked ``docling``). Only
+``bench/in_worker_calls.py`` does the same against the real docling-mcp (marked ``docling``);
+``bench/server_choice.py`` times the pool's choice of server against the machine's Redis. Only
 what the figures are made of is checked (every job succeeded, every field present), never a
 speed.
 """
@@ -53,3 +54,13 @@ def test_cold_calls_smoke() -> None:
     assert set(out["variants"]) == {"back_to_back", "paused"}
     for medians in out["variants"].values():
         assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] >= 0
+
+
+def test_server_choice_smoke() -> None:
+    out = run_bench("server_choice.py", "--smoke")
+    (figures,) = out["medians"].values()
+    assert set(figures) == {"1", "4"}
+    assert all(f["wall_ms"] > 0 and f["cpu_ms"] >= 0 for f in figures.values())
+    # Not a speed: how many times the pool's client went to Redis for one unit. One origin:
+    # the breaker's read; four: every circuit at once, the in-flight choice, the unit's end.
+    assert (figures["1"]["round_trips"], figures["4"]["round_trips"]) == (1.0, 3.0)

@@ -1,18 +1,32 @@
-"""The pool in trouble: a half-open origin is skipped, not an error; all open is a quiet E309."""
+"""The pool in trouble: a half-open origin is skipped, not an error; all open is a quiet E309.
+And what choosing among several origins costs in Redis round trips, with Redis and without.
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 import errors
 from pipeline.mcp import McpClient, load_mcp_settings
-from pipeline.resilience import RetryRecord, build_resilient, load_resilience_settings
+from pipeline.resilience import (
+    RetryRecord,
+    ServerPool,
+    build_resilient,
+    load_resilience_settings,
+    origin_breaker,
+)
+from pipeline.resilience.in_flight import InFlight
+from pipeline.resilience.storage import BreakerRedis
 from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for
+from tests.integration.resilience.conftest import SHARED_REDIS
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCX = str(ROOT / "examples" / "quarterly-report.docx")
@@ -79,3 +93,97 @@ def test_every_circuit_open_is_e309_without_a_request(fake_server_factory: Any) 
         assert record.tries == 1  # E309 is not retried inside the worker
         assert requests_seen(first) + requests_seen(second) == seen
         assert {b["state"] for b in r.breakers()} == {"open"}
+
+
+class CountingRedis(BreakerRedis):
+    """The breakers' Redis client, saying which commands it sent (one per round trip here)."""
+
+    sent: list[str]
+
+    def execute_command(self, *args: Any, **options: Any) -> Any:
+        self.sent.append(str(args[0]))
+        return super().execute_command(*args, **options)
+
+
+@pytest.fixture
+def counting_redis() -> Iterator[Any]:
+    made: list[CountingRedis] = []
+
+    def make(url: str = SHARED_REDIS) -> CountingRedis:
+        client = cast(
+            CountingRedis,
+            CountingRedis.from_url(url, socket_connect_timeout=1.0, socket_timeout=2.0),
+        )
+        client.sent = []
+        made.append(client)
+        return client
+
+    yield make
+    for client in made:
+        client.close()
+
+
+def no_client(endpoint: str) -> McpClient:
+    raise AssertionError(f"choosing must not create a client ({endpoint})")
+
+
+def pool_on(client: BreakerRedis, namespace: str, origins: list[str]) -> ServerPool:
+    settings = load_resilience_settings(breaker_fail_max=1, breaker_reset_s=3600)
+    return ServerPool(
+        origins,
+        no_client,
+        lambda origin: origin_breaker(origin, settings, client),
+        in_flight=InFlight(client, namespace=namespace, ttl_s=60, retry_s=0.2),
+    )
+
+
+def unit_on(pool: ServerPool) -> str:
+    """One unit through the pool: chosen, admitted by its breaker, ended."""
+    with pool.chosen() as choice:
+        return pool.call(choice, lambda: choice.endpoint)
+
+
+def test_a_unit_among_four_origins_reads_every_circuit_in_one_round_trip(
+    isolated_breakers: str, counting_redis: Any
+) -> None:
+    """Three round trips whatever the number of origins: the circuits, the choice, the end.
+    (One read per origin and one more for the chosen breaker's admission made it seven.)"""
+    client = counting_redis()
+    origins = [f"http://docling-{n}.test:5001" for n in range(4)]
+    pool = pool_on(client, isolated_breakers, origins)
+    unit_on(pool)  # Redis learns the in-flight script (EVAL after EVALSHA's NOSCRIPT)
+    client.sent.clear()
+    served = [unit_on(pool) for _ in range(4)]
+    assert sorted(served) == origins  # one each: the counts and the round still spread them
+    assert client.sent == ["MGET", "EVALSHA", "ZREM"] * 4
+
+    sick = origins[1]
+
+    def fail() -> None:
+        raise errors.ServerUnavailable("HTTP 503")
+
+    with pytest.raises(errors.ServerUnavailable):
+        pool.breaker(sick).call(fail)  # fail_max=1: its circuit opens, in Redis
+    other = pool_on(counting_redis(), isolated_breakers, origins)  # another process
+    assert sick not in {unit_on(other) for _ in range(8)}
+
+
+def test_without_redis_the_circuits_are_read_from_memory_and_units_go_on(
+    isolated_breakers: str, counting_redis: Any, private_redis: PrivateRedis,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    origins = [f"http://docling-{n}.test:5001" for n in range(3)]
+    client = counting_redis(private_redis.url)
+    pool = pool_on(client, isolated_breakers, origins)
+    assert all(b.shared for b in pool.breakers())
+    private_redis.stop()
+    client.sent.clear()
+    caplog.set_level(logging.WARNING, logger="doclane.resilience")
+    assert sorted(unit_on(pool) for _ in range(3)) == origins
+    assert not any(b.shared for b in pool.breakers())
+    # the one failed read sent every circuit to memory; none was tried again on its own
+    assert client.sent.count("MGET") == 1
+    fallen = [r for r in caplog.records if "falls back to per-process memory" in r.getMessage()]
+    assert sorted(getattr(r, "origin", None) for r in fallen) == sorted(
+        b.origin for b in pool.breakers()
+    )

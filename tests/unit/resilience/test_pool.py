@@ -34,8 +34,8 @@ def choose(
     p: ServerPool, avoid: Collection[str] = (), refused: Mapping[str, float] | None = None
 ) -> str:
     """The endpoint one unit would get, the unit over at once."""
-    with p.chosen(avoid, refused or {}) as endpoint:
-        return endpoint
+    with p.chosen(avoid, refused or {}) as choice:
+        return choice.endpoint
 
 
 def trip(p: ServerPool, endpoint: str) -> None:
@@ -98,11 +98,11 @@ def test_a_unit_goes_where_fewest_are_in_flight_and_the_round_breaks_ties() -> N
     """Threads of one process; without Redis the process's own counts decide."""
     p = pool(A, B, C)
     with p.chosen() as first, p.chosen() as second:
-        assert (first, second) == (A, B)
+        assert (first.endpoint, second.endpoint) == (A, B)
         assert p.in_flight() == {A: 1, B: 1, C: 0}
         with p.chosen() as third, p.chosen() as fourth:
             # C had none; then all tie at one, and the round (now at A) breaks the tie
-            assert (third, fourth) == (C, A)
+            assert (third.endpoint, fourth.endpoint) == (C, A)
             assert p.in_flight() == {A: 2, B: 1, C: 1}
         assert choose(p) == C  # A and B still hold one each
     assert p.in_flight() == {A: 0, B: 0, C: 0}
@@ -112,7 +112,7 @@ def test_a_long_unit_keeps_the_others_off_its_origin() -> None:
     """The round alone would send every other unit to A; the count sends them to B."""
     p = pool(A, B)
     with p.chosen() as long_one:
-        assert long_one == A
+        assert long_one.endpoint == A
         assert [choose(p) for _ in range(4)] == [B, B, B, B]
 
 
@@ -130,8 +130,8 @@ def test_units_on_several_threads_are_counted_exactly() -> None:
     taken: list[str] = []
 
     def unit() -> None:
-        with p.chosen() as endpoint:
-            taken.append(endpoint)
+        with p.chosen() as choice:
+            taken.append(choice.endpoint)
             inside.wait(30)
             done.wait(30)
 
@@ -174,7 +174,7 @@ def test_origins_are_counted_by_origin() -> None:
     counting = InFlight(None, namespace="unit", ttl_s=60, retry_s=60)
     p = ServerPool([A, "http://a.test:1/other", B], no_client, memory_breaker, in_flight=counting)
     with p.chosen() as first:
-        assert first == A
+        assert first.endpoint == A
         assert counting.counts([origin_of(A), origin_of(B)]) == {origin_of(A): 1, origin_of(B): 0}
         assert choose(p) == B  # the other spelling of A comes next in the round, but A is busy
 
