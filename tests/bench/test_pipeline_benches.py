@@ -3,7 +3,8 @@
 ``bench/pipeline_overhead.py`` and ``bench/scale_out.py`` start a fake server, real workers, a
 scratch database and a claimed Redis database, as in a real run, with a handful of jobs;
 ``bench/in_worker_calls.py`` does the same against the real docling-mcp (marked ``docling``);
-``bench/server_choice.py`` times the pool's choice of server against the machine's Redis. Only
+``bench/server_choice.py`` times the pool's choice of server against the machine's Redis, and
+``bench/celery_floor.py`` Celery alone with doclane's broker options. Only
 what the figures are made of is checked (every job succeeded, every field present), never a
 speed.
 """
@@ -64,3 +65,9 @@ def test_server_choice_smoke() -> None:
     # Not a speed: how many times the pool's client went to Redis for one unit. One origin:
     # the breaker's read; four: every circuit at once, the in-flight choice, the unit's end.
     assert (figures["1"]["round_trips"], figures["4"]["round_trips"]) == (1.0, 3.0)
+
+
+def test_celery_floor_smoke() -> None:
+    out = run_bench("celery_floor.py", "--smoke")
+    assert out["tasks"] == 40 and set(out["ms_per_task"]) == {"1"}
+    assert out["ms_per_task"]["1"] > 0
