@@ -84,7 +84,6 @@ def run_worker(broker_url: str, concurrency: int) -> None:
         quiet=True,
         without_mingle=True,
         without_gossip=True,
-        without_heartbeat=True,
         optimization="fair",
     )
     worker.start()
