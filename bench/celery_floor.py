@@ -29,8 +29,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-JOB_QUEUES = ["doclane.small", "doclane.medium", "doclane.large"]
-CONTROL_QUEUE = "doclane.control"
+from pipeline.publishing import JOB_QUEUES  # noqa: E402
+from workers.publisher import MAX_BROKER_PRIORITY  # noqa: E402
+from workers.settings import CONTROL_QUEUE  # noqa: E402
+
 STAMPS = "doclane-bench:celery-floor:stamps"
 
 
@@ -44,7 +46,7 @@ def build_app(broker_url: str) -> Any:
     app.conf.update(
         broker_url=broker_url,
         broker_transport_options={
-            "priority_steps": list(range(10)),
+            "priority_steps": list(range(MAX_BROKER_PRIORITY + 1)),
             "sep": ":",
             "queue_order_strategy": "round_robin",
             "ack_emulation": False,
@@ -115,7 +117,6 @@ def one_run(broker: Any, concurrency: int, tasks: int) -> float:
         worker.terminate()
         worker.wait(timeout=60)
         client.close()
-        broker.flush()
     skip = min(100, tasks // 4)
     return (times[-1] - times[skip]) / (len(times) - 1 - skip) * 1000
 
