@@ -48,7 +48,7 @@ from store_admin_queries import (  # noqa: E402
 )
 
 from pipeline.admin.stats import _job_figures  # noqa: E402
-from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES  # noqa: E402
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES  # noqa: E402
 from pipeline.store import AdminStore, apply_migrations, load_store_settings  # noqa: E402
 from pipeline.store.queries import query  # noqa: E402
 

@@ -29,9 +29,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from pipeline.publishing import JOB_QUEUES  # noqa: E402
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES  # noqa: E402
 from workers.publisher import MAX_BROKER_PRIORITY  # noqa: E402
-from workers.settings import CONTROL_QUEUE  # noqa: E402
 
 STAMPS = "doclane-bench:celery-floor:stamps"
 

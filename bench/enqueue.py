@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from batch_throughput import DOCLANE, claim_redis_db, scratch_database  # noqa: E402
 
-from pipeline.publishing import JOB_QUEUES  # noqa: E402
+from pipeline.queues import JOB_QUEUES  # noqa: E402
 from tests.fixtures.brokers import Broker  # noqa: E402
 
 MIN_BYTES = 20_000
@@ -113,7 +113,7 @@ def doclane_cli(root: Path) -> list[str]:
 
 
 #: ``doclane submit`` as :func:`doclane_cli` runs it, with timers around the three steps of
-#: ``pipeline.enqueue.enqueue`` (the walk's own time without the chunks' COPY and publishing,
+#: ``pipeline.jobs.submit.enqueue`` (the walk's own time without the chunks' COPY and publishing,
 #: which happen while it walks); its last line on stderr is the seconds each step took and the
 #: seconds of the whole process after the interpreter started (the rest: imports, the Celery
 #: app, the database connection, the JSON answer; start_and_exit: the interpreter's start and
@@ -123,7 +123,7 @@ _TIMED_SUBMIT = """
 import atexit, json, sys, time
 started = time.perf_counter()
 sys.path.insert(0, {root!r})
-import pipeline.enqueue as enqueue
+import pipeline.jobs.submit as enqueue
 from pipeline.store import JobStore
 steps = {{}}
 def timed(name, step):

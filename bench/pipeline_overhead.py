@@ -63,7 +63,7 @@ from batch_throughput import (  # noqa: E402
     worker_env,
 )
 
-from pipeline.enqueue import enqueue  # noqa: E402
+from pipeline.jobs.submit import enqueue  # noqa: E402
 from pipeline.mcp import McpClient  # noqa: E402
 from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E402
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402

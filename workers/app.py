@@ -30,15 +30,15 @@ from uuid import UUID
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 
-from pipeline.joblog import (
+from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
+from pipeline.support.logs import (
     JobLogContext,
     configure_logging,
     enter_job_context,
     leave_job_context,
     load_log_settings,
 )
-from pipeline.publishing import JOB_QUEUES
-from pipeline.reconcile import load_reconcile_settings, reconcile_once
 from workers import runtime
 from workers.publisher import (
     CONVERT_TASK,
@@ -46,7 +46,7 @@ from workers.publisher import (
     RECONCILE_TASK,
     uses_redis_transport,
 )
-from workers.settings import CONTROL_QUEUE, TimeLimits, WorkerSettings, load_worker_settings
+from workers.settings import TimeLimits, WorkerSettings, load_worker_settings
 
 log = logging.getLogger("doclane.worker")
 
@@ -105,7 +105,7 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
             ),
             Queue(CONTROL_QUEUE, Exchange(""), routing_key=CONTROL_QUEUE),
         ],
-        task_default_queue="doclane.small",
+        task_default_queue=QUEUE_SMALL,
         task_create_missing_queues=True,
         worker_prefetch_multiplier=1,
         worker_hijack_root_logger=False,

@@ -13,9 +13,8 @@ from typing import Any
 from celery import Celery
 
 from pipeline.admin import QueueDepth, WorkerInfo
-from pipeline.publishing import JOB_QUEUES
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES
 from workers.publisher import CeleryPublisher
-from workers.settings import CONTROL_QUEUE
 
 #: Connection attempts before a broker is reported unreachable.
 _BROKER_TRIES = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}

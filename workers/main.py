@@ -6,9 +6,10 @@ import os
 import socket
 from collections.abc import Sequence
 
-from pipeline.joblog import configure_logging, load_log_settings
+from pipeline.queues import CONTROL_QUEUE
+from pipeline.support.logs import configure_logging, load_log_settings
 from workers.app import create_app
-from workers.settings import CONTROL_QUEUE, load_worker_settings
+from workers.settings import load_worker_settings
 
 
 def run_worker(

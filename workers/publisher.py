@@ -1,4 +1,4 @@
-"""The Celery implementation of ``pipeline.publishing.Publisher``.
+"""The Celery implementation of ``pipeline.queues.Publisher``.
 
 The task id is the job id. A job's messages (first publish, Celery retries, the reconciler's
 republishes) all carry it, so every Celery log line about a job names it. Nothing is ever
@@ -23,7 +23,7 @@ from celery.utils.nodenames import anon_nodename
 from kombu.entity import Queue
 from kombu.exceptions import OperationalError
 
-from pipeline.publishing import JobMessage
+from pipeline.queues import JobMessage
 from workers.settings import TimeLimits
 
 CONVERT_TASK = "doclane.convert"

@@ -7,18 +7,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.publishing import JOB_QUEUES
-from pipeline.sizes import SizeTier
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, SizeTier, tier_of_queue
 
 if TYPE_CHECKING:  # the packages themselves: a publisher (doclane submit) needs none of them
+    from pipeline.jobs.reconcile import ReconcileSettings
     from pipeline.mcp import McpSettings
     from pipeline.processing import ProcessingSettings
-    from pipeline.reconcile import ReconcileSettings
     from pipeline.resilience import ResilienceSettings
     from pipeline.sources import SourceSettings
-
-#: Where beat's reconciler messages go; every worker consumes it by default.
-CONTROL_QUEUE = "doclane.control"
 
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 
@@ -117,9 +113,9 @@ class TimeLimits:
 
     @classmethod
     def from_environment(cls, worker: WorkerSettings | None = None) -> TimeLimits:
+        from pipeline.jobs.reconcile import load_reconcile_settings
         from pipeline.mcp import load_mcp_settings
         from pipeline.processing import load_processing_settings
-        from pipeline.reconcile import load_reconcile_settings
         from pipeline.resilience import load_resilience_settings
         from pipeline.sources import load_source_settings
 
@@ -141,10 +137,8 @@ class TimeLimits:
 
     def for_queue(self, queue: str) -> tuple[float, float]:
         """(soft, hard) for a job queue (``doclane.small`` ...); unknown queues get large."""
-        tier = queue.removeprefix("doclane.")
-        if tier not in self._timeouts:
-            tier = "large"
-        return self.soft(tier), self.hard(tier)  # type: ignore[arg-type]
+        tier = tier_of_queue(queue)
+        return self.soft(tier), self.hard(tier)
 
     def visibility_timeout(self) -> float:
         """Above the longest hard limit plus the longest countdown, with a margin."""

@@ -19,9 +19,9 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from errors import entry
-from pipeline.enqueue import enqueue
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
-from pipeline.publishing import JobMessage, Publisher
+from pipeline.jobs.submit import enqueue
+from pipeline.queues import JobMessage, Publisher
 from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, JobFilter, JobStore
 

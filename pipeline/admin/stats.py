@@ -27,8 +27,8 @@ from pipeline.admin.fleet import (
 )
 from pipeline.admin.settings import AdminSettings
 from pipeline.jobs import JobState
+from pipeline.queues import SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
-from pipeline.sizes import SIZE_TIERS
 from pipeline.store.admin import AdminStore
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.enqueue``.
+"""The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.jobs.submit``.
 
 Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
 ``Authorization: Bearer <DOCLANE_API_TOKEN>`` (compared in constant time). Handlers that touch
@@ -52,7 +52,7 @@ from pipeline.api.submit import (
 )
 from pipeline.api.workers_cache import WorkersCache
 from pipeline.jobs import Job, JobState
-from pipeline.publishing import Publisher
+from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.sources import SourceSettings
 

@@ -1,6 +1,6 @@
 """``POST /v1/jobs``: sources as JSON, or one uploaded document, through ``enqueue``.
 
-Sources are checked exactly as ``doclane submit`` checks them (``pipeline.enqueue``): each
+Sources are checked exactly as ``doclane submit`` checks them (``pipeline.jobs.submit``): each
 refused one comes back with its E1xx code and the others go on. An upload is stored into the
 inbox folder first (``pipeline.api.uploads``), then submitted as that file.
 """
@@ -19,8 +19,8 @@ from starlette.exceptions import HTTPException
 
 from errors import EmptySource
 from pipeline.api.uploads import BadUpload, receive_upload
-from pipeline.enqueue import Submission, check_formats, enqueue
-from pipeline.publishing import Publisher
+from pipeline.jobs.submit import Submission, check_formats, enqueue
+from pipeline.queues import Publisher
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
 

@@ -19,8 +19,8 @@ from uuid import UUID
 import typer
 
 from errors import PipelineError
-from pipeline.enqueue import Submission, check_formats, enqueue
 from pipeline.jobs import Job, JobEvent, JobState
+from pipeline.jobs.submit import Submission, check_formats, enqueue
 from pipeline.store import AdminStore, JobStore, load_store_settings
 
 from .output import fail, usage_error

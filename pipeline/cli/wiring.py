@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from pipeline.publishing import Publisher
+from pipeline.queues import Publisher
 
 if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
     from pipeline.admin import Fleet

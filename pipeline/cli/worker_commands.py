@@ -12,7 +12,7 @@ import json
 import typer
 
 from errors import PipelineError
-from pipeline.reconcile import reconcile_once
+from pipeline.jobs.reconcile import reconcile_once
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore, load_store_settings
 

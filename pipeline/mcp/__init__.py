@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline import lazy
+from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
         stdio_endpoint,
     )
 
-#: Every name is imported on first use (:mod:`pipeline.lazy`): a process that only reads
+#: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
 #: ``McpSettings`` (a publisher's time limits) loads no client, and one that never
 #: authenticates loads no OAuth library (authlib, joserfc, cryptography: a quarter of a second).
 __getattr__ = lazy.exports(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from errors import CallTimeout
-from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, SizeTier
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, SizeTier
 
 if TYPE_CHECKING:
     from pipeline.mcp.settings import McpSettings

@@ -69,7 +69,7 @@ import httpx
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 DEFAULT_PATH = "/mcp"

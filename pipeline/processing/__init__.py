@@ -1,7 +1,7 @@
 """Processing one job: claim, validate, convert through the resilience layer, store.
 
 Celery-free: ``workers/`` turns an :class:`Outcome` into an acknowledgement or a retry. Names
-are imported on first use (:mod:`pipeline.lazy`): a publisher reads ``ProcessingSettings``
+are imported on first use (:mod:`pipeline.support.lazy`): a publisher reads ``ProcessingSettings``
 without loading the processor.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline import lazy
+from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from pipeline.processing.batching import BatchRunner, UnitRunner

@@ -46,9 +46,8 @@ from pipeline.processing.sourcing import PreparedSource, SourcePreparer
 from pipeline.profiles import McpCallRecord, ProfileSettings, available_profiles
 from pipeline.profiles.docling_batch import BatchConversion, BatchMember, DoclingBatchProfile
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
-from pipeline.publishing import JobMessage, Publisher
+from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, Publisher
 from pipeline.resilience import RetryRecord
-from pipeline.sizes import SMALL_BELOW_BYTES
 from pipeline.sources.pathmap import PathMap
 from pipeline.store import JobStore
 

@@ -25,13 +25,13 @@ from contextvars import copy_context
 from typing import Any
 
 from errors import DatabaseUnavailable, UnexpectedError
-from pipeline.joblog import redact
 from pipeline.jobs import Job, Stage
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
 from pipeline.store import CallEvent, JobStore
+from pipeline.support.logs import redact
 
 log = logging.getLogger("doclane.processor")
 

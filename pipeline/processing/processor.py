@@ -27,7 +27,6 @@ from typing import TypeVar
 from uuid import UUID
 
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
-from pipeline.joblog import job_context, update_job_context
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, CancelScope, McpClient
 from pipeline.processing.batching import BatchRunner, UnitRunner
@@ -50,10 +49,11 @@ from pipeline.profiles import (
     ProfileSettings,
     select_profile,
 )
-from pipeline.publishing import Publisher
+from pipeline.queues import Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.store import JobStore
+from pipeline.support.logs import job_context, update_job_context
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")

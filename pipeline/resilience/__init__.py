@@ -10,15 +10,15 @@
 Errors leave as catalog errors; E309 (``CircuitOpen``) carries ``retry_after`` so a caller such
 as Celery can reschedule without spending an attempt. ``resilient.breakers()`` reads each
 origin's circuit (state, failures, time to reset, fleet-wide transition counts). Names are
-imported on first use (:mod:`pipeline.lazy`): a publisher reads ``ResilienceSettings`` without
-loading pybreaker and redis.
+imported on first use (:mod:`pipeline.support.lazy`): a publisher reads ``ResilienceSettings``
+without loading pybreaker and redis.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pipeline import lazy
+from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from .breaker import OriginBreaker

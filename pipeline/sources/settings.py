@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 from pydantic import ByteSize, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.joblog import redact, secret_params_pattern, split_names
 from pipeline.sources.pathmap import PathMap, PathMapping, parse_path_map
+from pipeline.support.logs import redact, secret_params_pattern, split_names
 
 UrlMode = Literal["download", "server"]
 

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from errors import DatabaseUnavailable
 from pipeline.jobs import Job, JobState
-from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 from pipeline.store.queries import query
 from pipeline.store.store import JobStore
 

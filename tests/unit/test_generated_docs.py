@@ -1,4 +1,4 @@
-"""docs/errors.md and docs/configuration.md say what the code says (python -m pipeline.docsgen).
+"""docs/errors.md and docs/configuration.md say what the code says (python scripts/docsgen.py).
 
 The committed pages must equal a fresh rendering, and the rendering must come from the code:
 a catalog entry or a settings field that exists only in a test shows up in it.
@@ -6,9 +6,11 @@ a catalog entry or a settings field that exists only in a test shows up in it.
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Literal
 
 import pytest
@@ -16,10 +18,23 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import CATALOG, CatalogEntry
-from pipeline import docsgen
 from tests.unit.test_env_example import environment_names, settings_classes
 
 ROOT = Path(__file__).resolve().parents[2]
+DOCSGEN_PATH = ROOT / "scripts" / "docsgen.py"
+
+
+def _load_docsgen() -> ModuleType:
+    """scripts/docsgen.py is a script, not a package module: load it from its file."""
+    spec = importlib.util.spec_from_file_location("doclane_docsgen", DOCSGEN_PATH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+docsgen = _load_docsgen()
 
 
 @pytest.mark.parametrize("name", ["errors.md", "configuration.md"])
@@ -90,7 +105,7 @@ def test_check_command_fails_on_a_stale_page_and_rewrites_it(tmp_path: Path) -> 
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "pipeline.docsgen", "--docs-dir", str(docs), *args],
+            [sys.executable, str(DOCSGEN_PATH), "--docs-dir", str(docs), *args],
             capture_output=True,
             text=True,
             check=False,

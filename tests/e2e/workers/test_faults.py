@@ -12,7 +12,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.publishing import JobMessage
+from pipeline.queues import JobMessage
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import parent_of, process_gone

@@ -7,7 +7,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, JobState
-from pipeline.publishing import QUEUE_SMALL
+from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for

@@ -11,7 +11,7 @@ import pytest
 from errors import SourceNotFound
 from pipeline.admin import retry_failed
 from pipeline.jobs import JobState, NewJob, SourceKind
-from pipeline.publishing import RecordingPublisher
+from pipeline.queues import RecordingPublisher
 from pipeline.store import AdminStore, StoreSettings
 
 SECRET_URL = "http://127.0.0.1:9/doc.docx?X-Amz-Signature=abcdef0123456789&X-Amz-Expires=60"

@@ -10,11 +10,11 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.enqueue import Submission, enqueue
+from pipeline.jobs.submit import Submission, enqueue
 from pipeline.mcp import McpClient, load_mcp_settings
 from pipeline.processing import JobProcessor, load_processing_settings
 from pipeline.profiles import load_profile_settings
-from pipeline.publishing import RecordingPublisher
+from pipeline.queues import RecordingPublisher
 from pipeline.resilience import (
     Resilient,
     RetryRecord,

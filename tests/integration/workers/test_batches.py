@@ -204,7 +204,7 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     file it had then. ``a.md`` is converted; later ``b.md`` has that same content and a new
     ``a.md`` does not: both keys' JSON name ``a.md``, and by name alone the new ``a.md`` got the
     old content whenever the old key came first. The content hash in the origin decides."""
-    from pipeline.enqueue import enqueue
+    from pipeline.jobs.submit import enqueue
 
     bench = make_bench(batches=True, processing={"batch_max_docs": 2})
     bench.server.configure(dir_order=order)

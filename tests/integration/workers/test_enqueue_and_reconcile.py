@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from errors import DatabaseUnavailable
-from pipeline.enqueue import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.jobs import JobState
-from pipeline.publishing import BROKER_DOWN_AFTER, JobMessage, RecordingPublisher
-from pipeline.reconcile import load_reconcile_settings, reconcile_once
-from pipeline.sizes import SMALL_BELOW_BYTES
+from pipeline.jobs.publishing import BROKER_DOWN_AFTER
+from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
+from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue
+from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
 from tests.fixtures.waiting import wait_for

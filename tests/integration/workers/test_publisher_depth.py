@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.publishing import QUEUE_MEDIUM, QUEUE_SMALL, JobMessage
+from pipeline.queues import QUEUE_MEDIUM, QUEUE_SMALL, JobMessage
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app

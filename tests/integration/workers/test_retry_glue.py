@@ -20,7 +20,7 @@ from celery import Celery
 from celery.exceptions import Retry
 
 from pipeline.processing import Outcome, OutcomeKind
-from pipeline.publishing import QUEUE_SMALL
+from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.brokers import REDIS_HOST, REDIS_PORT, Broker
 from workers import runtime
 from workers.app import create_app

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from pipeline.sizes import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, size_tier
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, size_tier
 from pipeline.sources import PathMap, PathMapError, load_source_settings
 
 

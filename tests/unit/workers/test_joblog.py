@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.joblog import (
+from pipeline.support.logs import (
     configure_logging,
     current_job_context,
     enter_job_context,

@@ -6,15 +6,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.publishing import (
-    BATCH_MESSAGES,
-    BROKER_DOWN_AFTER,
-    QUEUE_SMALL,
-    BatchPublisher,
-    JobMessage,
-    RecordingPublisher,
-    publish_all,
-)
+from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
+from pipeline.queues import QUEUE_SMALL, BatchPublisher, JobMessage, RecordingPublisher
 
 
 @dataclass

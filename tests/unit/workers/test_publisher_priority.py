@@ -10,7 +10,7 @@ from uuid import uuid4
 import pytest
 from celery import Celery
 
-from pipeline.publishing import JOB_QUEUES, QUEUE_SMALL, JobMessage
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL, JobMessage
 from workers.app import create_app
 from workers.publisher import (
     CONVERT_TASK,
@@ -19,7 +19,7 @@ from workers.publisher import (
     broker_priority,
     uses_redis_transport,
 )
-from workers.settings import CONTROL_QUEUE, load_worker_settings
+from workers.settings import load_worker_settings
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"

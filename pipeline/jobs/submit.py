@@ -2,7 +2,7 @@
 
 ::
 
-    from pipeline.enqueue import enqueue
+    from pipeline.jobs.submit import enqueue
     submission = enqueue(["inbox/", "https://example.org/a.docx"], formats=("md", "json"),
                          store=store, publisher=publisher)
     for item in submission.accepted: print(item.job_id, item.queue)
@@ -34,15 +34,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import DatabaseUnavailable
 from pipeline.jobs import NewJob, SourceKind, normalize_formats
+from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.profiles import KNOWN_FORMATS
-from pipeline.publishing import (
-    BATCH_MESSAGES,
-    BROKER_DOWN_AFTER,
-    JobMessage,
-    Publisher,
-    publish_all,
-)
-from pipeline.sizes import size_tier
+from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
 from pipeline.store import JobStore
 
@@ -69,11 +63,6 @@ class SubmitSettings(BaseSettings):
 
 def load_submit_settings(**overrides: Any) -> SubmitSettings:
     return SubmitSettings(**overrides)
-
-
-def queue_for(size_bytes: int | None) -> str:
-    """``doclane.small|medium|large`` by the size tier (unknown size: large)."""
-    return f"doclane.{size_tier(size_bytes)}"
 
 
 @dataclass(frozen=True, slots=True)

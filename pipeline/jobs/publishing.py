@@ -1,9 +1,9 @@
-"""The publisher interface: how the library wakes a worker up without knowing Celery.
+"""Publishing a submission's messages: every one tried, a broker that is down noticed.
 
-A message carries only a job id; PostgreSQL holds everything else. ``workers/`` implements
-:class:`Publisher` with Celery and the CLI (the composition root) wires it in. A publisher may
-fail (the broker is down): the job row is already committed, stays queued, and the reconciler
-publishes it again later, so callers log the failure and carry on.
+The messages and the port they go through are :mod:`pipeline.queues`'s; this module is the
+policy of handing many of them over (batches, one by one after a failed batch, giving up after
+failures in a row) and the report of what was taken. What was not taken stays queued in
+PostgreSQL for the reconciler.
 """
 
 from __future__ import annotations
@@ -11,48 +11,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
 from uuid import UUID
 
+from pipeline.queues import BatchPublisher, JobMessage, Publisher
+
 log = logging.getLogger("doclane.publishing")
-
-#: The queues, by size tier, so that one 300-page document does not starve the small ones.
-QUEUE_SMALL = "doclane.small"
-QUEUE_MEDIUM = "doclane.medium"
-QUEUE_LARGE = "doclane.large"
-JOB_QUEUES: tuple[str, ...] = (QUEUE_SMALL, QUEUE_MEDIUM, QUEUE_LARGE)
-
-
-@dataclass(frozen=True, slots=True)
-class JobMessage:
-    """A wake-up call for one job: which job, on which queue, how urgent (higher runs first),
-    and (optionally) not before when."""
-
-    job_id: UUID
-    queue: str
-    countdown_s: float | None = None
-    priority: int = 0
-
-
-class Publisher(Protocol):
-    """Hands job ids to the broker."""
-
-    def publish(self, message: JobMessage) -> None:
-        """Publish one message; raise if the broker did not take it."""
-        ...
-
-    def waiting(self, queue: str) -> int | None:
-        """How many messages wait in ``queue`` right now; None when the broker cannot say."""
-        ...
-
-
-@runtime_checkable
-class BatchPublisher(Protocol):
-    """A publisher that can hand many messages to the broker in one go (a Redis pipeline)."""
-
-    def publish_batch(self, messages: Sequence[JobMessage]) -> None:
-        """Publish every message, or raise: then any of them may or may not have been taken."""
-        ...
 
 
 @dataclass(slots=True)
@@ -117,18 +80,3 @@ def _publish_each(
             in_a_row = 0
             report.published.append(message.job_id)
     return in_a_row
-
-
-@dataclass(slots=True)
-class RecordingPublisher:
-    """A publisher that only remembers what it was given (dry runs, the Python API's default)."""
-
-    messages: list[JobMessage] = field(default_factory=list)
-    #: What ``waiting`` answers per queue (absent: unknown).
-    depths: dict[str, int] = field(default_factory=dict)
-
-    def publish(self, message: JobMessage) -> None:
-        self.messages.append(message)
-
-    def waiting(self, queue: str) -> int | None:
-        return self.depths.get(queue)

@@ -15,7 +15,7 @@ pass does two sweeps, each a bounded batch that is safe to run from several proc
    a retrying job before its due time), and the loser of a race finds nothing to claim.
 
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
-left behind (:mod:`pipeline.scratch`), when it is given the inbox.
+left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox.
 
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
 """
@@ -32,8 +32,9 @@ from uuid import UUID
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.publishing import JOB_QUEUES, JobMessage, Publisher, publish_all
-from pipeline.scratch import sweep_scratch
+from pipeline.jobs.publishing import publish_all
+from pipeline.processing.scratch import sweep_scratch
+from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
 from pipeline.store import JobStore
 
 log = logging.getLogger("doclane.reconcile")

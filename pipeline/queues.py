@@ -1,0 +1,123 @@
+"""The queues: size tiers, the queue each tier's jobs go to, the control queue, and the
+publisher port through which the library wakes a worker without knowing Celery.
+
+A 300-page PDF must neither starve small documents on a shared queue nor be cut off by a timeout
+meant for a one-page memo, so the queue a job goes to (``doclane.small|medium|large``), the
+worker's Celery time limits and the MCP client's call timeouts all pick their tier here. This
+module imports only the standard library, so that every layer can import it without cycles.
+
+A message carries only a job id; PostgreSQL holds everything else. ``workers/`` implements
+:class:`Publisher` with Celery and the CLI (the composition root) wires it in. A publisher may
+fail (the broker is down): the job row is already committed, stays queued, and the reconciler
+publishes it again later, so callers log the failure and carry on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol, runtime_checkable
+from uuid import UUID
+
+SizeTier = Literal["small", "medium", "large"]
+
+#: Every tier, smallest first.
+SIZE_TIERS: Final[tuple[SizeTier, ...]] = ("small", "medium", "large")
+
+MIB: Final = 1024 * 1024
+#: Below this many bytes a document is ``small`` (10 MiB).
+SMALL_BELOW_BYTES: Final = 10 * MIB
+#: Below this many bytes (and not small) a document is ``medium`` (50 MiB); the rest is ``large``.
+MEDIUM_BELOW_BYTES: Final = 50 * MIB
+
+
+def size_tier(size_bytes: int | None) -> SizeTier:
+    """The tier of a document of ``size_bytes``; an unknown size (a URL not yet fetched) is large.
+
+    Unknown means "could be anything", and the large tier's longer limits only cost waiting
+    time, whereas a too-short limit fails a job that would have succeeded.
+    """
+    if size_bytes is None:
+        return "large"
+    if size_bytes < 0:
+        raise ValueError(f"a size cannot be negative: {size_bytes}")
+    if size_bytes < SMALL_BELOW_BYTES:
+        return "small"
+    if size_bytes < MEDIUM_BELOW_BYTES:
+        return "medium"
+    return "large"
+
+
+#: The job queues, one per size tier, so that one 300-page document does not starve the small ones.
+QUEUE_SMALL: Final = "doclane.small"
+QUEUE_MEDIUM: Final = "doclane.medium"
+QUEUE_LARGE: Final = "doclane.large"
+JOB_QUEUES: Final[tuple[str, ...]] = (QUEUE_SMALL, QUEUE_MEDIUM, QUEUE_LARGE)
+#: The reconciler's queue: never behind a backlog of documents.
+CONTROL_QUEUE: Final = "doclane.control"
+
+
+def queue_for_tier(tier: SizeTier) -> str:
+    """The job queue of a size tier: ``doclane.small|medium|large``."""
+    return f"doclane.{tier}"
+
+
+def queue_for(size_bytes: int | None) -> str:
+    """The job queue of a document of ``size_bytes`` (unknown size: large)."""
+    return queue_for_tier(size_tier(size_bytes))
+
+
+def tier_of_queue(queue: str) -> SizeTier:
+    """The size tier whose jobs ``queue`` carries; any other queue is treated as large (the
+    longest limits only cost waiting time)."""
+    for tier in SIZE_TIERS:
+        if queue == queue_for_tier(tier):
+            return tier
+    return "large"
+
+
+@dataclass(frozen=True, slots=True)
+class JobMessage:
+    """A wake-up call for one job: which job, on which queue, how urgent (higher runs first),
+    and (optionally) not before when."""
+
+    job_id: UUID
+    queue: str
+    countdown_s: float | None = None
+    priority: int = 0
+
+
+class Publisher(Protocol):
+    """Hands job ids to the broker."""
+
+    def publish(self, message: JobMessage) -> None:
+        """Publish one message; raise if the broker did not take it."""
+        ...
+
+    def waiting(self, queue: str) -> int | None:
+        """How many messages wait in ``queue`` right now; None when the broker cannot say."""
+        ...
+
+
+@runtime_checkable
+class BatchPublisher(Protocol):
+    """A publisher that can hand many messages to the broker in one go (a Redis pipeline)."""
+
+    def publish_batch(self, messages: Sequence[JobMessage]) -> None:
+        """Publish every message, or raise: then any of them may or may not have been taken."""
+        ...
+
+
+@dataclass(slots=True)
+class RecordingPublisher:
+    """A publisher that only remembers what it was given (dry runs, the Python API's default)."""
+
+    messages: list[JobMessage] = field(default_factory=list)
+    #: What ``waiting`` answers per queue (absent: unknown).
+    depths: dict[str, int] = field(default_factory=dict)
+
+    def publish(self, message: JobMessage) -> None:
+        self.messages.append(message)
+
+    def waiting(self, queue: str) -> int | None:
+        return self.depths.get(queue)
