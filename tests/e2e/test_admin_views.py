@@ -17,9 +17,9 @@ from pipeline.jobs import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
-from tests.integration.workers.samples import write_sample
 
 GOOD, GONE = 4, 3
 
