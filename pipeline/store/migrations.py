@@ -16,6 +16,7 @@ lock table rather than an advisory lock. What doclane needs fits in this module:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import time
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ import psycopg
 MIGRATION_LOCK_KEY = 0x646F636C616E65
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+#: Beside the migrations, what they build (scripts/schema_snapshot.py writes it): not one of them.
+SNAPSHOT_NAME = "schema.sql"
 
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -78,13 +82,27 @@ class MigrationStatus:
     applied_at: datetime | None = None
 
 
+def packaged_migrations_dir() -> Path:
+    """The folder of the ``migrations`` package, whose .sql files ship with doclane (package
+    data): found through the import system, so a regular install finds its own copy. Nothing is
+    imported; where the package is missing (an install made before it existed) only migrating
+    fails, naming the cure, not every process that reads the store's settings."""
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or spec.origin is None:
+        return Path("(no migrations package: reinstall doclane)")
+    return Path(spec.origin).parent
+
+
 def discover(folder: Path) -> list[Migration]:
     """The migration files of ``folder``, in version order. A ``.sql`` file that is not named
-    ``NNNN_name.sql``, or two files with one version, is an error rather than silently skipped."""
+    ``NNNN_name.sql`` (but the schema snapshot), or two files with one version, is an error
+    rather than silently skipped."""
     if not folder.is_dir():
         raise MigrationError(f"migrations folder not found: {folder} (set DOCLANE_MIGRATIONS_DIR)")
     found: dict[str, Migration] = {}
     for path in sorted(folder.glob("*.sql")):
+        if path.name == SNAPSHOT_NAME:
+            continue
         match = _FILE_NAME.match(path.name)
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_name.sql")
