@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
+
+from tests.fixtures.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_script() -> ModuleType:
-    """scripts/schema_snapshot.py is a script, not a package module: load it from its file."""
-    spec = importlib.util.spec_from_file_location(
-        "doclane_schema_snapshot", ROOT / "scripts" / "schema_snapshot.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-snapshot = _load_script()
+snapshot = load_script("schema_snapshot")
 
 
 def test_the_committed_snapshot_is_the_migrated_schema(migrated_database_url: str) -> None:
