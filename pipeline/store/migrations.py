@@ -31,9 +31,6 @@ MIGRATION_LOCK_KEY = 0x646F636C616E65
 
 _FILE_NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 
-#: Beside the migrations, what they build (scripts/schema_snapshot.py writes it): not one of them.
-SNAPSHOT_NAME = "schema.sql"
-
 _CREATE_LEDGER = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
     version     text        PRIMARY KEY,
@@ -95,14 +92,11 @@ def packaged_migrations_dir() -> Path:
 
 def discover(folder: Path) -> list[Migration]:
     """The migration files of ``folder``, in version order. A ``.sql`` file that is not named
-    ``NNNN_name.sql`` (but the schema snapshot), or two files with one version, is an error
-    rather than silently skipped."""
+    ``NNNN_name.sql``, or two files with one version, is an error rather than silently skipped."""
     if not folder.is_dir():
         raise MigrationError(f"migrations folder not found: {folder} (set DOCLANE_MIGRATIONS_DIR)")
     found: dict[str, Migration] = {}
     for path in sorted(folder.glob("*.sql")):
-        if path.name == SNAPSHOT_NAME:
-            continue
         match = _FILE_NAME.match(path.name)
         if match is None:
             raise MigrationError(f"{path.name}: migration files are named NNNN_name.sql")

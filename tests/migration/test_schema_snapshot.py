@@ -1,4 +1,4 @@
-"""migrations/schema.sql is what the migrations build (python scripts/schema_snapshot.py)."""
+"""docs/schema.sql is what the migrations build (python scripts/schema_snapshot.py)."""
 
 from __future__ import annotations
 
