@@ -78,7 +78,7 @@ from pipeline.mcp.settings import (
     redact_url,
 )
 
-logger = logging.getLogger("pipeline.mcp.client")
+logger = logging.getLogger("doclane.mcp.client")
 
 _S = LifecycleState
 #: A server that pages tools/list forever is broken; stop listening to it here.

@@ -51,7 +51,7 @@ from pipeline.mcp._transport import describe_message as _describe
 from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
 from pipeline.mcp.settings import redact_url
 
-logger = logging.getLogger("pipeline.mcp.http")
+logger = logging.getLogger("doclane.mcp.http")
 
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"

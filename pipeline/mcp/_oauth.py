@@ -48,7 +48,7 @@ from pipeline.mcp._oauth_keys import SigningKey, load_signing_key
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp.settings import McpSettings, redact_url
 
-logger = logging.getLogger("pipeline.mcp.oauth")
+logger = logging.getLogger("doclane.mcp.oauth")
 
 #: A token is fetched again this long before it expires (or at half its life, if shorter).
 REFRESH_MARGIN_S = 60.0

@@ -25,7 +25,7 @@ from errors import AuthorizationFailed, AuthorizationUnavailable
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp.settings import redact_url
 
-logger = logging.getLogger("pipeline.mcp.oauth")
+logger = logging.getLogger("doclane.mcp.oauth")
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
