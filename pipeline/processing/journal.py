@@ -11,9 +11,9 @@ Progress can be *held* (``hold_progress_s``): a stage reported while the attempt
 that is not written at once. It goes with the attempt's next write (its results, or the calls
 written on the way to a failure), or, if the attempt is still running when the hold ends, on the
 process's timer thread (:mod:`.timers`). A document that converts in milliseconds then costs a
-claim and one final write, not two progress writes besides (issue 15: half of a job's
-statements); a slow one shows its stage at most ``hold_progress_s`` late. Whoever finds the
-job gone, the held write or a later one, stops the attempt as a failed lease renewal does.
+claim and one final write, not two progress writes besides (against a fast server, those
+were half of a job's statements); a slow one shows its stage at most ``hold_progress_s`` late.
+Whoever finds the job gone, the held write or a later one, stops the attempt as a failed lease renewal does.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ class AttemptJournal:
         if not self.defer_calls:
             self.flush()
         # A call that worked is in the trail with its duration; at fleet scale a log line for
-        # each is noise and costs CPU (issue 15). A call that failed is worth a line.
+        # each is noise and costs CPU. A call that failed is worth a line.
         log.log(
             logging.DEBUG if record.outcome == "ok" else logging.INFO,
             "%s %s in %.3fs%s",
