@@ -13,7 +13,8 @@ written on the way to a failure), or, if the attempt is still running when the h
 process's timer thread (:mod:`.timers`). A document that converts in milliseconds then costs a
 claim and one final write, not two progress writes besides (against a fast server, those
 were half of a job's statements); a slow one shows its stage at most ``hold_progress_s`` late.
-Whoever finds the job gone, the held write or a later one, stops the attempt as a failed lease renewal does.
+Whoever finds the job gone, the held write or a later one, stops the attempt as a failed lease
+renewal does.
 """
 
 from __future__ import annotations
