@@ -357,14 +357,6 @@ def origin_of(endpoint: str) -> str:
     return f"{url.scheme}://{host}{port}"
 
 
-def redact_url(endpoint: str) -> str:
-    """The URL without user info or query, safe for messages and logs (a command as it is)."""
-    if is_stdio(endpoint):
-        return endpoint
-    url = httpx.URL(endpoint)
-    return str(url.copy_with(userinfo=b"", query=None, fragment=None))
-
-
 def load_mcp_settings(**overrides: Any) -> McpSettings:
     """Read the environment (and ``.env``); keyword arguments (field names) win."""
     for name in ("token", "api_key", "client_secret"):

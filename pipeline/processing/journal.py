@@ -32,7 +32,7 @@ from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
 from pipeline.store import CallEvent, JobStore
-from pipeline.support.logs import redact
+from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.processor")
 
@@ -45,16 +45,12 @@ class AttemptLost(UnexpectedError):
     """
 
 
-def conceal(text: str, job: Job) -> str:
-    """``text`` as it may be stored and shown: the job's secret URL (a presigned URL's
-    signature) replaced by its masked form, and any other secret masked.
-
-    Messages quote what failed, and an HTTP library names the URL it fetched; the exact URL is
-    replaced first, the generic masking catches it in any other spelling.
-    """
-    if job.source_fetch_uri:
-        text = text.replace(job.source_fetch_uri, job.source_uri)
-    return redact(text)
+def job_masker(job: Job) -> Masker:
+    """The process's masker, also putting the job's source as shown wherever its secret URL (a
+    presigned URL's signature) is quoted: messages quote what failed, and an HTTP library names
+    the URL it fetched; the exact URL is replaced first, the patterns catch it in any other
+    spelling."""
+    return process_masker().knowing(job.source_fetch_uri, job.source_uri)
 
 
 def conversion_note(conversion: Conversion) -> dict[str, Any]:
@@ -154,7 +150,7 @@ class AttemptJournal:
     def call(self, origin: str, record: McpCallRecord) -> None:
         """Append one MCP call to the job's history (best effort) and to the log."""
         job = self.job
-        detail = {"message": conceal(record.message, job)} if record.message else None
+        detail = {"message": job_masker(job).text(record.message)} if record.message else None
         event = CallEvent(
             record.tool, record.duration_s, record.outcome, record.code, origin, detail
         )

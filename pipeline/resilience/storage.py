@@ -65,12 +65,6 @@ def breaker_redis(url: str) -> BreakerRedis:
     return cast(BreakerRedis, client)
 
 
-def redacted(url: str) -> str:
-    """A Redis URL without its password, for logs."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}{sep}{rest.rsplit('@', 1)[-1]}" if sep else url
-
-
 class FailoverStorage(pybreaker.CircuitBreakerStorage):
     """pybreaker storage of one origin: Redis when reachable, memory otherwise. Thread-safe."""
 
