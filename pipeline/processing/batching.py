@@ -70,7 +70,11 @@ class UnitRunner(Protocol):
 
 
 class NotBatchable(PipelineError):
-    """The server offers no directory tool, or this worker cannot read what it saves."""
+    """The server offers no directory tool, or this worker cannot read what it saves.
+
+    Control flow that never leaves this module: raised inside the batch's unit and caught
+    around it, to send every document alone. A PipelineError (E399, final) so that the retry
+    and breaker layers the unit passes through neither retry it nor count it."""
 
 
 @dataclass
