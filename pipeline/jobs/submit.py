@@ -39,7 +39,7 @@ from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
 from pipeline.store import JobStore
-from pipeline.support.secrets import Masker, load_masker
+from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.enqueue")
 
@@ -146,11 +146,11 @@ def enqueue(
     ``store`` defaults to a short-lived one from the environment's settings. A deduplicated
     source (same content, profile, options and formats as a succeeded job) returns that job and
     publishes nothing. Sources are kept and reported as ``masker`` shows them (by default the
-    process's, ``load_masker()``): a URL's secrets masked.
+    process's, ``process_masker()``): a URL's secrets masked.
     """
     wanted = check_formats(formats)
     sources_cfg = source_settings or load_source_settings()
-    shown = (masker or load_masker()).text
+    shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()
     own_store = store is None

@@ -23,7 +23,7 @@ from typing import IO, Any, Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pipeline.support.secrets import Masker, load_masker
+from pipeline.support.secrets import Masker, process_masker
 
 LogFormat = Literal["text", "json"]
 
@@ -168,7 +168,7 @@ def configure_logging(
 ) -> logging.Handler:
     """Install one handler on the root logger with the job and secret filters.
 
-    ``masker`` masks secrets in every line (by default the process's, ``load_masker()``).
+    ``masker`` masks secrets in every line (by default the process's, ``process_masker()``).
 
     ``first_filters`` run before the job filter: they may name the job of a record logged
     outside any job context (Celery's main process logs tasks it received that way).
@@ -177,7 +177,7 @@ def configure_logging(
     for extra in first_filters:
         handler.addFilter(extra)
     handler.addFilter(JobContextFilter())
-    handler.addFilter(SecretRedactingFilter(masker or load_masker()))
+    handler.addFilter(SecretRedactingFilter(masker or process_masker()))
     if settings.format == "json":
         handler.setFormatter(JsonLogFormatter())
     else:

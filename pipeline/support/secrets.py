@@ -12,7 +12,7 @@ A secret reaches a text in three shapes, and each has its mask:
 - a secret known by its value (a presigned URL as submitted, an OAuth client secret), replaced
   by its shown form wherever it is quoted, whatever the patterns make of it.
 
-The :class:`Masker` is built once per process from :class:`SecretSettings` (``load_masker``);
+The :class:`Masker` is built once per process from :class:`SecretSettings` (``process_masker``);
 sources, the job store's texts (a job's source, events and errors), logging and the API all use
 it, so a secret masked in one place is masked in all.
 """
