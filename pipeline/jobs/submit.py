@@ -178,6 +178,11 @@ def enqueue(
             job_store.close()
     submission.skipped = dict(expansion.skipped)
     submission.duplicates = expansion.duplicates
+    _log_submission(submission)
+    return submission
+
+
+def _log_submission(submission: Submission) -> None:
     if submission.publish_failures:
         log.warning(
             "%d job(s) stay queued for the reconciler: publish failed (first: %s)",
@@ -185,13 +190,12 @@ def enqueue(
             next(iter(submission.publish_failures.values())),
         )
     log.info(
-        "submitted %d source(s): %d new job(s), %d deduplicated, %d rejected",
+        "submitted %d source(s): %d new job(s), %d deduplicated, %d refused",
         len(submission.accepted) + len(submission.rejected),
         sum(1 for a in submission.accepted if not a.deduplicated),
         sum(1 for a in submission.accepted if a.deduplicated),
         len(submission.rejected),
     )
-    return submission
 
 
 class _Chunks:
