@@ -19,6 +19,7 @@ it, so a secret masked in one place is masked in all.
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 from collections.abc import Iterable, Mapping
@@ -116,7 +117,9 @@ class Masker:
         by its masked form, an OAuth client secret should a server echo it."""
         if not secret:
             return self
-        return Masker(self.secret_query_params, {**self._known, secret: shown})
+        masker = copy.copy(self)  # the compiled patterns are shared; one is made per job
+        masker._known = {**self._known, secret: shown}
+        return masker
 
     def text(self, text: str) -> str:
         """``text`` (a source, a URL, a message, a log line) with every secret masked."""
@@ -152,7 +155,7 @@ class Masker:
 
 
 def load_masker(settings: SecretSettings | None = None) -> Masker:
-    """The process's masker, from ``settings`` (by default, the environment)."""
+    """A masker from ``settings`` (by default, the environment as it is now)."""
     return Masker((settings or load_secret_settings()).secret_query_params)
 
 

@@ -47,6 +47,10 @@ def test_a_secret_known_by_value_is_replaced_before_the_patterns() -> None:
     masker = Masker().knowing(fetch, source)
     assert masker.text(f"GET {fetch} failed") == f"GET {source} failed"
     assert masker.knowing(None) is masker
+    base = Masker(["Policy"])
+    told = base.knowing("cs-plain-1", "[client secret]")
+    assert told.text("cs-plain-1 ?Policy=p") == "[client secret] ?Policy=***"
+    assert base.text("cs-plain-1") == "cs-plain-1"  # the masker it came from is unchanged
     assert mask_known("client secret cs-1 refused", {"cs-1": "**********"}) == (
         "client secret ********** refused"
     )
