@@ -51,7 +51,7 @@ class AcceptedOut(BaseModel):
     published: bool
 
 
-class RefusedOut(BaseModel):
+class RejectedOut(BaseModel):
     source: str
     code: str
     message: str
@@ -59,7 +59,7 @@ class RefusedOut(BaseModel):
 
 class SubmitResponse(BaseModel):
     accepted: list[AcceptedOut]
-    rejected: list[RefusedOut]
+    rejected: list[RejectedOut]
     skipped: dict[str, int]
     duplicates: int
     publish_failures: dict[str, str]
@@ -102,9 +102,11 @@ async def submit_upload(
     except BadUpload as exc:
         raise HTTPException(400, str(exc)) from exc
     except EmptySource as exc:  # refused like any source: in the answer, with its code
-        refused = RefusedOut(source=str(exc.detail or "upload"), code=exc.code, message=exc.message)
+        rejected = RejectedOut(
+            source=str(exc.detail or "upload"), code=exc.code, message=exc.message
+        )
         return SubmitResponse(
-            accepted=[], rejected=[refused], skipped={}, duplicates=0, publish_failures={}
+            accepted=[], rejected=[rejected], skipped={}, duplicates=0, publish_failures={}
         )
     try:
         formats = _formats(upload.fields.get("to", "md"))

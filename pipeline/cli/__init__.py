@@ -121,7 +121,7 @@ def version(as_json: bool = typer.Option(False, "--json", help="Print one JSON o
 def main() -> None:
     # Imports make hundreds of thousands of objects that live as long as the process, and the
     # cyclic collector went through them again and again while they were being made: 255
-    # passes, 0.11 s of a 0.85 s doclane submit (issue 15). Off until the command's modules
+    # passes, 0.11 s of a 0.85 s doclane submit. Off until the command's modules
     # are in (``_root``); a worker's pool processes, forked after that, share them untouched.
     gc.disable()
     try:

@@ -19,6 +19,7 @@ from pipeline.store import (
     load_store_settings,
     migration_status,
 )
+from pipeline.support.secrets import mask_conninfo
 
 app = typer.Typer(
     help="Create and migrate doclane's PostgreSQL database.",
@@ -57,7 +58,7 @@ def migrate(
         _fail(exc, settings, as_json)
     if as_json:
         report = {
-            "database": settings.redacted_url(),
+            "database": mask_conninfo(settings.conninfo()),
             "created_database": created,
             "applied": [f"{m.version}_{m.name}" for m in applied],
             "migrations": [_status_dict(s) for s in current],
@@ -65,7 +66,7 @@ def migrate(
         typer.echo(json.dumps(report))
         return
     if created:
-        typer.echo(f"created database {settings.redacted_url()}")
+        typer.echo(f"created database {mask_conninfo(settings.conninfo())}")
     for m in applied:
         typer.echo(f"applied {m.file_name}")
     typer.echo(f"up to date: {len(current)} migrations applied")
@@ -89,7 +90,7 @@ def status(
     up_to_date = all(s.state is MigrationState.APPLIED for s in current)
     if as_json:
         report = {
-            "database": settings.redacted_url(),
+            "database": mask_conninfo(settings.conninfo()),
             "up_to_date": up_to_date,
             "migrations": [_status_dict(s) for s in current],
         }
@@ -130,7 +131,7 @@ def _fail(exc: Exception, settings: StoreSettings, as_json: bool) -> NoReturn:
         error = {"code": None, "title": "migration refused", "message": str(exc)}
         text = f"migration refused: {exc}"
     if as_json:
-        typer.echo(json.dumps({"database": settings.redacted_url(), "error": error}))
+        typer.echo(json.dumps({"database": mask_conninfo(settings.conninfo()), "error": error}))
     else:
         typer.echo(text, err=True)
     raise typer.Exit(1)

@@ -131,8 +131,8 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
             note += " (not yet published: the reconciler will)"
         shown = f" {_state_text(job)}" if job is not None else f" {item.queue}"
         typer.echo(f"{item.job_id}{shown}  {item.source}{note}")
-    for refused in submission.rejected:
-        typer.echo(f"refused {refused.code}  {refused.source}: {refused.message}", err=True)
+    for rejected in submission.rejected:
+        typer.echo(f"refused {rejected.code}  {rejected.source}: {rejected.message}", err=True)
     if submission.skipped:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
         typer.echo(f"skipped in folders: {skipped}", err=True)

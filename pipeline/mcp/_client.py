@@ -75,10 +75,10 @@ from pipeline.mcp.settings import (
     is_stdio,
     load_mcp_settings,
     origin_of,
-    redact_url,
 )
+from pipeline.support.secrets import mask_address
 
-logger = logging.getLogger("pipeline.mcp.client")
+logger = logging.getLogger("doclane.mcp.client")
 
 _S = LifecycleState
 #: A server that pages tools/list forever is broken; stop listening to it here.
@@ -123,7 +123,7 @@ class McpClient:
         if endpoint is None:
             endpoint = transport.endpoint if transport is not None else self.settings.endpoint
         self._endpoint = endpoint
-        self._shown = redact_url(endpoint)
+        self._shown = mask_address(endpoint)
         self.timeouts = timeouts or CallTimeouts.from_settings(self.settings)
         self.protocol_version = protocol_version or self.settings.protocol_version
         self._require_tools = require_tools

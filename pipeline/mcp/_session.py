@@ -37,7 +37,7 @@ from pipeline.mcp._revision import MODERN_VERSION, stamp
 from pipeline.mcp._transport import Binding, Transport, ignore_messages
 from pipeline.mcp._watchdog import current_scope
 
-logger = logging.getLogger("pipeline.mcp.session")
+logger = logging.getLogger("doclane.mcp.session")
 
 METHOD_NOT_FOUND = -32601
 #: How long we give the server to take a cancellation or an answer to its own request.

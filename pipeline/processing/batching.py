@@ -37,8 +37,8 @@ from uuid import UUID
 from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
-from pipeline.processing.failures import FailurePolicy, lost, scrubbed
-from pipeline.processing.journal import AttemptJournal, AttemptLost
+from pipeline.processing.failures import FailurePolicy, lost
+from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
@@ -70,7 +70,11 @@ class UnitRunner(Protocol):
 
 
 class NotBatchable(PipelineError):
-    """The server offers no directory tool, or this worker cannot read what it saves."""
+    """The server offers no directory tool, or this worker cannot read what it saves.
+
+    Control flow that never leaves this module: raised inside the batch's unit and caught
+    around it, to send every document alone. A PipelineError (E399, final) so that the retry
+    and breaker layers the unit passes through neither retry it nor count it."""
 
 
 @dataclass
@@ -223,7 +227,7 @@ class BatchRunner:
             except DatabaseUnavailable as exc:
                 member.outcome = self.failures.hand_back(member.job, exc)
             except Exception as exc:
-                error = scrubbed(classify(exc), member.job)
+                error = job_masker(member.job).error(classify(exc))
                 member.outcome = self.failures.failure(member.job, error, reached_server=False)
             else:
                 batch.active.append(member)
@@ -276,7 +280,7 @@ class BatchRunner:
         except Exception as exc:
             reached = any(code != "E309" for code in tries.codes)
             for member in active:
-                error = scrubbed(classify(exc), member.job)
+                error = job_masker(member.job).error(classify(exc))
                 member.outcome = self.failures.failure(member.job, error, reached_server=reached)
             return
         log.info(

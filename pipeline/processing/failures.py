@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -27,7 +27,6 @@ import backoff
 
 from errors import DatabaseUnavailable, PipelineError
 from pipeline.jobs import Job, JobState
-from pipeline.processing.journal import conceal
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.store import JobStore
@@ -168,20 +167,3 @@ def after_reset(reset_in: float) -> float:
 def jittered(ceiling: float) -> float:
     """Between half and all of ``ceiling``: spread out, never immediately."""
     return round(random.uniform(ceiling / 2.0, ceiling), 3)
-
-
-def scrubbed(error: PipelineError, job: Job) -> PipelineError:
-    """``error`` with its texts concealed (see :func:`.journal.conceal`) before it is stored."""
-
-    def clean(value: Any) -> Any:
-        if isinstance(value, str):
-            return conceal(value, job)
-        if isinstance(value, Mapping):
-            return {key: clean(item) for key, item in value.items()}
-        if isinstance(value, list | tuple):
-            return [clean(item) for item in value]
-        return value
-
-    error.reword(clean(error.message))
-    error.detail = clean(error.detail)
-    return error

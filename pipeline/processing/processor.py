@@ -34,10 +34,9 @@ from pipeline.processing.failures import (
     FailurePolicy,
     jittered,
     lost,
-    scrubbed,
     uncharged_retry,
 )
-from pipeline.processing.journal import AttemptJournal, AttemptLost
+from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
@@ -194,7 +193,7 @@ class JobProcessor:
             log.warning("database unreachable during the attempt: %s", exc)
             return self.failures.hand_back(job, exc)
         except Exception as exc:
-            error = scrubbed(self._as_catalog(exc), job)
+            error = job_masker(job).error(self._as_catalog(exc))
             reached = any(code != "E309" for code in tries.codes)
             return self.failures.failure(job, error, reached_server=reached)
         log.info(

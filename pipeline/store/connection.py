@@ -21,7 +21,7 @@ from psycopg_pool import ConnectionPool
 from errors import DatabaseUnavailable
 from pipeline.store.settings import StoreSettings
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("doclane.store.connection")
 
 
 @contextmanager
