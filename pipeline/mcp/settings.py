@@ -348,7 +348,7 @@ def origin_of(endpoint: str) -> str:
     """``scheme://host[:port]`` of an endpoint: the key of its circuit breaker.
 
     Remembered: a worker asks it of its few endpoints several times per job, and parsing the
-    URL each time was 2% of a worker's CPU against a fast server (issue 15)."""
+    URL each time was 2% of a worker's CPU against a fast server)."""
     if is_stdio(endpoint):
         return stdio_origin(endpoint)
     url = httpx.URL(endpoint)
