@@ -1,4 +1,4 @@
-"""Streamable HTTP (MCP 2025-03-26 .. 2025-11-25) on one sync ``httpx.Client``.
+"""Streamable HTTP (MCP 2025-03-26 .. 2025-11-25, and 2026-07-28) on one sync ``httpx.Client``.
 
 One POST per message. A request's reply is either ``application/json`` (one message) or an SSE
 stream (``httpx-sse`` parses it) that may carry notifications and server requests before the
