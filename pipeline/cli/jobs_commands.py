@@ -27,6 +27,8 @@ from .wiring import celery_publisher
 
 app = typer.Typer(add_completion=False)
 
+_JOB_ID = typer.Argument(..., help="The job's id.")
+
 
 # ---- submit ------------------------------------------------------------------------------------
 @app.command()
@@ -138,7 +140,7 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
 # ---- status ------------------------------------------------------------------------------------
 @app.command()
 def status(
-    job_id: str = typer.Argument(..., help="The job's id."),
+    job_id: str = _JOB_ID,
     events: bool = typer.Option(True, "--events/--no-events", help="Show the job's history."),
     as_json: bool = AS_JSON,
 ) -> None:
@@ -213,7 +215,7 @@ def _event_text(event: JobEvent) -> str:
 # ---- result ------------------------------------------------------------------------------------
 @app.command()
 def result(
-    job_id: str = typer.Argument(..., help="The job's id."),
+    job_id: str = _JOB_ID,
     fmt: str = typer.Option("md", "--format", "-f", help="Which result: md, json, html."),
     as_json: bool = AS_JSON,
 ) -> None:
@@ -244,9 +246,7 @@ def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
 
 # ---- cancel and retry --------------------------------------------------------------------------
 @app.command()
-def cancel(
-    job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = AS_JSON
-) -> None:
+def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     """Cancel a queued, retrying or running job; a running one is stopped and never stored.
 
     Only the job's row changes. A waiting message finds nothing to claim; a running attempt
