@@ -9,20 +9,16 @@ rollups (one reader at a time; the others do not wait for it).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import psycopg
-from psycopg import errors as pg_errors
 from psycopg.rows import dict_row
 
-from errors import DatabaseUnavailable
 from pipeline.jobs import Job, JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 from pipeline.store.queries import query
+from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore
 
 #: Rows newer than this are never rolled up: their transaction may not have committed yet.
@@ -87,17 +83,10 @@ class AdminStore(JobStore):
     install, not a bug: it becomes E401 saying to run ``doclane db migrate``.
     """
 
-    @contextmanager
-    def _connection(self, action: str) -> Iterator[psycopg.Connection]:
-        try:
-            with super()._connection(action) as conn:
-                yield conn
-        except (pg_errors.UndefinedTable, pg_errors.UndefinedFunction) as exc:
-            raise DatabaseUnavailable(
-                f"{action}: the database has no doclane schema or an old one "
-                f"({exc.diag.message_primary}); run `doclane db migrate`",
-                detail={"sqlstate": exc.sqlstate, "migrations": "missing"},
-            ) from exc
+    def __init__(
+        self, settings: StoreSettings | None = None, *, explain_missing_schema: bool = True
+    ) -> None:
+        super().__init__(settings, explain_missing_schema=explain_missing_schema)
 
     def roll_up(self) -> bool:
         """Move the rollup marks forward if they are stale; False when there was nothing to do

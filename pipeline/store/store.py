@@ -23,7 +23,7 @@ from every method; the pool replaces dead connections once the database is back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
 from uuid import UUID, uuid4
@@ -45,7 +45,7 @@ from pipeline.jobs import (
     ResultInfo,
     Stage,
 )
-from pipeline.store.connection import create_pool, database_errors
+from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.large_values import copy_results_in, copy_single_value
 from pipeline.store.queries import query
 from pipeline.store.rows import (
@@ -79,9 +79,15 @@ def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, st
 class JobStore:
     """Jobs, results and their trail in PostgreSQL, through one connection pool."""
 
-    def __init__(self, settings: StoreSettings | None = None) -> None:
+    def __init__(
+        self, settings: StoreSettings | None = None, *, explain_missing_schema: bool = False
+    ) -> None:
+        """With ``explain_missing_schema``, a call that meets no doclane table or function
+        raises E401 saying to run ``doclane db migrate`` (what the commands people type want)
+        instead of psycopg's own error."""
         self.settings = settings or load_store_settings()
         self._pool: ConnectionPool = create_pool(self.settings)
+        self._explain_missing_schema = explain_missing_schema
 
     def close(self) -> None:
         self._pool.close()
@@ -549,7 +555,8 @@ class JobStore:
 
     @contextmanager
     def _connection(self, action: str) -> Iterator[psycopg.Connection]:
-        with database_errors(action), self._pool.connection() as conn:
+        schema = missing_schema_errors(action) if self._explain_missing_schema else nullcontext()
+        with schema, database_errors(action), self._pool.connection() as conn:
             yield conn
 
     def _update(self, action: str, sql: str, params: Mapping[str, Any]) -> bool:
