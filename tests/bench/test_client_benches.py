@@ -8,7 +8,7 @@ from tests.fixtures.benches import run_bench
 
 
 def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
-    report = run_bench("client_overhead.py", "--smoke")
+    report = run_bench("client_overhead", "--smoke")
     assert set(report["revisions"]) == {"2025-11-25", "2026-07-28"}
     for revision, figures in report["revisions"].items():
         assert set(figures["negotiated"].values()) == {revision}  # every client spoke it
@@ -19,7 +19,7 @@ def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
 
 
 def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
-    report = run_bench("enqueue.py", "--smoke", "--phases")
+    report = run_bench("enqueue", "--smoke", "--phases")
     assert report["ok"], report["runs"]
     (run,) = report["runs"]
     assert run["jobs"] == run["messages"] == report["files"] and run["problems"] == []
@@ -29,7 +29,7 @@ def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
 
 
 def test_worker_memory_reports_growth_and_every_peak() -> None:
-    report = run_bench("worker_memory.py", "--smoke")
+    report = run_bench("worker_memory", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
     replies = report["reply_alone"]
@@ -38,3 +38,4 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
     assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
     versions = {wire: figures["version"] for wire, figures in replies.items()}
     assert versions == {"sse": "2025-11-25", "json": "2026-07-28", "stdio": "2026-07-28"}
+
