@@ -69,6 +69,8 @@ class Topology:
     stdio: bool = False
     remote: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    #: The MCP server each of ``servers`` (or each stdio child) runs.
+    binary: str = harness.DOCLING_MCP_BIN
 
 
 TOPOLOGIES = (
@@ -103,7 +105,7 @@ class Stack:
                 }
             for n in range(max(self.topo.servers, 1)):
                 server = harness.DoclingServer(
-                    self.scratch / f"mcp-{n}", self.cache_documents, extra
+                    self.scratch / f"mcp-{n}", self.cache_documents, extra, binary=self.topo.binary
                 )
                 # One cache folder for the whole pool: the worker reads the Docling JSON that
                 # proves a batch from one folder (DOCLANE_SERVER_CACHE_DIR); a server writing
@@ -128,7 +130,7 @@ class Stack:
         first = self.mcp[0]
         if self.topo.stdio:
             first.cache_dir.mkdir(parents=True, exist_ok=True)
-            command = f"{harness.DOCLING_MCP_BIN} --transport stdio"
+            command = f"{self.topo.binary} --transport stdio"
             # The children inherit the worker's environment: their settings go there.
             return {
                 "DOCLING_MCP_ORIGIN": "",

@@ -36,11 +36,17 @@ class DoclingServer:
     """One docling-mcp, started as scripts/lib.sh's ``start_docling_mcp`` does, cache empty."""
 
     def __init__(
-        self, work: Path, cache_documents: int, extra_env: Mapping[str, str] | None = None
+        self,
+        work: Path,
+        cache_documents: int,
+        extra_env: Mapping[str, str] | None = None,
+        *,
+        binary: str = DOCLING_MCP_BIN,
     ) -> None:
         self.work = work
         self.cache_documents = cache_documents
         self.extra_env = dict(extra_env or {})  # e.g. remote mode (bench/topologies.py)
+        self.binary = binary  # another server speaking docling-mcp's tools and options
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.cache_dir = work / "cache"
@@ -62,7 +68,7 @@ class DoclingServer:
         with open(self.work / "server.log", "ab") as logfile:
             self.proc = subprocess.Popen(
                 [
-                    DOCLING_MCP_BIN,
+                    self.binary,
                     "--transport",
                     "streamable-http",
                     "--host",
