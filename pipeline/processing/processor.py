@@ -194,8 +194,7 @@ class JobProcessor:
             return self.failures.hand_back(job, exc)
         except Exception as exc:
             error = job_masker(job).error(self._as_catalog(exc))
-            reached = any(code != "E309" for code in tries.codes)
-            return self.failures.failure(job, error, reached_server=reached)
+            return self.failures.failure(job, error, reached_server=tries.reached_server)
         log.info(
             "succeeded in %.2fs with profile %s (%s)",
             time.monotonic() - started,
