@@ -12,7 +12,7 @@
   for it the same way, so a database hiccup never costs a conversion.
 - A non-retryable error fails the job.
 
-Every write is guarded by the attempt: one that lost its job writes nothing (ABANDONED).
+Every write is guarded by the attempt: one that lost its job writes nothing (``LOST``).
 """
 
 from __future__ import annotations
@@ -155,8 +155,8 @@ def uncharged_retry(
 
 
 def lost(job: Job, where: str) -> Outcome:
-    log.warning("attempt abandoned (%s): the job was cancelled or requeued", where)
-    return Outcome(OutcomeKind.ABANDONED, job.id, job.attempt, message=where)
+    log.warning("attempt lost its job (%s): the job was cancelled or requeued", where)
+    return Outcome(OutcomeKind.LOST, job.id, job.attempt, message=where)
 
 
 def after_reset(reset_in: float) -> float:

@@ -6,7 +6,7 @@ may have changed or vanished since submission; E1xx fails the job without callin
 fetches a URL source itself unless the server fetches URLs, converts through the resilience
 layer (retry outside, breaker inside, one origin per unit), and stores the results and the
 ``succeeded`` state in one transaction. Every write after the claim is guarded by the attempt,
-so an attempt that lost its claim (cancelled, or requeued because it looked dead) writes nothing.
+so an attempt that lost its job (cancelled, or requeued because it looked dead) writes nothing.
 
 What it returns tells the glue what to do with the message: acknowledge it, or publish it again
 after ``countdown_s`` (a retryable error, an open circuit, an unreachable database).
