@@ -1,8 +1,8 @@
 """doclane's errors: one catalog, one class tree, one classification function.
 
-Every error doclane raises on purpose is a :class:`PipelineError` with a catalog ``code``
-(E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and the catalog's
-``message``/``user_message``/``action``/``retryable``. The tree::
+Every error doclane raises on purpose about a document or a call is a :class:`PipelineError`
+with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and
+the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
 
     PipelineError
     ├── InputError             E1xx  checked locally, before any server call
@@ -36,13 +36,45 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
-    │       └── CallCancelled           the caller withdrew the call (never recorded)
+    │       ├── CallCancelled           the caller withdrew the call (never recorded)
+    │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
+    │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
         └── DatabaseUnavailable   E401                                         retryable
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
 where they are caught, with ``raise ... from exc``; this package imports nothing but the stdlib.
+
+Beside the tree, the exceptions doclane's packages raise about something other than a
+document: an admin's request, the operator's configuration, a bug, a dependency the
+admin views read. They carry no catalog code; each extends the builtin its callers catch
+(``except ValueError`` keeps working) and lives beside the code that raises it::
+
+    LookupError
+    └── JobNotFound            pipeline.admin       no job has this id (API 404)
+    ValueError
+    ├── WrongState             pipeline.admin       the job's state does not allow it (API 409)
+    ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
+    ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
+    └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
+    RuntimeError
+    ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
+    ├── MigrationError         pipeline.store       migrations on disk and in the database differ
+    ├── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
+    └── WorkersNotAskedYet     pipeline.api         the workers have not answered an inspect yet
+    ConnectionError
+    └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
+    Exception
+    ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
+    │                                               pybreaker would swallow)
+    ├── RedisUnreachable       pipeline.admin       so the breakers cannot be shown (not guessed)
+    └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+
+Control flow that never leaves its module is not drawn: ``NotBatchable``
+(``pipeline.processing.batching``, raised and caught there when a batch must fall back to
+documents one by one). ``tests/unit/errors/test_tree_drawing.py`` fails when a class is in
+neither.
 """
 
 from __future__ import annotations

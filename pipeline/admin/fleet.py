@@ -16,7 +16,8 @@ from pydantic import BaseModel
 
 from pipeline.mcp import load_mcp_settings, origin_of
 from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
-from pipeline.resilience.storage import BreakerRedis, RedisUnavailable, redacted
+from pipeline.resilience.storage import BreakerRedis, RedisUnavailable
+from pipeline.support.secrets import mask_address
 
 #: pybreaker keeps an origin's state at ``<namespace>:<origin>:pybreaker:state``.
 _STATE_SUFFIX = ":pybreaker:state"
@@ -72,7 +73,7 @@ def read_breakers(settings: ResilienceSettings, origins: Sequence[str] = ()) -> 
             known |= _origins_in_redis(client, settings.breaker_namespace)
         except RedisUnavailable as exc:
             raise RedisUnreachable(
-                f"Redis at {redacted(settings.redis_url)} did not answer: {exc}"
+                f"Redis at {mask_address(settings.redis_url)} did not answer: {exc}"
             ) from exc
     try:
         return [_state_of(origin, settings, client) for origin in sorted(known)]

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
@@ -118,7 +118,45 @@ class BearerToken:
             raise HTTPException(401, "a valid bearer token is required")
 
 
+#: The body of ``POST /v1/jobs`` as the schema shows it: the handler reads the body itself (JSON
+#: sources, or one document streamed from a multipart form), so FastAPI cannot derive it.
+_SUBMIT_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": SubmitRequest.model_json_schema()},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary"},
+                    "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
+                    "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                },
+            }
+        },
+    },
+}
+
+
 def create_app(ctx: ApiContext) -> FastAPI:
+    """The API: ``/v1`` behind the bearer token, and the operations' routes without it."""
+    app = FastAPI(
+        title="doclane",
+        summary="Document conversion jobs, their results, and the fleet's state.",
+        version="1",
+        lifespan=_workers_refreshed(ctx),
+        responses={500: _ERRORS[500]},
+    )
+    install_handlers(app)
+    app.include_router(_v1(ctx))
+    app.include_router(_operations(ctx))
+    return app
+
+
+def _workers_refreshed(ctx: ApiContext) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: the live workers are asked in the background while it serves."""
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         ctx.workers.start()
@@ -127,17 +165,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         finally:
             ctx.workers.stop()
 
-    app = FastAPI(
-        title="doclane",
-        summary="Document conversion jobs, their results, and the fleet's state.",
-        version="1",
-        lifespan=lifespan,
-        responses={500: _ERRORS[500]},
-    )
-    install_handlers(app)
-    app.include_router(_v1(ctx))
-    _operations(app, ctx)
-    return app
+    return lifespan
 
 
 def _stats(ctx: ApiContext) -> Stats:
@@ -147,40 +175,26 @@ def _stats(ctx: ApiContext) -> Stats:
 
 
 def _v1(ctx: ApiContext) -> APIRouter:
-    """The token-protected API."""
+    """The token-protected API: submitting, the jobs, the fleet's figures."""
     authorized = BearerToken(
         ctx.settings.api_token.get_secret_value() if ctx.settings.api_token else ""
     )
-
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=_ERRORS)
+    v1.include_router(_submission(ctx))
+    v1.include_router(_jobs(ctx))
+    v1.include_router(_figures(ctx))
+    return v1
 
-    @v1.post(
+
+def _submission(ctx: ApiContext) -> APIRouter:
+    """``POST /jobs``: sources to fetch (JSON), or one document uploaded (multipart)."""
+    router = APIRouter()
+
+    @router.post(
         "/jobs",
         status_code=202,
         response_model=SubmitResponse,
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {"schema": SubmitRequest.model_json_schema()},
-                    "multipart/form-data": {
-                        "schema": {
-                            "type": "object",
-                            "required": ["file"],
-                            "properties": {
-                                "file": {"type": "string", "format": "binary"},
-                                "to": {
-                                    "type": "string",
-                                    "default": "md",
-                                    "pattern": FORMATS_PATTERN,
-                                },
-                                "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
-                            },
-                        }
-                    },
-                },
-            }
-        },
+        openapi_extra={"requestBody": _SUBMIT_BODY},
     )
     async def submit(request: Request) -> Response:
         """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
@@ -193,7 +207,14 @@ def _v1(ctx: ApiContext) -> APIRouter:
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
         return JSONResponse(answer.model_dump(mode="json"), status_code=202)
 
-    @v1.get("/jobs", response_model=JobList)
+    return router
+
+
+def _jobs(ctx: ApiContext) -> APIRouter:
+    """The jobs once submitted: listed, read, their results, cancelled, retried."""
+    router = APIRouter()
+
+    @router.get("/jobs", response_model=JobList)
     def jobs(
         state: JobState | None = None,
         error_code: Annotated[str | None, Query(pattern=r"^E\d{3}$")] = None,
@@ -213,12 +234,12 @@ def _v1(ctx: ApiContext) -> APIRouter:
         )
         return JobList(jobs=list_jobs(ctx.store, filters))
 
-    @v1.get("/jobs/{job_id}", response_model=JobDetail)
+    @router.get("/jobs/{job_id}", response_model=JobDetail)
     def job(job_id: UUID) -> JobDetail:
         """A job: state, stage, attempts, its error explained, results and history."""
         return job_detail(ctx.store, job_id)
 
-    @v1.get(
+    @router.get(
         "/jobs/{job_id}/result/{fmt}",
         response_class=StreamingResponse,
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
@@ -227,25 +248,32 @@ def _v1(ctx: ApiContext) -> APIRouter:
         """One result of a succeeded job, streamed from the database as stored."""
         return stream_result(ctx.store, job_id, fmt)
 
-    @v1.post("/jobs/{job_id}/cancel", response_model=JobOut)
+    @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
     def cancel(job_id: UUID) -> JobOut:
         """Cancel a queued, retrying or running job."""
         return JobOut(job=cancel_job(ctx.store, job_id))
 
-    @v1.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
+    @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
     def retry(job_id: UUID) -> RetryOutcome:
         """A waiting job now; a failed or cancelled one as a new job."""
         return retry_job(ctx.store, ctx.publisher, job_id)
 
-    @v1.get("/stats", response_model=Stats)
+    return router
+
+
+def _figures(ctx: ApiContext) -> APIRouter:
+    """``GET /stats``: the fleet's figures, as ``doclane stats --json`` prints them."""
+    router = APIRouter()
+
+    @router.get("/stats", response_model=Stats)
     def stats_endpoint() -> Stats:
         """What ``doclane stats --json`` prints."""
         return _stats(ctx)
 
-    return v1
+    return router
 
 
-def _operations(app: FastAPI, ctx: ApiContext) -> None:
+def _operations(ctx: ApiContext) -> APIRouter:
     """What needs no token: health, readiness, metrics, the status page."""
     registry = metrics_registry(
         FleetCollector(
@@ -257,13 +285,14 @@ def _operations(app: FastAPI, ctx: ApiContext) -> None:
         )
     )
     scrape_lock = threading.Lock()
+    router = APIRouter()
 
-    @app.get("/healthz", response_model=Health)
+    @router.get("/healthz", response_model=Health)
     def healthz() -> Health:
         """The process is alive."""
         return Health(ok=True)
 
-    @app.get("/readyz", response_model=Health, responses={503: {"model": Health}})
+    @router.get("/readyz", response_model=Health, responses={503: {"model": Health}})
     def readyz() -> Response:
         """The database and the broker answer."""
         parts: dict[str, str] = {}
@@ -281,14 +310,18 @@ def _operations(app: FastAPI, ctx: ApiContext) -> None:
         ok = all(v == "ok" for v in parts.values())
         return JSONResponse(Health(ok=ok, parts=parts).model_dump(), status_code=200 if ok else 503)
 
-    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    @router.get(
+        "/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}}
+    )
     def metrics() -> Response:
         """Prometheus exposition: the whole fleet's figures, read at scrape time."""
         with scrape_lock:  # one scrape at a time: each reads the same few index ranges
             body = render(registry)
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=True)
+    @router.get("/", response_class=HTMLResponse, include_in_schema=True)
     def page() -> HTMLResponse:
         """The status page (aggregates only, no token)."""
         return HTMLResponse(render_page(_stats(ctx), refresh_s=ctx.settings.api_page_refresh_s))
+
+    return router

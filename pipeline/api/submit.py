@@ -20,13 +20,13 @@ from starlette.exceptions import HTTPException
 from errors import EmptySource
 from pipeline.api.uploads import BadUpload, receive_upload
 from pipeline.jobs.submit import Submission, check_formats, enqueue
-from pipeline.queues import Publisher
+from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, Publisher
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
 
 #: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
 FORMATS_PATTERN = r"^\s*(md|json|html)\s*(,\s*(md|json|html)\s*)*$"
-PRIORITY_RANGE = {"minimum": -32768, "maximum": 32767}
+PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
 
 
 class SubmitRequest(BaseModel):
@@ -39,7 +39,7 @@ class SubmitRequest(BaseModel):
         pattern=FORMATS_PATTERN,
         description="Output formats, comma-separated: md, json, html.",
     )
-    priority: int = Field(default=0, ge=-32768, le=32767)
+    priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
 
 
 class AcceptedOut(BaseModel):
@@ -51,7 +51,7 @@ class AcceptedOut(BaseModel):
     published: bool
 
 
-class RefusedOut(BaseModel):
+class RejectedOut(BaseModel):
     source: str
     code: str
     message: str
@@ -59,7 +59,7 @@ class RefusedOut(BaseModel):
 
 class SubmitResponse(BaseModel):
     accepted: list[AcceptedOut]
-    rejected: list[RefusedOut]
+    rejected: list[RejectedOut]
     skipped: dict[str, int]
     duplicates: int
     publish_failures: dict[str, str]
@@ -102,14 +102,16 @@ async def submit_upload(
     except BadUpload as exc:
         raise HTTPException(400, str(exc)) from exc
     except EmptySource as exc:  # refused like any source: in the answer, with its code
-        refused = RefusedOut(source=str(exc.detail or "upload"), code=exc.code, message=exc.message)
+        rejected = RejectedOut(
+            source=str(exc.detail or "upload"), code=exc.code, message=exc.message
+        )
         return SubmitResponse(
-            accepted=[], rejected=[refused], skipped={}, duplicates=0, publish_failures={}
+            accepted=[], rejected=[rejected], skipped={}, duplicates=0, publish_failures={}
         )
     try:
         formats = _formats(upload.fields.get("to", "md"))
         priority = int(upload.fields.get("priority", "0") or 0)
-        if not -32768 <= priority <= 32767:
+        if not JOB_PRIORITY_MIN <= priority <= JOB_PRIORITY_MAX:
             raise ValueError(priority)
     except ValueError as exc:
         shutil.rmtree(upload.path.parent, ignore_errors=True)

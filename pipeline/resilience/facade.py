@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 
 from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
+from pipeline.support.secrets import mask_address
 
 from .breaker import OriginBreaker
 from .in_flight import InFlight
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
-from .storage import BreakerRedis, breaker_redis, redacted
+from .storage import BreakerRedis, breaker_redis
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.resilience")
@@ -117,7 +118,7 @@ def origin_breaker(
         redis_client=shared,
         namespace=settings.breaker_namespace,
         redis_retry_s=settings.breaker_redis_retry_s,
-        redis_where=f"Redis at {redacted(settings.redis_url)}",
+        redis_where=f"Redis at {mask_address(settings.redis_url)}",
     )
 
 
@@ -147,7 +148,7 @@ def build_resilient(
             namespace=res.breaker_namespace,
             ttl_s=res.in_flight_ttl_s,
             retry_s=res.breaker_redis_retry_s,
-            where=f"Redis at {redacted(res.redis_url)}",
+            where=f"Redis at {mask_address(res.redis_url)}",
         ),
     )
     return Resilient(pool, res, redis_client=shared)

@@ -11,7 +11,6 @@ from pydantic import ByteSize, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from pipeline.sources.pathmap import PathMap, PathMapping, parse_path_map
-from pipeline.support.logs import redact, secret_params_pattern, split_names
 
 UrlMode = Literal["download", "server"]
 
@@ -48,11 +47,6 @@ class SourceSettings(BaseSettings):
     #: The whole download's deadline, and each connect/read's.
     download_timeout_s: float = Field(default=120.0, gt=0)
     max_redirects: int = Field(default=5, ge=0, le=20)
-    #: Query parameters whose values are secrets, besides those whose name says so
-    #: (``X-Amz-Signature``, ``sig``, ``token`` ...): a CDN's ``Policy``, ``Key-Pair-Id``.
-    #: A URL carrying any is kept whole only for the worker that fetches it; everywhere else
-    #: (the job row's source, status, events, errors, logs) the values show as ``***``.
-    secret_query_params: Annotated[tuple[str, ...], NoDecode] = ()
 
     @field_validator("allowed_roots", mode="before")
     @classmethod
@@ -70,11 +64,6 @@ class SourceSettings(BaseSettings):
         # Sources are compared after resolving links, so the roots must be resolved too.
         return tuple(Path(os.path.realpath(root.expanduser())) for root in value)
 
-    @field_validator("secret_query_params", mode="before")
-    @classmethod
-    def _split_names(cls, value: Any) -> Any:
-        return split_names(value)
-
     @field_validator("path_map", mode="before")
     @classmethod
     def _parse_path_map(cls, value: Any) -> Any:
@@ -87,10 +76,6 @@ class SourceSettings(BaseSettings):
 
     def path_mapper(self) -> PathMap:
         return PathMap(self.path_map)
-
-    def shown(self, text: str) -> str:
-        """``text`` (a source, a URL, a message) with every secret masked, as it may be shown."""
-        return redact(text, secret_params_pattern(self.secret_query_params))
 
 
 def load_source_settings(**overrides: Any) -> SourceSettings:

@@ -19,13 +19,14 @@ import pytest
 from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore, load_store_settings
 from tests.fixtures.api_server import ApiServer, start_api_server
-from tests.fixtures.brokers import Broker, claimed_redis_broker
+from tests.fixtures.brokers import Broker
 from tests.fixtures.database import ScratchDatabases, database_url
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.isolation import breaker_namespace
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, new_cluster
+from tests.support.brokers import CANDIDATE_DBS, claim_redis_broker
 
 GOOD, GONE = 4, 3
 
@@ -62,7 +63,10 @@ def finished_run(
     store = JobStore(load_store_settings(database_url=url))
     with ExitStack() as stack:
         stack.callback(store.close)
-        broker = stack.enter_context(claimed_redis_broker())
+        broker = claim_redis_broker()
+        if broker is None:
+            pytest.fail(f"no free Redis database among {list(CANDIDATE_DBS)} for a test broker")
+        stack.callback(broker.release)
         namespace = stack.enter_context(breaker_namespace())
         workdir = folder / "cluster"
         workdir.mkdir()
