@@ -7,6 +7,111 @@
 --
 
 --
+-- Name: jobs; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.jobs (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    source_kind text NOT NULL,
+    source_uri text NOT NULL,
+    size_bytes bigint,
+    content_sha256 text,
+    profile text NOT NULL,
+    options jsonb DEFAULT '{}'::jsonb NOT NULL,
+    formats text[] NOT NULL,
+    queue text NOT NULL,
+    priority smallint DEFAULT 0 NOT NULL,
+    state text DEFAULT 'queued'::text NOT NULL,
+    stage text,
+    attempt integer DEFAULT 0 NOT NULL,
+    attempts_spent integer DEFAULT 0 NOT NULL,
+    max_attempts integer DEFAULT 3 NOT NULL,
+    lease_owner text,
+    lease_expires_at timestamp with time zone,
+    next_attempt_at timestamp with time zone,
+    error_code text,
+    error_message text,
+    error_detail jsonb,
+    server_origin text,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    started_at timestamp with time zone,
+    finished_at timestamp with time zone,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    source_fetch_uri text,
+    CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
+    CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
+    CONSTRAINT jobs_content_sha256_check CHECK ((content_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT jobs_error_code_check CHECK ((error_code ~ '^E[0-9]{3}$'::text)),
+    CONSTRAINT jobs_failed_has_error_code CHECK (((state <> 'failed'::text) OR (error_code IS NOT NULL))),
+    CONSTRAINT jobs_fetch_uri_is_a_url CHECK (((source_fetch_uri IS NULL) OR (source_kind = 'url'::text))),
+    CONSTRAINT jobs_formats_check CHECK ((cardinality(formats) > 0)),
+    CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
+    CONSTRAINT jobs_options_check CHECK ((jsonb_typeof(options) = 'object'::text)),
+    CONSTRAINT jobs_running_has_lease CHECK (((state <> 'running'::text) OR ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
+    CONSTRAINT jobs_size_bytes_check CHECK ((size_bytes >= 0)),
+    CONSTRAINT jobs_source_fetch_uri_check CHECK ((source_fetch_uri <> ''::text)),
+    CONSTRAINT jobs_source_kind_check CHECK ((source_kind = ANY (ARRAY['file'::text, 'url'::text]))),
+    CONSTRAINT jobs_source_uri_check CHECK ((source_uri <> ''::text)),
+    CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL)))
+)
+WITH (fillfactor='80');
+
+--
+-- Name: COLUMN jobs.stage; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.stage IS 'Progress of the current (or last) attempt: validating, converting, exporting, storing.';
+
+--
+-- Name: COLUMN jobs.attempt; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.attempt IS 'Claims so far: the fencing token that guards every worker write (grows by one per claim).';
+
+--
+-- Name: COLUMN jobs.attempts_spent; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.attempts_spent IS 'Claims charged against max_attempts (a retry for an open circuit breaker is refunded).';
+
+--
+-- Name: COLUMN jobs.updated_at; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.updated_at IS 'When the job last changed (state, attempt, error, schedule, source); a running attempt''s stage, server and lease renewals do not move it (migration 0010).';
+
+--
+-- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN QUERY
+    UPDATE jobs
+       SET state = 'running',
+           attempt = attempt + 1,
+           attempts_spent = attempts_spent + 1,
+           lease_owner = p_worker,
+           lease_expires_at = now() + make_interval(secs => p_lease_s),
+           stage = p_stage
+     WHERE id = ANY(p_job_ids)
+       AND (state = 'queued'
+            OR (state = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= now())))
+    RETURNING *;
+END;
+$$;
+
+--
+-- Name: FUNCTION claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
+
+--
 -- Name: finish_attempt(uuid, integer, text[], text[], jsonb, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -192,82 +297,6 @@ BEGIN
     RETURN NULL;
 END;
 $$;
-
---
--- Name: jobs; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.jobs (
-    id uuid DEFAULT gen_random_uuid() NOT NULL,
-    source_kind text NOT NULL,
-    source_uri text NOT NULL,
-    size_bytes bigint,
-    content_sha256 text,
-    profile text NOT NULL,
-    options jsonb DEFAULT '{}'::jsonb NOT NULL,
-    formats text[] NOT NULL,
-    queue text NOT NULL,
-    priority smallint DEFAULT 0 NOT NULL,
-    state text DEFAULT 'queued'::text NOT NULL,
-    stage text,
-    attempt integer DEFAULT 0 NOT NULL,
-    attempts_spent integer DEFAULT 0 NOT NULL,
-    max_attempts integer DEFAULT 3 NOT NULL,
-    lease_owner text,
-    lease_expires_at timestamp with time zone,
-    next_attempt_at timestamp with time zone,
-    error_code text,
-    error_message text,
-    error_detail jsonb,
-    server_origin text,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    started_at timestamp with time zone,
-    finished_at timestamp with time zone,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    source_fetch_uri text,
-    CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
-    CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
-    CONSTRAINT jobs_content_sha256_check CHECK ((content_sha256 ~ '^[0-9a-f]{64}$'::text)),
-    CONSTRAINT jobs_error_code_check CHECK ((error_code ~ '^E[0-9]{3}$'::text)),
-    CONSTRAINT jobs_failed_has_error_code CHECK (((state <> 'failed'::text) OR (error_code IS NOT NULL))),
-    CONSTRAINT jobs_fetch_uri_is_a_url CHECK (((source_fetch_uri IS NULL) OR (source_kind = 'url'::text))),
-    CONSTRAINT jobs_formats_check CHECK ((cardinality(formats) > 0)),
-    CONSTRAINT jobs_max_attempts_check CHECK ((max_attempts > 0)),
-    CONSTRAINT jobs_options_check CHECK ((jsonb_typeof(options) = 'object'::text)),
-    CONSTRAINT jobs_running_has_lease CHECK (((state <> 'running'::text) OR ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
-    CONSTRAINT jobs_size_bytes_check CHECK ((size_bytes >= 0)),
-    CONSTRAINT jobs_source_fetch_uri_check CHECK ((source_fetch_uri <> ''::text)),
-    CONSTRAINT jobs_source_kind_check CHECK ((source_kind = ANY (ARRAY['file'::text, 'url'::text]))),
-    CONSTRAINT jobs_source_uri_check CHECK ((source_uri <> ''::text)),
-    CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
-    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
-    CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL)))
-)
-WITH (fillfactor='80');
-
---
--- Name: COLUMN jobs.stage; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.jobs.stage IS 'Progress of the current (or last) attempt: validating, converting, exporting, storing.';
-
---
--- Name: COLUMN jobs.attempt; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.jobs.attempt IS 'Claims so far: the fencing token that guards every worker write (grows by one per claim).';
-
---
--- Name: COLUMN jobs.attempts_spent; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.jobs.attempts_spent IS 'Claims charged against max_attempts (a retry for an open circuit breaker is refunded).';
-
---
--- Name: COLUMN jobs.updated_at; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON COLUMN public.jobs.updated_at IS 'When the job last changed (state, attempt, error, schedule, source); a running attempt''s stage, server and lease renewals do not move it (migration 0010).';
 
 --
 -- Name: jobs_state_event_detail(public.jobs, text); Type: FUNCTION; Schema: public; Owner: -
