@@ -44,8 +44,11 @@ def fake_command(**knobs: Any) -> str:
 
 @pytest.fixture(autouse=True)
 def from_the_repository(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fake is ``python -m tests.fakes.server``: run it from the repository root."""
-    monkeypatch.chdir(REPO_ROOT)
+    """The fake is ``python -m tests.fakes.server``: the child finds it through PYTHONPATH,
+    while the test stays in its own folder (no developer's ``.env`` there)."""
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    )
 
 
 @pytest.fixture
