@@ -58,6 +58,7 @@ _CODE_FAMILIES = (
     ("E2", "JSON-RPC protocol: the server said no (the wire code is kept)"),
     ("E3", "MCP runtime: the conversation with the server failed"),
     ("E4", "the job store"),
+    ("E5", "requests to doclane: the HTTP API and the admin commands"),
 )
 
 

@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+from errors import JobNotFound
 from pipeline.admin.fleet import (
     BreakerState,
     Fleet,
@@ -27,7 +28,6 @@ from pipeline.admin.fleet import (
 from pipeline.admin.jobs import (
     ErrorInfo,
     JobDetail,
-    JobNotFound,
     RetryOutcome,
     WrongState,
     cancel_job,

@@ -169,9 +169,11 @@ def api(
     if port is not None:
         overrides["api_port"] = port
     settings = load_api_settings(**overrides)
-    if settings.api_token is None or not settings.api_token.get_secret_value():
+    if not settings.tokens():
         usage_error(
-            "DOCLANE_API_TOKEN is not set: set it to the bearer token clients must send", False
+            "DOCLANE_API_TOKEN is not set, nor DOCLANE_API_TOKENS: set the tokens clients must "
+            "send (DOCLANE_API_TOKENS=name:role:token,...)",
+            False,
         )
     admin = load_admin_settings()
     with (
