@@ -63,14 +63,14 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
-    ├── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
-    └── WorkersNotAskedYet     pipeline.api         the workers have not answered an inspect yet
+    └── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception
     ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
     │                                               pybreaker would swallow)
-    ├── RedisUnreachable       pipeline.admin       so the breakers cannot be shown (not guessed)
+    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
+    │                                               cannot be shown (not guessed)
     └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
 
 Control flow that never leaves its module is not drawn: ``NotBatchable``

@@ -10,8 +10,6 @@ is async because it streams the request body into the inbox as it arrives.
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
@@ -51,7 +49,6 @@ from pipeline.api.submit import (
     submit_json,
     submit_upload,
 )
-from pipeline.api.workers_cache import WorkersCache
 from pipeline.jobs import Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
@@ -69,7 +66,6 @@ class ApiContext:
     store: AdminStore
     publisher: Publisher
     fleet: Fleet | None
-    workers: WorkersCache
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -130,7 +126,6 @@ def create_app(ctx: ApiContext) -> FastAPI:
         title="doclane",
         summary="Document conversion jobs, their results, and the fleet's state.",
         version="1",
-        lifespan=_workers_refreshed(ctx),
         responses={500: _ERRORS[500]},
     )
     install_handlers(app)
@@ -139,24 +134,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
     return app
 
 
-def _workers_refreshed(ctx: ApiContext) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: the live workers are asked in the background while it serves."""
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        ctx.workers.start()
-        try:
-            yield
-        finally:
-            ctx.workers.stop()
-
-    return lifespan
-
-
 def _stats(ctx: ApiContext) -> Stats:
-    return collect_stats(
-        ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience, workers=ctx.workers.get
-    )
+    return collect_stats(ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
 
 def _v1(ctx: ApiContext) -> APIRouter:
@@ -273,7 +252,6 @@ def _operations(ctx: ApiContext) -> APIRouter:
             ctx.store,
             ctx.fleet,
             ctx.resilience,
-            workers=ctx.workers.get if ctx.fleet is not None else None,
             deadline_s=ctx.admin.stats_deadline_s,
         )
     )

@@ -61,9 +61,6 @@ class ApiSettings(BaseSettings):
     #: the token), or a JSON list of ``{"name", "role", "token"}``. ``doclane api`` refuses to
     #: start with neither this nor DOCLANE_API_TOKEN.
     api_tokens: Annotated[tuple[ApiToken, ...], NoDecode] = ()
-    #: How often the API asks the broker which workers are alive (inspect waits its whole
-    #: timeout, too long for a request); /v1/stats and the page show the latest answer.
-    api_workers_refresh_s: float = Field(default=10.0, gt=0)
     #: Seconds between refreshes of the status page.
     api_page_refresh_s: int = Field(default=5, ge=1)
 

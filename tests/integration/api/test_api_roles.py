@@ -42,7 +42,6 @@ def api(
         "DOCLANE_DATABASE_URL": migrated_database_url,
         "DOCLANE_BROKER_URL": redis_broker.url,
         "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
-        "DOCLANE_INSPECT_TIMEOUT_S": "0.3",
     }
     listed = ",".join(f"{role}-client:{role}:{token}" for role, token in tokens.items())
     return make_api_server(env, DOCLANE_API_TOKENS=listed)
