@@ -20,7 +20,6 @@ from pydantic import BaseModel
 
 from errors import JobNotFound, entry
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
-from pipeline.jobs.submit import enqueue
 from pipeline.queues import JobMessage, Publisher
 from pipeline.store import AdminStore, JobFilter, JobStore
 from pipeline.support.secrets import process_masker
@@ -161,6 +160,10 @@ class _Group:
 
 def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[RetryOutcome]:
     """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
+    # Here, not at the top: listing and reading jobs (doclane jobs, stats, the API's GETs) need
+    # none of submission's source checks and HTTP client.
+    from pipeline.jobs.submit import enqueue
+
     masker = process_masker()
     groups: dict[tuple[Any, ...], _Group] = {}
     for job in jobs:
