@@ -261,6 +261,19 @@ class DatabaseUnavailable(StoreError):
     code = "E401"
 
 
+# ---- E5xx: requests to doclane itself (the HTTP API, the admin commands) ---------------------
+class RequestError(PipelineError):
+    """A request to doclane names what does not exist or asks what its caller may not do."""
+
+
+class JobNotFound(RequestError):
+    code = "E501"
+
+
+class RoleForbidden(RequestError):
+    code = "E502"
+
+
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:
     found: dict[str, type[PipelineError]] = {}
     for sub in root.__subclasses__():
