@@ -2,18 +2,20 @@
 
 Every error doclane raises on purpose about a document, a call or a request to doclane is a
 :class:`PipelineError` with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP
-runtime, E4xx store, E5xx requests to doclane) and the catalog's
+runtime, E4xx store) and the catalog's
 ``message``/``user_message``/``action``/``retryable``. The tree::
 
     PipelineError
-    ├── InputError             E1xx  checked locally, before any server call
+    ├── InputError             E1xx  a document or a request, checked before any server call
     │   ├── SourceNotFound        E101
     │   ├── UnsupportedFormat     E102
     │   ├── SourceTooLarge        E103
     │   ├── UrlRefused            E104
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
-    │   └── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── JobNotFound           E108  no job has this id (API 404)
+    │   └── RoleForbidden         E109  the API token's role does not allow it (API 403)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -40,11 +42,8 @@ runtime, E4xx store, E5xx requests to doclane) and the catalog's
     │       ├── CallCancelled           the caller withdrew the call (never recorded)
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
     │                                   job (cancelled, requeued): stop, write nothing
-    ├── StoreError             E4xx
-    │   └── DatabaseUnavailable   E401                                         retryable
-    └── RequestError           E5xx  a request to doclane's API or admin commands
-        ├── JobNotFound           E501  no job has this id (API 404)
-        └── RoleForbidden         E502  the API token's role does not allow it (API 403)
+    └── StoreError             E4xx
+        └── DatabaseUnavailable   E401                                         retryable
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -109,7 +108,6 @@ from errors._tree import (
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
-    RequestError,
     RoleForbidden,
     ServerUnavailable,
     SessionExpired,
@@ -155,7 +153,6 @@ __all__ = [
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
-    "RequestError",
     "RoleForbidden",
     "ServerUnavailable",
     "SessionExpired",

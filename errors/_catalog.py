@@ -235,14 +235,14 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
-        "E501",
+        "E108",
         "job not found",
         "No job has this id.",
         "Check the id (doclane jobs, or GET /v1/jobs, lists them).",
         retryable=False,
     ),
     CatalogEntry(
-        "E502",
+        "E109",
         "not allowed for this token's role",
         "The API token is valid but its role does not allow this request.",
         "Use a token whose role allows it (DOCLANE_API_TOKENS: read, submit, admin).",

@@ -131,6 +131,18 @@ class SourceUnavailable(InputError):
     code = "E107"
 
 
+class JobNotFound(InputError):
+    """A request names a job that does not exist (the API answers 404)."""
+
+    code = "E108"
+
+
+class RoleForbidden(InputError):
+    """A request its API token's role does not allow (the API answers 403)."""
+
+    code = "E109"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""
@@ -259,19 +271,6 @@ class StoreError(PipelineError):
 
 class DatabaseUnavailable(StoreError):
     code = "E401"
-
-
-# ---- E5xx: requests to doclane itself (the HTTP API, the admin commands) ---------------------
-class RequestError(PipelineError):
-    """A request to doclane names what does not exist or asks what its caller may not do."""
-
-
-class JobNotFound(RequestError):
-    code = "E501"
-
-
-class RoleForbidden(RequestError):
-    code = "E502"
 
 
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:

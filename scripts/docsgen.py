@@ -54,11 +54,10 @@ GENERATED_NOTE = (
 )
 
 _CODE_FAMILIES = (
-    ("E1", "input: checked locally, before any server call"),
+    ("E1", "input: a document or a request to doclane, checked before any server call"),
     ("E2", "JSON-RPC protocol: the server said no (the wire code is kept)"),
     ("E3", "MCP runtime: the conversation with the server failed"),
     ("E4", "the job store"),
-    ("E5", "requests to doclane: the HTTP API and the admin commands"),
 )
 
 

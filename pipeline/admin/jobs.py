@@ -29,7 +29,7 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def no_job(job_id: UUID) -> JobNotFound:
-    """E501 about ``job_id``."""
+    """E108 about ``job_id``."""
     return JobNotFound(f"no job {job_id}", detail={"job_id": str(job_id)})
 
 

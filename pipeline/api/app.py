@@ -73,8 +73,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for code, why in {
         400: "malformed request",
         401: "no or wrong bearer token",
-        403: "the token's role does not allow this request (E502)",
-        404: "no such job (E501), or no such result",
+        403: "the token's role does not allow this request (E109)",
+        404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",

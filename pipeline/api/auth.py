@@ -3,7 +3,7 @@
 Every configured token is compared with the one presented, all of them every time, as SHA-256
 digests with :func:`hmac.compare_digest`: the time taken says neither which token nor how much
 of one matched, nor how long the tokens are. No token, or an unknown one: 401 ``unauthorized``.
-A known token whose role falls short: 403 with E502, naming the token by its name.
+A known token whose role falls short: 403 with E109, naming the token by its name.
 
 ::
 

@@ -1,6 +1,6 @@
 """One JSON shape for every error the API answers: ``{"error": {"code": ..., ...}}``.
 
-A catalog error keeps its code (E103, E401, E501 no such job, E502 not for this token's role,
+A catalog error keeps its code (E103, E401, E108 no such job, E109 not for this token's role,
 ...) and the catalog's texts; what the catalog does not cover (no token, a malformed request)
 gets a short word for a code, so clients switch on ``error.code`` whatever went wrong. Nothing
 leaves as a bare 500 page.
@@ -64,11 +64,11 @@ def error_response(
 
 
 #: Catalog codes whose HTTP status is not their family's.
-_STATUS_OF_CODE = {"E103": 413, "E501": 404, "E502": 403}
+_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403}
 
 
 def catalog_status(exc: PipelineError) -> int:
-    """E103 413, E501 404, E502 403; other input errors 422; the database or a server down
+    """E103 413, E108 404, E109 403; other input errors 422; the database or a server down
     503; the rest 502."""
     if exc.code in _STATUS_OF_CODE:
         return _STATUS_OF_CODE[exc.code]

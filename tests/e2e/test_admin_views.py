@@ -183,7 +183,7 @@ def test_an_upload_converts_and_its_result_comes_back(
     assert body["accepted"][0]["deduplicated"] is True  # the same content already succeeded
 
     unknown = api.get("/v1/jobs/6f1d2c1e-0000-4000-8000-000000000000")
-    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "E501"
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "E108"
     assert api.get("/v1/jobs/not-a-uuid").status_code == 422
     finished = api.post(f"/v1/jobs/{job_id}/cancel")
     assert finished.status_code == 409 and finished.json()["error"]["code"] == "wrong_state"

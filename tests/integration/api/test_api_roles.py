@@ -2,7 +2,7 @@
 
 read may GET (jobs, a job, results, stats); submit may also POST /v1/jobs; admin may also cancel
 and retry. The single DOCLANE_API_TOKEN of earlier releases is an admin token. A known token
-whose role falls short is 403 with E502; no token or an unknown one is 401. No token's secret is
+whose role falls short is 403 with E109; no token or an unknown one is 401. No token's secret is
 ever shown: not in an answer, not in the log.
 """
 
@@ -90,7 +90,7 @@ def test_each_role_against_each_endpoint_class(
                     continue
                 assert answer.status_code == 403, (where, answer.text)
                 error = answer.json()["error"]
-                assert error["code"] == "E502", where
+                assert error["code"] == "E109", where
                 assert error["detail"] == {
                     "token": f"{role}-client", "role": role, "needs": NEEDS[endpoint_class],
                 }  # fmt: skip

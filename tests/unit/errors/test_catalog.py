@@ -32,7 +32,6 @@ def test_families_follow_the_code_ranges() -> None:
         "2": errors.ProtocolError,
         "3": errors.McpRuntimeError,
         "4": errors.StoreError,
-        "5": errors.RequestError,
     }
     for code, cls in ERROR_CLASSES.items():
         assert issubclass(cls, family[code[1]]), code
