@@ -221,7 +221,7 @@ _install_pinned() {
   ensure_python
   local logfile
   logfile="$DOCLANE_TOOLS_DIR/$(basename "$venv" -venv)-install.log"
-  log "installing $what into $venv (once; 2-5 minutes, 2-3 GB; log: $logfile)"
+  log "installing $what into $venv (once; up to a few minutes; log: $logfile)"
   [[ -x "$venv/bin/pip" ]] || logged "$logfile" "$DOCLANE_PYTHON" -m venv "$venv"
   logged "$logfile" "$venv/bin/pip" install "$@"
   "$check" || die "$what did not install into $venv (log: $logfile)"
@@ -242,6 +242,35 @@ ensure_docling_mcp() {
     return # the operator brought their own server
   fi
   with_lock docling-mcp _install_docling_mcp
+}
+
+# ---- docling-rs-mcp: docling.rs's MCP server, the default one ----------------------------
+
+# A Rust engine in a wheel (no torch): its own venv all the same, so its mcp and docling-core
+# pins never meet the project's. Without layout models it reads PDFs from their text layer
+# (the server says so at start); its models are fetched only where there is internet
+# (docker/docling-rs-mcp.Dockerfile), never by these scripts.
+DOCLING_RS_MCP_VERSION=2.52.7
+DOCLING_RS_MCP_RECIPE=("docling-rs-mcp==$DOCLING_RS_MCP_VERSION")
+DOCLING_RS_VENV="$DOCLANE_TOOLS_DIR/docling-rs-mcp-venv"
+DOCLING_RS_MCP_BIN="${DOCLANE_DOCLING_RS_MCP_BIN:-$DOCLING_RS_VENV/bin/docling-rs-mcp}"
+
+_docling_rs_version_ok() {
+  [[ -x "$DOCLING_RS_MCP_BIN" ]] && "$DOCLING_RS_VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; sys.exit(m.version('docling-rs-mcp') != '$DOCLING_RS_MCP_VERSION')" 2>/dev/null
+}
+
+_install_docling_rs_mcp() {
+  _install_pinned "$DOCLING_RS_VENV" "$DOCLING_RS_MCP_BIN" _docling_rs_version_ok \
+    "docling-rs-mcp $DOCLING_RS_MCP_VERSION" "${DOCLING_RS_MCP_RECIPE[@]}"
+}
+
+ensure_docling_rs_mcp() {
+  if [[ -n "${DOCLANE_DOCLING_RS_MCP_BIN:-}" ]]; then
+    [[ -x "$DOCLANE_DOCLING_RS_MCP_BIN" ]] || die "DOCLANE_DOCLING_RS_MCP_BIN=$DOCLANE_DOCLING_RS_MCP_BIN is not executable"
+    return # the operator brought their own server
+  fi
+  with_lock docling-rs-mcp _install_docling_rs_mcp
 }
 
 # ---- docling-serve, for the topology bench only (bench/topologies.py asks for it) ----------
