@@ -12,7 +12,8 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── UrlRefused            E104
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
-    │   └── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   └── InvalidOption         E108  a conversion option (page range, password variable)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -35,6 +36,7 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
     │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
+    │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
     │       └── CallCancelled           the caller withdrew the call (never recorded)
     └── StoreError             E4xx
@@ -62,6 +64,7 @@ from errors._tree import (
     ExportFailed,
     InputError,
     InternalError,
+    InvalidOption,
     InvalidParams,
     InvalidRequest,
     McpRuntimeError,
@@ -74,6 +77,7 @@ from errors._tree import (
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
+    ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -105,6 +109,7 @@ __all__ = [
     "ExportFailed",
     "InputError",
     "InternalError",
+    "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
     "McpRuntimeError",
@@ -117,6 +122,7 @@ __all__ = [
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
+    "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

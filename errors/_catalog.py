@@ -75,6 +75,14 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
+        "E108",
+        "invalid conversion option",
+        "A conversion option of the job is not valid.",
+        "Fix the option (a page range such as 1-5 or 3; a password's environment variable "
+        "name, set on the workers).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",
@@ -219,6 +227,15 @@ _ENTRIES = (
         "The authorization server that issues tokens could not be reached or failed.",
         "Retried automatically; check the authorization server the MCP server names.",
         retryable=True,
+    ),
+    CatalogEntry(
+        "E315",
+        "document outside the server's reach",
+        "The conversion server cannot read the document doclane gave it: it is outside the "
+        "server's roots, or not at that path on the server.",
+        "Start the server with a root holding the document's folder (docling-rs-mcp --root DIR), "
+        "or share the folder with the server and set DOCLANE_PATH_MAP.",
+        retryable=False,
     ),
     CatalogEntry(
         "E399",

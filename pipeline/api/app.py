@@ -44,6 +44,7 @@ from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     FORMATS_PATTERN,
+    OPTION_FIELDS,
     PRIORITY_RANGE,
     SubmitRequest,
     SubmitResponse,
@@ -175,6 +176,7 @@ def _v1(ctx: ApiContext) -> APIRouter:
                                     "pattern": FORMATS_PATTERN,
                                 },
                                 "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                                **OPTION_FIELDS,
                             },
                         }
                     },

@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-ProfileChoice = Literal["auto", "docling-mcp", "per-format"]
+ProfileChoice = Literal["auto", "docling-rs", "docling-mcp", "per-format"]
 
 
 class ProfileSettings(BaseSettings):
@@ -31,6 +31,11 @@ class ProfileSettings(BaseSettings):
     )
     #: The MCP client's reply bound, applied to the Docling JSON read back from that folder:
     #: a file the server saved is as much a reply as the bytes it sends.
+    #: docling-rs-mcp's Markdown tables: padded as docling pads them (false, so the Markdown
+    #: equals docling's) or compact (true: smaller, the same cells).
+    compact_tables: bool = Field(
+        False, validation_alias=AliasChoices("DOCLANE_COMPACT_TABLES", "compact_tables")
+    )
     max_saved_bytes: int = Field(
         128 * 1024 * 1024,
         ge=1024,
