@@ -14,10 +14,11 @@ import signal
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from errors import PipelineError, ServerUnavailable
+from errors import CallTimeout, PipelineError, ReplyTooLarge, ServerUnavailable
 from pipeline.mcp import McpClient, McpSettings, StdioTransport
 from pipeline.profiles import (
     KNOWN_FORMATS,
@@ -39,21 +40,20 @@ pytestmark = pytest.mark.docling
 ALL_FORMATS = tuple(sorted(KNOWN_FORMATS))
 
 
+def _make_client(transport: str, root: Path, server: DoclingRsServer, **settings: Any) -> McpClient:
+    """A stdio child of this process, or the HTTP server with its bearer token."""
+    settings.setdefault("request_timeout_s", 120)
+    if transport == "stdio":
+        return McpClient(settings=McpSettings(command=docling_rs_stdio_command([root]), **settings))
+    http = McpSettings(auth="bearer", token=server.token, **settings)
+    return McpClient(server.url, settings=http)
+
+
 @pytest.fixture(scope="module", params=["stdio", "http"])
 def client(
     request: pytest.FixtureRequest, docling_rs_root: Path, docling_rs_server: DoclingRsServer
 ) -> Iterator[McpClient]:
-    """One client a transport: a stdio child of this process, or the HTTP server (with its
-    bearer token)."""
-    if request.param == "stdio":
-        settings = McpSettings(
-            command=docling_rs_stdio_command([docling_rs_root]), request_timeout_s=120
-        )
-        made = McpClient(settings=settings)
-    else:
-        settings = McpSettings(auth="bearer", token=docling_rs_server.token, request_timeout_s=120)  # type: ignore[call-arg]
-        made = McpClient(docling_rs_server.url, settings=settings)
-    with made:
+    with _make_client(request.param, docling_rs_root, docling_rs_server) as made:
         made.initialize()
         yield made
 
@@ -190,6 +190,24 @@ def test_the_markdown_equals_docling_mcps(
     assert _convert(client, _request(example(name), ("md",)))["md"] == docling_markdown[name]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_deadlines_and_reply_caps_hold_as_for_docling_mcp(
+    transport: str, docling_rs_root: Path, docling_rs_server: DoclingRsServer
+) -> None:
+    big = _big_html(docling_rs_root)
+    with _make_client(
+        transport, docling_rs_root, docling_rs_server, timeout_small_s=0.3,
+        timeout_medium_s=0.3, timeout_large_s=0.3, max_reply_bytes=4096,
+    ) as capped:  # fmt: skip
+        capped.initialize()
+        with pytest.raises(CallTimeout):
+            _convert(capped, _request(big, ("md",)))
+        with pytest.raises(ReplyTooLarge):  # its Docling JSON is 20 KB and more
+            _convert(capped, _request(example("quarterly-report.docx"), ("json",)))
+        small = _convert(capped, _request(example("cities.csv"), ("md",)))  # still usable
+        assert "| Lisbon" in small["md"]
+
+
 @pytest.fixture(scope="module")
 def stdio_client(docling_rs_root: Path) -> Iterator[McpClient]:
     settings = McpSettings(
@@ -209,9 +227,7 @@ def test_a_child_killed_mid_conversion_is_replaced_on_the_next_call(
     client.ping()
     first = transport.child_pid
     assert first is not None
-    big = docling_rs_root / "big.html"
-    rows = "".join(f"<tr><td>r{i}</td><td>{i * 7}</td><td>row {i}</td></tr>" for i in range(60000))
-    big.write_text(f"<html><body><h1>Big</h1><table>{rows}</table></body></html>")
+    big = _big_html(docling_rs_root)
     before = _cpu_ticks(first)
 
     def kill_once_converting() -> None:
@@ -230,6 +246,17 @@ def test_a_child_killed_mid_conversion_is_replaced_on_the_next_call(
     assert "# Team Handbook" in outputs["md"]
     second = transport.child_pid
     assert second is not None and second != first
+
+
+def _big_html(root: Path) -> Path:
+    """A document that takes docling-rs-mcp seconds, not milliseconds (a 60,000-row table)."""
+    big = root / "big.html"
+    if not big.exists():
+        rows = "".join(
+            f"<tr><td>r{i}</td><td>{i * 7}</td><td>row {i}</td></tr>" for i in range(60000)
+        )
+        big.write_text(f"<html><body><h1>Big</h1><table>{rows}</table></body></html>")
+    return big
 
 
 def _cpu_ticks(pid: int) -> int:
