@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.jobs import JobState
+from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
 from tests.fixtures.docling_server import DoclingServer
@@ -72,6 +73,7 @@ def test_two_pages_of_a_pdf_as_markdown_and_chunks_through_stdio_children(
 
 def test_every_format_of_every_sample_and_each_failure_over_http(
     make_cluster: Callable[..., Cluster],
+    make_api_server: Callable[..., ApiServer],
     redis_broker: Broker,
     docling_rs_server: DoclingRsServer,
     tmp_path: Path,
@@ -103,6 +105,14 @@ def test_every_format_of_every_sample_and_each_failure_over_http(
         assert json.loads(cluster.store.get_result(job.id, "chunks") or "{}")["hierarchical"]
         assert (cluster.store.get_result(job.id, "text") or "").strip()
         assert {r.engine for r in cluster.store.list_results(job.id)} == {ENGINE}
+
+    api = make_api_server(cluster.env)  # the API serves the new formats, with their types
+    pdf_job = jobs[PDF_SAMPLE].id
+    for fmt, media in (("text", "text/plain"), ("chunks", "application/json")):
+        served = api.get(f"/v1/jobs/{pdf_job}/result/{fmt}")
+        assert served.status_code == 200 and served.headers["content-type"].startswith(media)
+    results = api.get(f"/v1/jobs/{pdf_job}").json()["results"]
+    assert {r["engine"] for r in results} == {ENGINE}
 
     broken = jobs[corrupt.name]
     assert (broken.state, broken.error_code, broken.attempts_spent) == (JobState.FAILED, "E306", 1)
