@@ -9,22 +9,20 @@ threads: the baselines ``doclane worker -c 2`` over the same server is compared 
 
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 import threading
 import time
 from pathlib import Path
 
-import batch_throughput as bt
-
+from bench import harness
+from bench.harness.conversions import Run
 from errors import PipelineError
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.profiles import ConversionRequest, DoclingRsProfile
+from tests.support.tools import DOCLING_RS_MCP_BIN
 
-RS_BIN = os.environ.get(
-    "DOCLANE_DOCLING_RS_MCP_BIN", str(bt.TOOLS / "docling-rs-mcp-venv" / "bin" / "docling-rs-mcp")
-)
+RS_BIN = DOCLING_RS_MCP_BIN
 
 
 class RsServer:
@@ -47,7 +45,7 @@ class RsServer:
 
     def start(self) -> None:
         self.cache_dir.mkdir(parents=True, exist_ok=True)
-        port = bt.free_port()
+        port = harness.free_port()
         with open(self.work / "server.log", "ab") as logfile:
             self.proc = subprocess.Popen(
                 [*self.command(), "--http", "--port", str(port)],
@@ -57,7 +55,7 @@ class RsServer:
                 start_new_session=True,
             )
         deadline = time.monotonic() + 60
-        while not bt.port_open(port):
+        while not harness.port_open(port):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise SystemExit(f"docling-rs-mcp did not listen (log: {self.work / 'server.log'})")
             time.sleep(0.1)
@@ -66,12 +64,12 @@ class RsServer:
     def stop(self) -> None:
         if self.proc is not None:
             proc, self.proc = self.proc, None
-            bt.stop_group(proc, 20)
+            harness.stop_group(proc, 20)
 
 
-def direct(mode: str, files: list[Path], server: RsServer, clients: int = 1) -> bt.Run:
+def direct(mode: str, files: list[Path], server: RsServer, clients: int = 1) -> Run:
     """``clients`` direct callers, each with its own client and its share of the files."""
-    run = bt.Run(mode, 0.0, len(files))
+    run = Run(mode, 0.0, len(files))
     profile = DoclingRsProfile()
     opened = [
         McpClient(server.url, settings=McpSettings(request_timeout_s=300)) for _ in range(clients)

@@ -1,11 +1,12 @@
 """doclane's errors: one catalog, one class tree, one classification function.
 
-Every error doclane raises on purpose is a :class:`PipelineError` with a catalog ``code``
-(E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and the catalog's
+Every error doclane raises on purpose about a document, a call or a request to doclane is a
+:class:`PipelineError` with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP
+runtime, E4xx store) and the catalog's
 ``message``/``user_message``/``action``/``retryable``. The tree::
 
     PipelineError
-    ├── InputError             E1xx  checked locally, before any server call
+    ├── InputError             E1xx  a document or a request, checked before any server call
     │   ├── SourceNotFound        E101
     │   ├── UnsupportedFormat     E102
     │   ├── SourceTooLarge        E103
@@ -13,7 +14,9 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
     │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
-    │   └── InvalidOption         E108  a conversion option (page range, password variable)
+    │   ├── JobNotFound           E108  no job has this id (API 404)
+    │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
+    │   └── InvalidOption         E110  a conversion option (page range, password variable)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -38,13 +41,43 @@ Every error doclane raises on purpose is a :class:`PipelineError` with a catalog
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
     │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
-    │       └── CallCancelled           the caller withdrew the call (never recorded)
+    │       ├── CallCancelled           the caller withdrew the call (never recorded)
+    │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
+    │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
         └── DatabaseUnavailable   E401                                         retryable
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
 where they are caught, with ``raise ... from exc``; this package imports nothing but the stdlib.
+
+Beside the tree, the exceptions doclane's packages raise about something other than a
+document: an admin's request, the operator's configuration, a bug, a dependency the
+admin views read. They carry no catalog code; each extends the builtin its callers catch
+(``except ValueError`` keeps working) and lives beside the code that raises it::
+
+    ValueError
+    ├── WrongState             pipeline.admin       the job's state does not allow it (API 409)
+    ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
+    ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
+    └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
+    RuntimeError
+    ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
+    ├── MigrationError         pipeline.store       migrations on disk and in the database differ
+    └── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
+    ConnectionError
+    └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
+    Exception
+    ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
+    │                                               pybreaker would swallow)
+    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
+    │                                               cannot be shown (not guessed)
+    └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+
+Control flow that never leaves its module is not drawn: ``NotBatchable``
+(``pipeline.processing.batching``, raised and caught there when a batch must fall back to
+documents one by one). ``tests/unit/errors/test_tree_drawing.py`` fails when a class is in
+neither.
 """
 
 from __future__ import annotations
@@ -67,6 +100,7 @@ from errors._tree import (
     InvalidOption,
     InvalidParams,
     InvalidRequest,
+    JobNotFound,
     McpRuntimeError,
     MethodNotFound,
     MissingCapability,
@@ -77,6 +111,7 @@ from errors._tree import (
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
+    RoleForbidden,
     ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
@@ -112,6 +147,7 @@ __all__ = [
     "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
+    "JobNotFound",
     "McpRuntimeError",
     "MethodNotFound",
     "MissingCapability",
@@ -122,6 +158,7 @@ __all__ = [
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
+    "RoleForbidden",
     "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",

@@ -131,10 +131,22 @@ class SourceUnavailable(InputError):
     code = "E107"
 
 
+class JobNotFound(InputError):
+    """A request names a job that does not exist (the API answers 404)."""
+
+    code = "E108"
+
+
+class RoleForbidden(InputError):
+    """A request its API token's role does not allow (the API answers 403)."""
+
+    code = "E109"
+
+
 class InvalidOption(InputError):
     """A conversion option of the job (a page range, a password's variable) is not valid."""
 
-    code = "E108"
+    code = "E110"
 
 
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------

@@ -7,7 +7,7 @@ Reliability, in Celery's terms:
 - ``worker_prefetch_multiplier = 1``: a worker holds one message per process, no hoard;
 - soft/hard time limits per message, from the job's size tier (the publisher sets them);
 - on Redis, no acknowledgement emulation (``DOCLANE_REDIS_ACK_EMULATION``): kombu copies every
-  delivered message into a hash and deletes it on ack, two round trips per job (issue 15: a
+  delivered message into a hash and deletes it on ack, two round trips per job (a
   tenth of a worker's CPU against a fast server), to bring back, hours later, what a dead worker
   held; the reconciler brings those jobs back from the database within a lease or a stale
   sweep. With it on, the visibility timeout is set above the longest hard limit plus the
@@ -190,8 +190,8 @@ def _setup_logging(**_: Any) -> None:
     """Our handler, our filters (job context, secrets), our format; Celery's stays off.
 
     Celery's two lines per task ("received", "succeeded in") say what the processor's own
-    "claimed" and "succeeded" lines say, with less: below DEBUG they are left out (issue 15:
-    logging was 8% of a worker's CPU per job). Their warnings and errors still show.
+    "claimed" and "succeeded" lines say, with less: below DEBUG they are left out
+    (logging was 8% of a worker's CPU per job). Their warnings and errors still show.
     """
     settings = load_log_settings()
     configure_logging(settings, first_filters=[CeleryTaskRecordFilter()])

@@ -2,7 +2,7 @@
 
 The options a submitter may set (``doclane submit --pages 1-5 --ocr-lang en --text-layer-only
 --password-env NAME``, the API's ``options``) are few and each is checked here, so a bad page
-range is refused at once (E108) instead of failing every attempt on a worker. They are stored
+range is refused at once (E110) instead of failing every attempt on a worker. They are stored
 with the job in a normal form (``"1-5"``, not ``" 1 - 5"``), so they are part of dedup's key and
 of a bulk retry as they are.
 
@@ -38,7 +38,7 @@ _FALSE = {"false", "0", "no", "off"}
 
 
 def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The options in their stored form; E108 naming the first that is not valid.
+    """The options in their stored form; E110 naming the first that is not valid.
 
     Unset options (None, empty text, ``text_layer_only`` false) are left out, so a job
     submitted without options and one with empty ones deduplicate alike.
@@ -67,7 +67,7 @@ def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 def page_range(text: str) -> str:
-    """``"1-5"`` or ``"3"``: one run of pages numbered from 1; E108 otherwise.
+    """``"1-5"`` or ``"3"``: one run of pages numbered from 1; E110 otherwise.
 
     One run only: docling.rs takes no lists (``1,3`` is its own error), and a submitter is
     better told now than by every attempt's failure. A run's ends may come in either order
@@ -87,7 +87,7 @@ def page_range(text: str) -> str:
 
 def server_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """What the server is given for a job's stored options: the password read now, from the
-    variable the job names (E108 when this worker does not have it)."""
+    variable the job names (E110 when this worker does not have it)."""
     given = {name: value for name, value in options.items() if name != PASSWORD_ENV}
     variable = options.get(PASSWORD_ENV)
     if variable:

@@ -1,4 +1,4 @@
-"""Submitting documents: sources in, one job id (or one refusal with its E1xx code) per source out.
+"""Submitting documents: sources in, one job id (or a rejection with its E1xx code) per source out.
 
 ::
 
@@ -8,7 +8,7 @@
     for item in submission.accepted: print(item.job_id, item.queue)
     for item in submission.rejected: print(item.source, item.code, item.message)
 
-Each source is validated before it becomes a job (``pipeline.sources``); a refusal never stops
+Each source is validated before it becomes a job (``pipeline.sources``); a rejection never stops
 the others. Jobs are made a chunk at a time as the sources are validated and hashed (64
 sources, then twice as many each time, up to one publish batch): each chunk's rows are
 committed in one transaction *before* its messages are published, so a worker can never
@@ -40,6 +40,7 @@ from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
 from pipeline.store import JobStore
+from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.enqueue")
 
@@ -89,22 +90,11 @@ class Accepted:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """A source that did not become a job, and why (its E1xx code)."""
-
-    source: str
-    code: str
-    message: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "code": self.code, "message": self.message}
-
-
 @dataclass(slots=True)
 class Submission:
     accepted: list[Accepted] = field(default_factory=list)
-    rejected: list[Refused] = field(default_factory=list)
+    #: Sources that did not become jobs, as they may be shown (a URL's secrets masked).
+    rejected: list[Rejected] = field(default_factory=list)
     #: Files in folders and glob matches passed over (hidden, not a document type), by reason.
     skipped: dict[str, int] = field(default_factory=dict)
     #: Sources named twice (or reached twice through folders and links), listed once.
@@ -150,17 +140,21 @@ def enqueue(
     submit_settings: SubmitSettings | None = None,
     options: dict[str, Any] | None = None,
     cwd: Path | None = None,
+    masker: Masker | None = None,
 ) -> Submission:
     """Validate ``sources``, create their jobs, commit, then publish one message per new job.
 
     ``store`` defaults to a short-lived one from the environment's settings. A deduplicated
     source (same content, profile, options and formats as a succeeded job) returns that job and
-    publishes nothing. ``options`` are the job's conversion options
-    (:mod:`pipeline.jobs.options`): an invalid one refuses the whole submission (E108).
+    publishes nothing. Sources are kept and reported as ``masker`` shows them (by default the
+    process's, ``process_masker()``): a URL's secrets masked. ``options`` are the job's
+    conversion options (:mod:`pipeline.jobs.options`): an invalid one refuses the whole
+    submission (E110).
     """
     wanted = check_formats(formats)
     checked_options = check_options(options)
     sources_cfg = source_settings or load_source_settings()
+    shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()
     own_store = store is None
@@ -176,9 +170,9 @@ def enqueue(
             priority=priority,
             submit=submit,
             options=checked_options,
-            shown=sources_cfg.shown,
+            shown=shown,
         ),
-        shown=sources_cfg.shown,
+        shown=shown,
     )
     try:
         expansion = expand([str(s) for s in sources], sources_cfg, cwd=cwd, on_item=chunks.add)
@@ -188,6 +182,11 @@ def enqueue(
             job_store.close()
     submission.skipped = dict(expansion.skipped)
     submission.duplicates = expansion.duplicates
+    _log_submission(submission)
+    return submission
+
+
+def _log_submission(submission: Submission) -> None:
     if submission.publish_failures:
         log.warning(
             "%d job(s) stay queued for the reconciler: publish failed (first: %s)",
@@ -201,7 +200,6 @@ def enqueue(
         sum(1 for a in submission.accepted if a.deduplicated),
         len(submission.rejected),
     )
-    return submission
 
 
 class _Chunks:
@@ -230,9 +228,7 @@ class _Chunks:
 
     def add(self, item: Candidate | Rejected) -> None:
         if isinstance(item, Rejected):
-            self.submission.rejected.append(
-                Refused(self.shown(item.source), item.code, self.shown(item.message))
-            )
+            self.submission.rejected.append(item.masked(self.shown))
             return
         self.pending.append(item)
         if len(self.pending) >= self.size:

@@ -11,6 +11,11 @@
         if result.is_error:                            # tool errors are results
             raise errors.classify(result.raw, stage="convert")   # E306
 
+The client is handed its transport, or builds the one its endpoint needs with
+``transport_for(endpoint, settings)`` (Streamable HTTP, or stdio for ``stdio:<command>``)::
+
+    client = McpClient(settings=settings, transport=transport_for(endpoint, settings))
+
 A ``CancelScope`` withdraws every request made inside it, from another thread::
 
     with CancelScope() as scope:        # scope.cancel("job cancelled") from the lease thread
@@ -31,6 +36,7 @@ if TYPE_CHECKING:
     from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
     from pipeline.mcp._batch import CallOutcome, ToolCall
     from pipeline.mcp._client import McpClient
+    from pipeline.mcp._connect import transport_for
     from pipeline.mcp._http import StreamableHttpTransport
     from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
     from pipeline.mcp._oauth import (
@@ -75,6 +81,7 @@ __getattr__ = lazy.exports(
         "CallOutcome": "._batch",
         "ToolCall": "._batch",
         "McpClient": "._client",
+        "transport_for": "._connect",
         "StreamableHttpTransport": "._http",
         "LifecycleState": "._lifecycle",
         "Transition": "._lifecycle",
@@ -146,4 +153,5 @@ __all__ = [
     "normalize_endpoint",
     "origin_of",
     "stdio_endpoint",
+    "transport_for",
 ]

@@ -41,8 +41,8 @@ from typing import Any, TypeVar
 
 from errors import ServerUnavailable
 
-logger = logging.getLogger("pipeline.mcp.stdio")
-child_log = logging.getLogger("pipeline.mcp.stdio.child")
+logger = logging.getLogger("doclane.mcp.stdio")
+child_log = logging.getLogger("doclane.mcp.stdio.child")
 
 T = TypeVar("T")
 

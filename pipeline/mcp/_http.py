@@ -1,4 +1,4 @@
-"""Streamable HTTP (MCP 2025-03-26 .. 2025-11-25) on one sync ``httpx.Client``.
+"""Streamable HTTP (MCP 2025-03-26 .. 2025-11-25, and 2026-07-28) on one sync ``httpx.Client``.
 
 One POST per message. A request's reply is either ``application/json`` (one message) or an SSE
 stream (``httpx-sse`` parses it) that may carry notifications and server requests before the
@@ -49,9 +49,9 @@ from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._transport import Binding, MessageSink, Reply
 from pipeline.mcp._transport import describe_message as _describe
 from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
-from pipeline.mcp.settings import redact_url
+from pipeline.support.secrets import mask_address
 
-logger = logging.getLogger("pipeline.mcp.http")
+logger = logging.getLogger("doclane.mcp.http")
 
 ACCEPT = "application/json, text/event-stream"
 SESSION_HEADER = "Mcp-Session-Id"
@@ -95,7 +95,7 @@ class StreamableHttpTransport:
         self._url: httpx.URL | str = endpoint
         with suppress(httpx.InvalidURL):
             self._url = httpx.URL(endpoint)
-        self._shown = redact_url(endpoint)
+        self._shown = mask_address(endpoint)
         self._auth = auth
         self._connect_timeout = connect_timeout
         self._default_retry_ms = default_retry_ms

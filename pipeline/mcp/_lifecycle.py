@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from errors import PipelineError
+
 
 class LifecycleState(StrEnum):
     NEW = "new"
@@ -106,3 +108,17 @@ class Lifecycle:
 def format_trail(trail: Iterable[Transition]) -> str:
     """The trail as lines of text, oldest first."""
     return "\n".join(str(step) for step in trail)
+
+
+def short_session_id(session_id: str | None) -> str:
+    """A session id as a reason in the trail names it: enough to tell two apart."""
+    if not session_id:
+        return "(none)"
+    return session_id[:8] + ("..." if len(session_id) > 8 else "")
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A failure as a reason in the trail names it: its code where it has one."""
+    if isinstance(exc, PipelineError):
+        return f"{exc.code}: {exc.message}"
+    return f"{type(exc).__name__}: {exc}"

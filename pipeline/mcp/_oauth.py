@@ -21,7 +21,7 @@ Why it is shaped this way:
   joserfc keys); nothing cryptographic is written here.
 * The secret, the key and tokens live in ``SecretStr`` and are unwrapped only where a header or
   body is built. Reprs show ``**********``; error texts from the authorization server are
-  scrubbed of the secret before they are kept.
+  masked of the secret before they are kept.
 """
 
 from __future__ import annotations
@@ -46,9 +46,10 @@ from pipeline import __version__
 from pipeline.mcp._oauth_discovery import Challenge, Discovery, discover, parse_challenge, send
 from pipeline.mcp._oauth_keys import SigningKey, load_signing_key
 from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp.settings import McpSettings, redact_url
+from pipeline.mcp.settings import McpSettings
+from pipeline.support.secrets import SECRET_SHOWN, mask_address, mask_known
 
-logger = logging.getLogger("pipeline.mcp.oauth")
+logger = logging.getLogger("doclane.mcp.oauth")
 
 #: A token is fetched again this long before it expires (or at half its life, if shorter).
 REFRESH_MARGIN_S = 60.0
@@ -87,12 +88,6 @@ class ClientCredentials:
             return ClientAuth(self.client_id, secret, "client_secret_basic")
         _require(server.auth_methods, "client_secret_post", server.issuer)
         return ClientAuth(self.client_id, secret, "client_secret_post")
-
-    def scrub(self, text: str) -> str:
-        """``text`` with the secret removed, should an authorization server echo it."""
-        if self.secret is not None and self.secret.get_secret_value():
-            return text.replace(self.secret.get_secret_value(), "**********")
-        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,7 +133,7 @@ class TokenSource:
         self._count_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"TokenSource({redact_url(self.endpoint)!r}, {self.credentials!r})"
+        return f"TokenSource({mask_address(self.endpoint)!r}, {self.credentials!r})"
 
     def current(self) -> Token | None:
         """The cached token while it is fresh; None before the first 401 or once it is due."""
@@ -209,7 +204,7 @@ class TokenSource:
         url, headers, body = self.credentials.client_auth(discovery).prepare(
             "POST", server.token_endpoint, headers, body
         )
-        shown = redact_url(server.token_endpoint)
+        shown = mask_address(server.token_endpoint)
         self.fetches += 1
         started = self._clock()
         response = send(
@@ -219,7 +214,7 @@ class TokenSource:
         token = self._read_token(response, shown, started)
         logger.info(
             "got an access token for %s from %s (client %s, renewed %s)",
-            redact_url(self.endpoint),
+            mask_address(self.endpoint),
             shown,
             self.credentials.client_id,
             "on a 401" if token.refresh_at is None else f"in {token.refresh_at - started:.0f}s",
@@ -238,10 +233,12 @@ class TokenSource:
             error = document.get("error") if isinstance(document, dict) else None
             described = document.get("error_description") if isinstance(document, dict) else None
             said = f"{error}: {described}" if described else str(error or "no OAuth error")
+            secret = self.credentials.secret
             raise AuthorizationFailed(
-                self.credentials.scrub(
+                mask_known(  # should the authorization server echo the client secret
                     f"the authorization server refused client {self.credentials.client_id!r} "
-                    f"(token request to {shown}: HTTP {status}, {said[:300]})"
+                    f"(token request to {shown}: HTTP {status}, {said[:300]})",
+                    {secret.get_secret_value(): SECRET_SHOWN} if secret is not None else {},
                 ),
                 http_status=status,
                 detail={"oauth_error": error} if error else None,

@@ -23,9 +23,9 @@ import httpx
 
 from errors import AuthorizationFailed, AuthorizationUnavailable
 from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp.settings import redact_url
+from pipeline.support.secrets import mask_address
 
-logger = logging.getLogger("pipeline.mcp.oauth")
+logger = logging.getLogger("doclane.mcp.oauth")
 
 PRM_WELL_KNOWN = "/.well-known/oauth-protected-resource"
 AS_WELL_KNOWN = "/.well-known/oauth-authorization-server"
@@ -89,13 +89,13 @@ def discover(
     resource = resource_doc.get("resource")
     if not isinstance(resource, str) or not _covers(resource, endpoint):
         raise AuthorizationFailed(
-            f"the protected resource metadata at {redact_url(metadata_url)} is for resource "
-            f"{resource!r}, not for {redact_url(endpoint)}: refusing to ask for a token for it"
+            f"the protected resource metadata at {mask_address(metadata_url)} is for resource "
+            f"{resource!r}, not for {mask_address(endpoint)}: refusing to ask for a token for it"
         )
     servers = resource_doc.get("authorization_servers")
     if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
         raise AuthorizationFailed(
-            f"the protected resource metadata at {redact_url(metadata_url)} names no "
+            f"the protected resource metadata at {mask_address(metadata_url)} names no "
             "authorization_servers"
         )
     scopes = resource_doc.get("scopes_supported")
@@ -122,10 +122,10 @@ def _protected_resource(
         document = _get_json(http, candidate, "protected resource metadata", deadline)
         if document is not None:
             return document, candidate
-    where = ", ".join(redact_url(c) for c in candidates)
+    where = ", ".join(mask_address(c) for c in candidates)
     said = "" if challenge.resource_metadata else " (its 401 named no resource_metadata)"
     raise AuthorizationFailed(
-        f"{redact_url(endpoint)} requires a token but publishes no protected resource "
+        f"{mask_address(endpoint)} requires a token but publishes no protected resource "
         f"metadata{said}: nothing at {where}"
     )
 
@@ -152,13 +152,13 @@ def _authorization_server(
         said = str(document.get("issuer", ""))
         if said.rstrip("/") != issuer.rstrip("/"):
             raise AuthorizationFailed(
-                f"the authorization server metadata at {redact_url(candidate)} is for issuer "
+                f"the authorization server metadata at {mask_address(candidate)} is for issuer "
                 f"{said!r}, not {issuer!r} (RFC 8414 section 3.3)"
             )
         token_endpoint = document.get("token_endpoint")
         if not isinstance(token_endpoint, str) or not token_endpoint:
             raise AuthorizationFailed(
-                f"the authorization server metadata at {redact_url(candidate)} has no "
+                f"the authorization server metadata at {mask_address(candidate)} has no "
                 "token_endpoint"
             )
         methods = document.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
@@ -171,13 +171,13 @@ def _authorization_server(
         )
     raise AuthorizationFailed(
         f"the authorization server {issuer} publishes no metadata: nothing at "
-        + ", ".join(redact_url(c) for c in candidates)
+        + ", ".join(mask_address(c) for c in candidates)
     )
 
 
 def _get_json(http: httpx.Client, url: str, what: str, deadline: Deadline) -> dict[str, Any] | None:
     """The JSON object at ``url``; None for a 404 (or 410); E314 when the host fails."""
-    shown = redact_url(url)
+    shown = mask_address(url)
     response = send(http, "GET", url, what, deadline, headers={"Accept": "application/json"})
     if response.status_code in (404, 410):
         logger.debug("no %s at %s (HTTP %s)", what, shown, response.status_code)
@@ -198,7 +198,7 @@ def send(
 ) -> httpx.Response:
     """One request of discovery or the token fetch, within ``deadline``: the boundary where
     httpx's exceptions, 429 and 5xx become E314 (the authorization side failed for now)."""
-    shown = redact_url(url)
+    shown = mask_address(url)
     remaining = deadline.remaining()
     if remaining <= 0:
         raise AuthorizationUnavailable(f"{what}: no answer within {deadline.seconds:g}s")

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.mcp._protocol import JsonObject
+from pipeline.mcp._protocol import JsonObject, Tool
 
 MODERN_VERSION: Final = "2026-07-28"
 AUTO: Final = "auto"
@@ -111,6 +111,22 @@ def param_headers(declarations: HeaderDeclarations, arguments: Mapping[str, Any]
         rendered = ("true" if value else "false") if isinstance(value, bool) else str(value)
         headers[PARAM_HEADER_PREFIX + token] = encode_header_value(rendered)
     return headers
+
+
+class ParamHeaders:
+    """The ``Mcp-Param-*`` headers of calls, each tool's declarations found once per tool
+    definition (walking its schema on every call cost more than the rest of the request's
+    stamping); a tool redefined by a new listing is walked again."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Tool, HeaderDeclarations]] = {}
+
+    def for_call(self, tool: Tool, arguments: Mapping[str, Any]) -> dict[str, str]:
+        known = self._known.get(tool.name)
+        if known is None or known[0] is not tool:
+            known = (tool, header_declarations(tool.input_schema))
+            self._known[tool.name] = known
+        return param_headers(known[1], arguments)
 
 
 def header_declarations(input_schema: Any) -> HeaderDeclarations:

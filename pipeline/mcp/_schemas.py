@@ -19,7 +19,7 @@ from jsonschema.protocols import Validator
 
 from errors import InvalidParams, OutputSchemaMismatch
 
-logger = logging.getLogger("pipeline.mcp.schemas")
+logger = logging.getLogger("doclane.mcp.schemas")
 
 
 def compile_schema(schema: Mapping[str, Any] | None, what: str) -> Validator | None:

@@ -2,14 +2,15 @@
 
 Ids are unique per client (one counter for every thread), and each request waits on its own
 pending slot, filled by whichever reply stream carries the response with its id: its own POST's
-stream, a resumed GET, or another request's stream. Notifications go to listeners
-(progress, logging, tools/list_changed, anything); server requests are answered at once by a
-POST: ``ping`` with ``{}``, anything else with -32601, since the client declares no
-capabilities that would invite them. A request that times out, or that its caller withdraws
-(a ``CancelScope`` around it was cancelled), is followed by ``notifications/cancelled`` so the
-server can stop working on it; on the stateless 2026-07-28 wire there is no such notification,
-and the ended connection is the signal. Under that revision every request is stamped with the
-request metadata and its routing headers (:mod:`._revision`).
+stream, a resumed GET, another request's stream, or over stdio the child's one stdout.
+Notifications go to listeners (progress, logging, tools/list_changed, anything); server
+requests are answered at once, on the transport they came by: ``ping`` with ``{}``, anything
+else with -32601, since the client declares no capabilities that would invite them. A request
+that times out, or that its caller withdraws (a ``CancelScope`` around it was cancelled), is
+followed by ``notifications/cancelled`` so the server can stop working on it; on the stateless
+2026-07-28 wire there is no such notification, and the ended connection is the signal. Under
+that revision every request is stamped with the request metadata and its routing headers
+(:mod:`._revision`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from pipeline.mcp._revision import MODERN_VERSION, stamp
 from pipeline.mcp._transport import Binding, Transport, ignore_messages
 from pipeline.mcp._watchdog import current_scope
 
-logger = logging.getLogger("pipeline.mcp.session")
+logger = logging.getLogger("doclane.mcp.session")
 
 METHOD_NOT_FOUND = -32601
 #: How long we give the server to take a cancellation or an answer to its own request.

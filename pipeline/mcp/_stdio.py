@@ -37,7 +37,7 @@ from pipeline.mcp._transport import Binding, MessageSink, Reply, describe_messag
 from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.settings import STDIO_PREFIX, stdio_origin
 
-logger = logging.getLogger("pipeline.mcp.stdio")
+logger = logging.getLogger("doclane.mcp.stdio")
 
 DEFAULT_MAX_REPLY_BYTES = 128 * 1024 * 1024
 

@@ -30,7 +30,7 @@ from pipeline.mcp._protocol import JsonObject, RequestId
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._watchdog import Alarm, Reason
 
-logger = logging.getLogger("pipeline.mcp.stdio")
+logger = logging.getLogger("doclane.mcp.stdio")
 
 _UNROUTED_KEPT = 64
 _ID_IN_PREFIX = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')

@@ -3,8 +3,10 @@
 The session hands a transport one outgoing message and a *sink*; the transport delivers every
 message the server sends back for it (notifications, server requests, the response) to the
 sink, in order, until the sink says the awaited response has arrived. How the bytes travel
-(Streamable HTTP POST + SSE + resumption today, stdio later, a scripted fake in unit tests) is
-the transport's business; which message answers which request is the session's.
+(Streamable HTTP POST + SSE + resumption in :mod:`._http`, one line per message to a child
+process in :mod:`._stdio`, a scripted fake in unit tests) is the transport's business; which
+message answers which request is the session's. :func:`._connect.transport_for` picks the one
+an endpoint needs.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from errors import CallCancelled
 
-log = logging.getLogger("pipeline.mcp.watchdog")
+log = logging.getLogger("doclane.mcp.watchdog")
 
 Reason = Literal["deadline", "cancelled"]
 

@@ -38,7 +38,7 @@ from errors import PipelineError
 from pipeline.mcp._client import McpClient
 from pipeline.mcp.settings import OAUTH, McpSettings, load_mcp_settings
 
-logger = logging.getLogger("pipeline.mcp.conformance")
+logger = logging.getLogger("doclane.mcp.conformance")
 
 Scenario = Callable[[str, McpSettings], None]
 

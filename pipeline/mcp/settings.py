@@ -348,21 +348,13 @@ def origin_of(endpoint: str) -> str:
     """``scheme://host[:port]`` of an endpoint: the key of its circuit breaker.
 
     Remembered: a worker asks it of its few endpoints several times per job, and parsing the
-    URL each time was 2% of a worker's CPU against a fast server (issue 15)."""
+    URL each time was 2% of a worker's CPU against a fast server."""
     if is_stdio(endpoint):
         return stdio_origin(endpoint)
     url = httpx.URL(endpoint)
     host = f"[{url.host}]" if ":" in url.host else url.host
     port = f":{url.port}" if url.port is not None else ""
     return f"{url.scheme}://{host}{port}"
-
-
-def redact_url(endpoint: str) -> str:
-    """The URL without user info or query, safe for messages and logs (a command as it is)."""
-    if is_stdio(endpoint):
-        return endpoint
-    url = httpx.URL(endpoint)
-    return str(url.copy_with(userinfo=b"", query=None, fragment=None))
 
 
 def load_mcp_settings(**overrides: Any) -> McpSettings:

@@ -11,9 +11,10 @@ Progress can be *held* (``hold_progress_s``): a stage reported while the attempt
 that is not written at once. It goes with the attempt's next write (its results, or the calls
 written on the way to a failure), or, if the attempt is still running when the hold ends, on the
 process's timer thread (:mod:`.timers`). A document that converts in milliseconds then costs a
-claim and one final write, not two progress writes besides (issue 15: half of a job's
-statements); a slow one shows its stage at most ``hold_progress_s`` late. Whoever finds the
-job gone, the held write or a later one, stops the attempt as a failed lease renewal does.
+claim and one final write, not two progress writes besides (against a fast server, those
+were half of a job's statements); a slow one shows its stage at most ``hold_progress_s`` late.
+Whoever finds the job gone, the held write or a later one, stops the attempt as a failed lease
+renewal does.
 """
 
 from __future__ import annotations
@@ -31,29 +32,26 @@ from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
 from pipeline.store import CallEvent, JobStore
-from pipeline.support.logs import redact
+from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.processor")
 
 
 class AttemptLost(UnexpectedError):
-    """This attempt no longer owns its job (cancelled or requeued): stop, write nothing.
+    """This attempt lost its job (cancelled or requeued): stop, write nothing. The attempt's
+    outcome is then ``OutcomeKind.LOST``.
 
     A subclass of E399 so that the retry and breaker layers, which classify whatever passes
     through them, treat it as final and harmless; the processor catches it by class.
     """
 
 
-def conceal(text: str, job: Job) -> str:
-    """``text`` as it may be stored and shown: the job's secret URL (a presigned URL's
-    signature) replaced by its masked form, and any other secret masked.
-
-    Messages quote what failed, and an HTTP library names the URL it fetched; the exact URL is
-    replaced first, the generic masking catches it in any other spelling.
-    """
-    if job.source_fetch_uri:
-        text = text.replace(job.source_fetch_uri, job.source_uri)
-    return redact(text)
+def job_masker(job: Job) -> Masker:
+    """The process's masker, also putting the job's source as shown wherever its secret URL (a
+    presigned URL's signature) is quoted: messages quote what failed, and an HTTP library names
+    the URL it fetched; the exact URL is replaced first, the patterns catch it in any other
+    spelling."""
+    return process_masker().knowing(job.source_fetch_uri, job.source_uri)
 
 
 def conversion_note(conversion: Conversion) -> dict[str, Any]:
@@ -155,7 +153,7 @@ class AttemptJournal:
     def call(self, origin: str, record: McpCallRecord) -> None:
         """Append one MCP call to the job's history (best effort) and to the log."""
         job = self.job
-        detail = {"message": conceal(record.message, job)} if record.message else None
+        detail = {"message": job_masker(job).text(record.message)} if record.message else None
         event = CallEvent(
             record.tool, record.duration_s, record.outcome, record.code, origin, detail
         )
@@ -164,7 +162,7 @@ class AttemptJournal:
         if not self.defer_calls:
             self.flush()
         # A call that worked is in the trail with its duration; at fleet scale a log line for
-        # each is noise and costs CPU (issue 15). A call that failed is worth a line.
+        # each is noise and costs CPU. A call that failed is worth a line.
         log.log(
             logging.DEBUG if record.outcome == "ok" else logging.INFO,
             "%s %s in %.3fs%s",

@@ -4,7 +4,7 @@ Two kinds of work wait on a clock while a job runs: its lease renewal (every few
 its held progress report (a stage not yet written, see :mod:`.journal`). Nearly every job of a
 fast server ends before either is due, so scheduling must cost next to nothing and cancelling
 even less: starting a thread or a ``threading.Timer`` per job cost more than a job's whole
-bookkeeping against an instant server (issue 15). Here a job adds a heap entry and, at its end,
+bookkeeping against an instant server. Here a job adds a heap entry and, at its end,
 marks it cancelled; the thread is woken only when a new entry is due before everything it
 already waits for, and cancelled entries are dropped when they come up (or swept once they are
 most of the heap).

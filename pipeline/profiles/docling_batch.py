@@ -78,7 +78,7 @@ from pipeline.profiles.docling_mcp import (
 )
 from pipeline.profiles.saved_origin import read_origin
 
-log = logging.getLogger("pipeline.profiles.batch")
+log = logging.getLogger("doclane.profiles.batch")
 
 CONVERT_DIRECTORY = "convert_directory_files_into_docling_document"
 

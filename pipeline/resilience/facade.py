@@ -14,13 +14,14 @@ from typing import Any, TypeVar
 
 from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
+from pipeline.support.secrets import mask_address
 
-from .breaker import OriginBreaker
 from .in_flight import InFlight
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
-from .storage import BreakerRedis, breaker_redis, redacted
+from .shared import origin_breaker, redis_for_breakers
+from .storage import BreakerRedis
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.resilience")
@@ -93,34 +94,6 @@ class Resilient:
         self.close()
 
 
-def redis_for_breakers(settings: ResilienceSettings) -> BreakerRedis | None:
-    """The Redis client that shares breaker state (None when no Redis is configured).
-
-    It connects lazily: an unreachable Redis is found, logged and tried again by each
-    origin's storage, so a worker that starts before Redis still joins the fleet's state later.
-    """
-    if not settings.redis_url.strip():
-        log.warning("no DOCLANE_REDIS_URL: circuit breakers live in per-process memory only")
-        return None
-    return breaker_redis(settings.redis_url)
-
-
-def origin_breaker(
-    origin: str, settings: ResilienceSettings, shared: BreakerRedis | None
-) -> OriginBreaker:
-    """The breaker of one origin as the settings make it (state in ``shared`` Redis)."""
-    return OriginBreaker(
-        origin,
-        fail_max=settings.breaker_fail_max,
-        reset_s=settings.breaker_reset_s,
-        trial_ttl_s=settings.breaker_trial_ttl_s,
-        redis_client=shared,
-        namespace=settings.breaker_namespace,
-        redis_retry_s=settings.breaker_redis_retry_s,
-        redis_where=f"Redis at {redacted(settings.redis_url)}",
-    )
-
-
 def build_resilient(
     mcp_settings: McpSettings | None = None,
     settings: ResilienceSettings | None = None,
@@ -147,7 +120,7 @@ def build_resilient(
             namespace=res.breaker_namespace,
             ttl_s=res.in_flight_ttl_s,
             retry_s=res.breaker_redis_retry_s,
-            where=f"Redis at {redacted(res.redis_url)}",
+            where=f"Redis at {mask_address(res.redis_url)}",
         ),
     )
     return Resilient(pool, res, redis_client=shared)

@@ -65,12 +65,6 @@ def breaker_redis(url: str) -> BreakerRedis:
     return cast(BreakerRedis, client)
 
 
-def redacted(url: str) -> str:
-    """A Redis URL without its password, for logs."""
-    scheme, sep, rest = url.partition("://")
-    return f"{scheme}{sep}{rest.rsplit('@', 1)[-1]}" if sep else url
-
-
 class FailoverStorage(pybreaker.CircuitBreakerStorage):
     """pybreaker storage of one origin: Redis when reachable, memory otherwise. Thread-safe."""
 
@@ -218,7 +212,7 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
 
         Every conversion asks both (may it go? is there a count to reset after it?); read
         apart, they were two Redis round trips per job, 6% of a worker's CPU against a fast
-        server (issue 15). A state Redis lost (a flushed database) is left to pybreaker's own
+        server. A state Redis lost (a flushed database) is left to pybreaker's own
         read, which puts it back.
         """
 
@@ -315,8 +309,8 @@ def peek_all(storages: Sequence[FailoverStorage]) -> list[tuple[str, int]]:
 
     A unit that chooses among N origins reads every circuit first; read one by one, that was N
     round trips and then the chosen breaker's own: here a round trip costs about 0.13 ms and
-    0.08 ms of CPU, and a pool of four servers spent 1 ms of every unit choosing (issue 15,
-    figure 8). A Redis that does not answer sends every storage read here to its memory, as a
+    0.08 ms of CPU, and a pool of four servers spent 1 ms of every unit choosing.
+    A Redis that does not answer sends every storage read here to its memory, as a
     failed read of its own would; a state Redis lost is left to that storage's own read, which
     puts it back.
     """

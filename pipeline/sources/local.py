@@ -64,7 +64,27 @@ def validate_file(
     name = label if label is not None else os.fspath(path)
     absolute = os.path.abspath(os.path.expanduser(os.fspath(path)))
     resolved = resolved_path if resolved_path is not None else os.path.realpath(absolute)
-    check_allowed_roots(resolved, settings.allowed_roots, label=name, given=absolute)
+    check_allowed_roots(resolved, settings.file_roots, label=name, given=absolute)
+    _require_regular_file(absolute, resolved, name)
+    fmt = require_known_suffix(os.path.basename(resolved), name)
+    with _open_source(resolved, name) as stream:
+        digest, hashed = _check_and_hash(stream, fmt, settings, name)
+    check_size(hashed, settings.max_source_bytes, name)  # it may have changed since fstat
+    mapper = path_map if path_map is not None else settings.path_mapper()
+    return SourceInfo(
+        kind="file",
+        uri=resolved,
+        # No mapping: the server's name is the resolved path itself (already normalized).
+        server_uri=mapper.to_server_path(resolved) if mapper else resolved,
+        path=Path(resolved),
+        size_bytes=hashed,
+        sha256=digest,
+        format=fmt,
+    )
+
+
+def _require_regular_file(absolute: str, resolved: str, name: str) -> None:
+    """E101 unless ``absolute`` exists and leads (as ``resolved``) to a regular file."""
     if not os.path.lexists(absolute):
         raise SourceNotFound(f"{name}: no such file", detail=_detail(name, "missing"))
     try:
@@ -80,37 +100,34 @@ def validate_file(
         raise SourceNotFound(
             f"{name}: not a regular file", detail=_detail(name, "not a regular file")
         )
-    fmt = require_known_suffix(os.path.basename(resolved), name)
+
+
+def _open_source(resolved: str, name: str) -> BinaryIO:
+    """The file opened for reading, or E101 saying why it cannot be."""
     try:
-        stream = open(resolved, "rb")  # noqa: SIM115 - closed below, after every check
+        return open(resolved, "rb")
     except OSError as exc:
         raise SourceNotFound(
             f"{name}: cannot be read ({exc.strerror})", detail=_detail(name, "unreadable")
         ) from exc
-    with stream:
-        size = os.fstat(stream.fileno()).st_size
-        check_size(size, settings.max_source_bytes, name)
-        head = stream.read(HEAD_BYTES)
-        try:
-            check_content(fmt, head, stream)
-        except FormatMismatch as exc:
-            raise UnsupportedFormat(
-                f"{name}: {exc}", detail=_detail(name, str(exc), format=fmt.value)
-            ) from None
-        stream.seek(0)
-        digest, hashed = hash_stream(stream, fmt, settings.max_source_bytes, name)
-    check_size(hashed, settings.max_source_bytes, name)  # it may have changed since fstat
-    mapper = path_map if path_map is not None else settings.path_mapper()
-    return SourceInfo(
-        kind="file",
-        uri=resolved,
-        # No mapping: the server's name is the resolved path itself (already normalized).
-        server_uri=mapper.to_server_path(resolved) if mapper else resolved,
-        path=Path(resolved),
-        size_bytes=hashed,
-        sha256=digest,
-        format=fmt,
-    )
+
+
+def _check_and_hash(
+    stream: BinaryIO, fmt: DocumentFormat, settings: SourceSettings, name: str
+) -> tuple[str, int]:
+    """Size (E103) and content (E102) checked on the open file, then its digest and size as
+    hashed; one open file for all three, so each check reads what the others read."""
+    size = os.fstat(stream.fileno()).st_size
+    check_size(size, settings.max_source_bytes, name)
+    head = stream.read(HEAD_BYTES)
+    try:
+        check_content(fmt, head, stream)
+    except FormatMismatch as exc:
+        raise UnsupportedFormat(
+            f"{name}: {exc}", detail=_detail(name, str(exc), format=fmt.value)
+        ) from None
+    stream.seek(0)
+    return hash_stream(stream, fmt, settings.max_source_bytes, name)
 
 
 def check_allowed_roots(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -76,6 +76,14 @@ class Rejected:
     @property
     def message(self) -> str:
         return self.error.message
+
+    def masked(self, shown: Callable[[str], str]) -> Rejected:
+        """The same rejection as it may be shown: ``shown`` applied to the source and message
+        (a URL's secrets masked); the error's detail, which quotes the source, is left out."""
+        return Rejected(shown(self.source), type(self.error)(shown(self.message)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "code": self.code, "message": self.message}
 
 
 @dataclass(slots=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -11,12 +12,13 @@ from pydantic import ByteSize, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from pipeline.sources.pathmap import PathMap, PathMapping, parse_path_map
-from pipeline.support.logs import redact, secret_params_pattern, split_names
 
 UrlMode = Literal["download", "server"]
 
 DEFAULT_MAX_SOURCE_BYTES = 200 * 1024 * 1024
 DEFAULT_INBOX_DIR = Path("~/.cache/doclane/inbox")
+#: The inbox's folder of uploaded documents (``POST /v1/jobs`` with a file).
+UPLOADS_FOLDER = "uploads"
 
 
 class SourceSettings(BaseSettings):
@@ -32,8 +34,10 @@ class SourceSettings(BaseSettings):
         env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
     )
 
-    #: Folders sources must lie in (after following links); empty means any path.
-    #: From the environment: separated by commas or the OS path separator (``:``), or JSON.
+    #: Folders sources must lie in (after following links); empty means any path. The API's
+    #: uploads folder (``<inbox>/uploads``) is always allowed besides: uploads are doclane's
+    #: own files. From the environment: separated by commas or the OS path separator (``:``),
+    #: or JSON.
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = ()
     #: The largest source accepted, files and downloads alike ("200MB", "1GiB" or bytes).
     max_source_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_SOURCE_BYTES), gt=0)
@@ -48,11 +52,6 @@ class SourceSettings(BaseSettings):
     #: The whole download's deadline, and each connect/read's.
     download_timeout_s: float = Field(default=120.0, gt=0)
     max_redirects: int = Field(default=5, ge=0, le=20)
-    #: Query parameters whose values are secrets, besides those whose name says so
-    #: (``X-Amz-Signature``, ``sig``, ``token`` ...): a CDN's ``Policy``, ``Key-Pair-Id``.
-    #: A URL carrying any is kept whole only for the worker that fetches it; everywhere else
-    #: (the job row's source, status, events, errors, logs) the values show as ``***``.
-    secret_query_params: Annotated[tuple[str, ...], NoDecode] = ()
 
     @field_validator("allowed_roots", mode="before")
     @classmethod
@@ -70,11 +69,6 @@ class SourceSettings(BaseSettings):
         # Sources are compared after resolving links, so the roots must be resolved too.
         return tuple(Path(os.path.realpath(root.expanduser())) for root in value)
 
-    @field_validator("secret_query_params", mode="before")
-    @classmethod
-    def _split_names(cls, value: Any) -> Any:
-        return split_names(value)
-
     @field_validator("path_map", mode="before")
     @classmethod
     def _parse_path_map(cls, value: Any) -> Any:
@@ -85,12 +79,21 @@ class SourceSettings(BaseSettings):
     def _expand_inbox(cls, value: Path) -> Path:
         return Path(os.path.abspath(value.expanduser()))
 
+    @property
+    def uploads_dir(self) -> Path:
+        """Where the API stores uploaded documents, one folder each."""
+        return self.inbox_dir / UPLOADS_FOLDER
+
+    @cached_property  # resolving walks the path: once per process, not once per file
+    def file_roots(self) -> tuple[Path, ...]:
+        """The folders a file source may lie in: the allowed roots and the uploads folder (links
+        followed); empty when any path is allowed."""
+        if not self.allowed_roots:
+            return ()
+        return (*self.allowed_roots, Path(os.path.realpath(self.uploads_dir)))
+
     def path_mapper(self) -> PathMap:
         return PathMap(self.path_map)
-
-    def shown(self, text: str) -> str:
-        """``text`` (a source, a URL, a message) with every secret masked, as it may be shown."""
-        return redact(text, secret_params_pattern(self.secret_query_params))
 
 
 def load_source_settings(**overrides: Any) -> SourceSettings:

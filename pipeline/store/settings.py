@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -47,20 +46,6 @@ class StoreSettings(BaseSettings):
 
     def conninfo(self) -> str:
         return self.database_url.get_secret_value()
-
-    def redacted_url(self) -> str:
-        return redact_conninfo(self.conninfo())
-
-
-def redact_conninfo(conninfo: str) -> str:
-    """The connection string without its password, for messages and ``--json`` output."""
-    try:
-        params: dict[str, Any] = conninfo_to_dict(conninfo)
-    except Exception:  # an unparseable string: show nothing of it rather than a secret
-        return "<unparseable database url>"
-    if "password" in params:
-        params["password"] = "***"
-    return make_conninfo("", **params)
 
 
 def load_store_settings(**overrides: Any) -> StoreSettings:

@@ -4,7 +4,7 @@ A package's ``__init__`` that imports its modules makes every importer pay for a
 ``doclane submit`` needs three settings classes from ``pipeline.mcp``, ``pipeline.processing``
 and ``pipeline.resilience`` (for the time limits it puts on each message), and importing the
 packages for them brought in the MCP client, jsonschema, the processor, pybreaker and
-redis.asyncio: 0.2 s of every submission's start (issue 15). A package lists its names and
+redis.asyncio: 0.2 s of every submission's start. A package lists its names and
 the module each lives in; the type checker reads the same imports under ``TYPE_CHECKING``.
 """
 

@@ -3,8 +3,9 @@
 The processor sets the job's context (a contextvar, so threads and nested calls see the right
 job without passing it around); a filter copies it onto every record, whoever logs it (our code,
 httpx, Celery). A second filter masks secrets (passwords in URLs, bearer tokens, API keys) in
-the final message, so a broker URL or an auth header that slips into an exception text never
-reaches a log shipper. ``DOCLANE_LOG_FORMAT=json`` writes one JSON object per line.
+the final message with the process's masker (:mod:`pipeline.support.secrets`), so a broker URL
+or an auth header that slips into an exception text never reaches a log shipper.
+``DOCLANE_LOG_FORMAT=json`` writes one JSON object per line.
 """
 
 from __future__ import annotations
@@ -12,16 +13,17 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Annotated, Any, Literal
+from typing import IO, Any, Literal
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.support.secrets import Masker, process_masker
 
 LogFormat = Literal["text", "json"]
 
@@ -96,77 +98,23 @@ class JobContextFilter(logging.Filter):
         return True
 
 
-_URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]*):[^@/\s]+@"
-)
-#: Words that name a secret, also inside longer names (DOCLANE_MCP_API_KEY, X-Amz-Signature).
-_SECRET_WORD = r"(?:api[-_]?key|access[-_]?key|token|passw(?:or)?d|secret|signature|sig|credential)"
-#: Query parameters of presigned or tokenised URLs: ?access_token=..., &X-Amz-Signature=...
-_QUERY_SECRET = re.compile(rf"(?i)([?&][^=&\s#]*{_SECRET_WORD}[^=&\s#]*=)[^&\s#]+")
-#: Authorization schemes and their credential: Bearer xyz, Basic dXNlcjpwYXNz.
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|digest|token)\s+[A-Za-z0-9._~+/=-]{4,}")
-#: name=value, name: value, "name": "value", 'name': 'value' where the name names a secret.
-_KEY_VALUE = re.compile(
-    rf"(?i)([A-Za-z0-9_-]*(?:{_SECRET_WORD}|authorization)[A-Za-z0-9_-]*)"
-    r"(['\"]?\s*[:=]\s*['\"]?)(?!\*\*\*)[^\s'\",;}&]+"
-)
-
-#: A word that each of the three patterns above needs: one cheap search spares most log lines
-#: their three substitutions (100-200 us a line, several lines a job).
-_SECRET_HINT = re.compile(rf"(?i){_SECRET_WORD}|authorization|bearer|basic|digest")
-
-
-def secret_params_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
-    """A pattern for the values of the query parameters ``names`` (any case), or None."""
-    cleaned = sorted({name.strip() for name in names if name.strip()})
-    if not cleaned:
-        return None
-    alternatives = "|".join(re.escape(name) for name in cleaned)
-    return re.compile(rf"(?i)([?&](?:{alternatives})=)(?!\*\*\*)[^&\s#]+")
-
-
-def redact(text: str, extra_params: re.Pattern[str] | None = None) -> str:
-    """Mask credentials in free text: URL passwords and secret query parameters (those whose
-    name names a secret, and ``extra_params``: ``DOCLANE_SECRET_QUERY_PARAMS``), auth scheme
-    credentials, and name=value pairs whose name names a secret."""
-    if "@" in text:
-        text = _URL_CREDENTIALS.sub(r"\g<scheme>\g<user>:***@", text)
-    # Most lines name no secret word, and then none of the three other patterns can match.
-    hinted = _SECRET_HINT.search(text) is not None
-    if hinted:
-        text = _QUERY_SECRET.sub(r"\1***", text)
-    if extra_params is not None:
-        text = extra_params.sub(r"\1***", text)
-    if not hinted:
-        return text
-    text = _AUTH_SCHEME.sub(r"\1 ***", text)
-    return _KEY_VALUE.sub(r"\1\2***", text)
-
-
-def split_names(value: Any) -> Any:
-    """``"a, b"`` -> ``["a", "b"]`` (a list or tuple is kept as it is)."""
-    if isinstance(value, str):
-        return [part.strip() for part in value.split(",") if part.strip()]
-    return value
-
-
 class SecretRedactingFilter(logging.Filter):
     """Renders the message once, masks secrets in it and in the traceback text."""
 
-    def __init__(self, extra_params: re.Pattern[str] | None = None) -> None:
+    def __init__(self, masker: Masker) -> None:
         super().__init__()
-        self.extra_params = extra_params
+        self.masker = masker
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        cleaned = redact(message, self.extra_params)
+        cleaned = self.masker.text(message)
         if cleaned != message or record.args:
             record.msg = cleaned
             record.args = None
         if record.exc_info and not record.exc_text:
             record.exc_text = logging.Formatter().formatException(record.exc_info)
         if record.exc_text:
-            record.exc_text = redact(record.exc_text, self.extra_params)
+            record.exc_text = self.masker.text(record.exc_text)
         return True
 
 
@@ -205,16 +153,6 @@ class LogSettings(BaseSettings):
     format: LogFormat = Field("text", validation_alias=AliasChoices("DOCLANE_LOG_FORMAT", "format"))
     #: The root logger's level: DEBUG, INFO, WARNING or ERROR.
     level: str = Field("INFO", validation_alias=AliasChoices("DOCLANE_LOG_LEVEL", "level"))
-    #: Query parameters masked wherever a URL is shown, besides those whose name says secret.
-    secret_query_params: Annotated[tuple[str, ...], NoDecode] = Field(
-        (),
-        validation_alias=AliasChoices("DOCLANE_SECRET_QUERY_PARAMS", "secret_query_params"),
-    )
-
-    @field_validator("secret_query_params", mode="before")
-    @classmethod
-    def _split_names(cls, value: Any) -> Any:
-        return split_names(value)
 
 
 def load_log_settings(**overrides: object) -> LogSettings:
@@ -226,8 +164,11 @@ def configure_logging(
     stream: IO[str] | None = None,
     *,
     first_filters: Sequence[logging.Filter] = (),
+    masker: Masker | None = None,
 ) -> logging.Handler:
     """Install one handler on the root logger with the job and secret filters.
+
+    ``masker`` masks secrets in every line (by default the process's, ``process_masker()``).
 
     ``first_filters`` run before the job filter: they may name the job of a record logged
     outside any job context (Celery's main process logs tasks it received that way).
@@ -236,7 +177,7 @@ def configure_logging(
     for extra in first_filters:
         handler.addFilter(extra)
     handler.addFilter(JobContextFilter())
-    handler.addFilter(SecretRedactingFilter(secret_params_pattern(settings.secret_query_params)))
+    handler.addFilter(SecretRedactingFilter(masker or process_masker()))
     if settings.format == "json":
         handler.setFormatter(JsonLogFormatter())
     else:

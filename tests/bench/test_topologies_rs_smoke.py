@@ -17,7 +17,7 @@ RS_MODES = ("rs-direct", "rs-direct-x2", "rs-http-c2", "rs-stdio-c2")
 
 @pytest.mark.timeout(600)
 def test_topologies_rs_smoke() -> None:
-    report = run_bench("topologies.py", "--smoke", "--modes", ",".join(RS_MODES), timeout=580)
+    report = run_bench("topologies", "--smoke", "--modes", ",".join(RS_MODES), timeout=580)
     documents = report["documents"]
     assert documents >= 6
     modes = {row["mode"]: row for row in report["modes"]}

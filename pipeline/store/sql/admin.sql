@@ -35,7 +35,7 @@ SELECT * FROM jobs WHERE state = %(state)s ORDER BY created_at DESC LIMIT %(limi
 -- name: recent_jobs_with_error
 SELECT * FROM jobs WHERE error_code = %(error_code)s ORDER BY updated_at DESC LIMIT %(limit)s
 
--- ---- doclane stats, doclane jobs, /metrics (issue 11) ----------------------------------------
+-- ---- doclane stats, doclane jobs, /metrics ---------------------------------------------------
 -- Rollups (migration 0007): a finished job never changes and the trail is append-only, so the
 -- all-time sums before a mark are kept in finished_rollup / event_rollup and readers add the rows
 -- after the mark, an index range scan (jobs_finished_idx) or a BRIN scan (job_events_at_brin).

@@ -68,7 +68,7 @@ def test_two_pages_of_a_pdf_as_markdown_and_chunks_through_stdio_children(
     assert not other["accepted"][0]["deduplicated"]
 
     refused = cluster.cli_json("submit", pdf, "--pages", "0-2", check=False)
-    assert refused["error"]["code"] == "E108"
+    assert refused["error"]["code"] == "E110"
 
 
 def test_every_format_of_every_sample_and_each_failure_over_http(
@@ -137,7 +137,7 @@ def test_a_password_reaches_the_server_and_nothing_else(
 
     job_id = given["jobs"][0]["job_id"]
     assert given["jobs"][0]["state"] == "succeeded"
-    assert missing["jobs"][0]["error_code"] == "E108"
+    assert missing["jobs"][0]["error_code"] == "E110"
     shown = cluster.cli("status", job_id, "--json").stdout + json.dumps(
         [e.model_dump(mode="json") for e in cluster.store.events(job_id)]
     )

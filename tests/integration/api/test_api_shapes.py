@@ -105,7 +105,7 @@ def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> Non
         assert set(body["error"]) == {"code", "title", "message", "action", "retryable", "detail"}
 
 
-# ---- conversion options: checked (E108), stored normalized, a password only by its name
+# ---- conversion options: checked (E110), stored normalized, a password only by its name
 def test_json_options_are_stored_normalized_and_part_of_dedup(
     api: ApiServer, tmp_path: Path
 ) -> None:
@@ -127,14 +127,14 @@ def test_json_options_are_stored_normalized_and_part_of_dedup(
     "options",
     [{"pages": "0-3"}, {"pages": "1,3"}, {"password_env": "A PASSWORD"}, {"ocr_lang": "e n"}],
 )
-def test_a_bad_option_is_refused_with_e108(
+def test_a_bad_option_is_refused_with_e110(
     api: ApiServer, tmp_path: Path, options: dict[str, str]
 ) -> None:
     doc = tmp_path / "report.md"
     doc.write_text("# Report\n")
     refused = api.post("/v1/jobs", json={"sources": [str(doc)], "options": options})
     assert refused.status_code == 422
-    assert refused.json()["error"]["code"] == "E108"
+    assert refused.json()["error"]["code"] == "E110"
     assert api.get("/v1/jobs").json()["jobs"] == []
 
 
@@ -155,4 +155,4 @@ def test_multipart_fields_carry_the_options(api: ApiServer) -> None:
         files={"file": ("notes.md", b"# Other\n", "text/markdown")},
         data={"pages": "two"},
     )
-    assert bad.status_code == 422 and bad.json()["error"]["code"] == "E108"
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "E110"

@@ -181,7 +181,8 @@ def console_call(origin: str, docx: str, **environment: str) -> subprocess.Compl
 def test_a_kept_alive_hang_is_E303_at_the_small_tier_deadline(
     fake_server: FakeServer, docx: str
 ) -> None:
-    """The issue's first fault: keep-alives every 0.2 s used to hold the call forever."""
+    """A hang behind keep-alives every 0.2 s: each restarted the read timeout, so such a call
+    used to be held forever; the deadline covers the whole exchange."""
     fake_server.configure(fail_next=1, fail_with="hang", keepalive_s=0.2)
     proc = console_call(fake_server.url, docx, DOCLANE_TIMEOUT_SMALL_S="3")
     assert proc.returncode == 1, proc.stderr

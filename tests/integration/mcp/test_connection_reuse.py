@@ -59,7 +59,7 @@ def test_a_server_that_keeps_answered_streams_open_is_not_waited_for_twice(
 ) -> None:
     """The end of an answered stream is waited for briefly, once: a server that never ends
     its streams still gets every call answered, each on a connection of its own."""
-    caplog.set_level(logging.INFO, logger="pipeline.mcp.http")
+    caplog.set_level(logging.INFO, logger="doclane.mcp.http")
     with _StreamHoldingServer() as server:
         transport = StreamableHttpTransport(server.url)
         try:

@@ -78,7 +78,7 @@ def test_terminated_backends_are_never_lent_and_are_swept_at_once(
             timeout=30,
             message="the terminated backends to exit",
         )
-    with caplog.at_level(logging.WARNING, logger="pipeline.store.connection"):
+    with caplog.at_level(logging.WARNING, logger="doclane.store.connection"):
         with pool.connection() as conn:
             assert conn.execute("select 1").fetchone() == (1,)
             assert conn.info.backend_pid not in pids

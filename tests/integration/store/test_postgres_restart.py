@@ -96,7 +96,7 @@ def test_after_a_restart_the_very_first_call_works_and_sweeps_the_dead_connectio
         pg_ctlcluster("restart")  # returns once the server accepts connections again
 
         with (
-            caplog.at_level(logging.WARNING, logger="pipeline.store.connection"),
+            caplog.at_level(logging.WARNING, logger="doclane.store.connection"),
             pool.connection() as conn,
         ):
             assert conn.execute("select 1").fetchone() == (1,)

@@ -34,10 +34,10 @@ def test_options_are_stored_normalized_and_unset_ones_left_out() -> None:
         {"dpi": 300},
     ],
 )
-def test_a_bad_option_is_e108(options: dict[str, object]) -> None:
+def test_a_bad_option_is_e110(options: dict[str, object]) -> None:
     with pytest.raises(InvalidOption) as caught:
         check_options(options)
-    assert caught.value.code == "E108" and not caught.value.retryable
+    assert caught.value.code == "E110" and not caught.value.retryable
 
 
 def test_the_password_is_read_from_the_workers_environment(

@@ -158,7 +158,10 @@ def test_a_secret_is_sent_basic_or_post_as_the_server_accepts() -> None:
     with pytest.raises(PipelineError, match="does not accept client_secret_post"):
         credentials.client_auth(discovery(auth_methods=("private_key_jwt",)))
     assert SECRET not in repr(credentials)
-    assert credentials.scrub(f"bad secret {SECRET}") == "bad secret **********"
+    echo = {"error": "invalid_client", "error_description": f"bad secret {SECRET}"}
+    with pytest.raises(PipelineError) as echoed:  # an authorization server echoing the secret
+        read(echo, status=401)
+    assert "bad secret **********" in echoed.value.message and SECRET not in str(echoed.value)
 
 
 def test_a_key_needs_private_key_jwt_and_an_accepted_algorithm() -> None:

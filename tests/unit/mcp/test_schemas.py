@@ -73,7 +73,7 @@ def test_good_and_extra_arguments_pass() -> None:
 
 def test_an_invalid_server_schema_is_logged_not_enforced(caplog: pytest.LogCaptureFixture) -> None:
     tool = Tool.from_wire({"name": "odd", "inputSchema": {"type": "no-such-type"}})
-    with caplog.at_level(logging.WARNING, logger="pipeline.mcp.schemas"):
+    with caplog.at_level(logging.WARNING, logger="doclane.mcp.schemas"):
         tool.check_arguments({"anything": True})
     assert "not enforced" in caplog.text
 

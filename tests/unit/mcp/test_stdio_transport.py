@@ -180,7 +180,7 @@ def test_close_lets_a_well_behaved_child_exit_on_its_own(
 ) -> None:
     transport = make_transport(grace_s=5)
     pid = Exchange(transport, 1, "echo").result["pid"]
-    with caplog.at_level(logging.INFO, logger="pipeline.mcp.stdio"):
+    with caplog.at_level(logging.INFO, logger="doclane.mcp.stdio"):
         transport.close()
     assert process_gone(pid)
     assert "exit code 0" in caplog.text and "SIGTERM" not in caplog.text
@@ -190,13 +190,13 @@ def test_stderr_goes_to_the_log_bounded(
     make_transport: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     transport = make_transport()
-    with caplog.at_level(logging.INFO, logger="pipeline.mcp.stdio"):
+    with caplog.at_level(logging.INFO, logger="doclane.mcp.stdio"):
         Exchange(transport, 1, "stderr_flood", {"lines": 2000, "width": 10_000})
         transport.close()
         wait_for(
             lambda: "not logged (rate limit)" in caplog.text, message="the rate limit reported"
         )
-    child = [r for r in caplog.records if r.name == "pipeline.mcp.stdio.child"]
+    child = [r for r in caplog.records if r.name == "doclane.mcp.stdio.child"]
     lines = [r for r in child if "flood" in r.getMessage()]
     assert 0 < len(lines) < 1000
     assert max(len(r.getMessage()) for r in lines) < 4096 + 200

@@ -6,7 +6,8 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.mcp import CallTimeouts, McpClient, McpSettings, load_mcp_settings, normalize_endpoint
-from pipeline.mcp.settings import origin_of, redact_url
+from pipeline.mcp.settings import origin_of
+from pipeline.support.secrets import mask_address
 from tests.unit.mcp.conftest import MakeClient
 from tests.unit.mcp.scripted import ScriptedServer
 
@@ -120,4 +121,4 @@ def test_client_uses_its_endpoint_exactly_as_given(server: ScriptedServer) -> No
 
 
 def test_redacted_urls_drop_user_info() -> None:
-    assert redact_url("http://user:pw@host:1/mcp?key=secret") == "http://host:1/mcp"
+    assert mask_address("http://user:pw@host:1/mcp?key=secret") == "http://host:1/mcp"

@@ -286,7 +286,7 @@ def test_a_server_saving_where_the_worker_cannot_read_is_said_once_per_batch(
     elsewhere = tmp_path / "other-server-cache"
     elsewhere.mkdir()
     server = Server(elsewhere, ["key-a", "key-t", "key-b"], HONEST)
-    with caplog.at_level("WARNING", logger="pipeline.profiles.batch"):
+    with caplog.at_level("WARNING", logger="doclane.profiles.batch"):
         outcome = server.convert(
             MEMBERS, listing=[m.name for m in MEMBERS], worker_cache_dir=cache_dir
         )

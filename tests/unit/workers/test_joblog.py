@@ -16,9 +16,9 @@ from pipeline.support.logs import (
     job_context,
     leave_job_context,
     load_log_settings,
-    redact,
     update_job_context,
 )
+from pipeline.support.secrets import Masker
 
 
 @pytest.fixture
@@ -85,7 +85,7 @@ def test_json_lines_have_the_job_fields_at_the_top_level(
     ],
 )
 def test_redaction_masks_credentials(text: str, secret: str) -> None:
-    cleaned = redact(text)
+    cleaned = Masker().text(text)
     assert secret not in cleaned
     assert "***" in cleaned
 
@@ -100,7 +100,7 @@ def test_redaction_masks_credentials(text: str, secret: str) -> None:
     ],
 )
 def test_redaction_leaves_ordinary_text_alone(text: str) -> None:
-    assert redact(text) == text
+    assert Masker().text(text) == text
 
 
 def test_what_the_processor_learns_stays_on_the_task_context_celery_opened(
