@@ -15,7 +15,8 @@ runtime, E4xx store) and the catalog's
     │   ├── EmptySource           E106
     │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
     │   ├── JobNotFound           E108  no job has this id (API 404)
-    │   └── RoleForbidden         E109  the API token's role does not allow it (API 403)
+    │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
+    │   └── InvalidOption         E110  a conversion option (page range, password variable)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -38,6 +39,7 @@ runtime, E4xx store) and the catalog's
     │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
     │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
+    │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
     │       ├── CallCancelled           the caller withdrew the call (never recorded)
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
@@ -95,6 +97,7 @@ from errors._tree import (
     ExportFailed,
     InputError,
     InternalError,
+    InvalidOption,
     InvalidParams,
     InvalidRequest,
     JobNotFound,
@@ -109,6 +112,7 @@ from errors._tree import (
     ProtocolError,
     ReplyTooLarge,
     RoleForbidden,
+    ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -140,6 +144,7 @@ __all__ = [
     "ExportFailed",
     "InputError",
     "InternalError",
+    "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
     "JobNotFound",
@@ -154,6 +159,7 @@ __all__ = [
     "ProtocolError",
     "ReplyTooLarge",
     "RoleForbidden",
+    "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

@@ -42,6 +42,7 @@ from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     FORMATS_PATTERN,
+    OPTION_FIELDS,
     PRIORITY_RANGE,
     SubmitRequest,
     SubmitResponse,
@@ -113,6 +114,7 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "file": {"type": "string", "format": "binary"},
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                    **OPTION_FIELDS,
                 },
             }
         },

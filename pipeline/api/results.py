@@ -24,6 +24,8 @@ _MEDIA_TYPES = {
     "md": "text/markdown; charset=utf-8",
     "json": "application/json",
     "html": "text/html; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "chunks": "application/json",
 }
 _DONE = object()
 
