@@ -56,11 +56,14 @@ function uploadRow(name) {
   const row = document.createElement("tr");
   for (const part of ["name", "job", "state", "stage", "error"]) {
     const cell = document.createElement("td");
-    cell.dataset[part] = "";
+    const inner = part === "state" ? document.createElement("span") : cell;
+    inner.dataset[part] = "";
+    if (inner !== cell) cell.append(inner);
     row.append(cell);
   }
   row.querySelector("[data-name]").textContent = name;
   row.querySelector("[data-state]").textContent = "uploading";
+  row.querySelector("[data-state]").className = "state";
   document.querySelector("#uploads tbody").append(row);
   return row;
 }
@@ -128,5 +131,5 @@ function setUpUpload(form) {
 document.addEventListener("DOMContentLoaded", () => {
   const form = document.querySelector("#upload");
   if (form) setUpUpload(form);
-  if (document.querySelector(".logout")) window.setTimeout(poll, POLL_MS);
+  if (document.querySelector(".logout")) poll(); // signed in: counts now, then every POLL_MS
 });
