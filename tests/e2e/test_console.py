@@ -131,6 +131,10 @@ def test_the_console_end_to_end(
     with page.expect_download() as download:
         page.click("#downloads a")
     assert "Console notes" in Path(download.value.path()).read_text()
+    href = page.locator("#downloads a").get_attribute("href")
+    saved = page.request.get(href or "")  # a result is saved, never run in the console's origin
+    assert saved.headers["content-disposition"].startswith("attachment")
+    assert saved.headers["content-security-policy"].startswith("sandbox")
     _shoot(page, "job")
 
     # ---- a document's script never runs in the console
