@@ -16,15 +16,13 @@ from pathlib import Path
 from uuid import UUID
 
 import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from pipeline.jobs import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.workers import Cluster
-
-playwright_api = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import Browser, Page, expect  # noqa: E402
 
 #: Headless Chromium with nothing that reaches outside the machine.
 CHROMIUM_ARGS = [
@@ -52,7 +50,7 @@ def browser() -> Iterator[Browser]:
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
         pytest.fail("chromium is not installed (scripts/test installs it: ensure_chromium)")
-    with playwright_api.sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         yield launched
         launched.close()

@@ -62,6 +62,8 @@ def test_without_a_session_pages_lead_to_the_sign_in_and_fetches_get_401(api: Ap
     assert wrong.status_code == 401 and "set-cookie" not in wrong.headers
     outside = httpx.post(api.url + "/console/login", data={"token": api.token, "next": "//x.test"})
     assert outside.headers["location"] == "/console/jobs"
+    entry = httpx.get(api.url + "/console", follow_redirects=True, timeout=30)
+    assert entry.status_code == 200 and entry.url.path == "/console/login"
     # the status page stays open, and links into the console
     assert 'href="/console/jobs"' in httpx.get(api.url + "/", timeout=30).text
 
