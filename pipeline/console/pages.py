@@ -70,6 +70,10 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             too_large=too_large,
         )
 
+    _download_route(app, ctx, sessions)
+
+
+def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/jobs/{job_id}/results/{fmt}", include_in_schema=False)
     def download(
         request: Request, job_id: UUID, fmt: str = Path(pattern=r"^[a-z]{1,10}$")
