@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from pipeline.admin import JobNotFound, WrongState
@@ -104,6 +105,12 @@ def _page_errors(app: FastAPI) -> None:
     async def _csrf(_: Request, __: CsrfRefused) -> Response:
         why = "The form came without this session's CSRF token: reload the page and try again."
         return page("problem.html", status_code=403, title="Refused", message=why)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, exc: RequestValidationError) -> Response:
+        """A page's address that is not one (a job id that is no UUID): said as a page."""
+        why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        return page("problem.html", status_code=422, title="Not a valid address", message=why)
 
     @app.exception_handler(JobNotFound)
     async def _no_job(_: Request, exc: JobNotFound) -> Response:

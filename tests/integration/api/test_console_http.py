@@ -93,6 +93,10 @@ def test_the_list_pages_by_keyset_newest_first(api: ApiServer, tmp_path: Path) -
 
     jump = client.get("/console/jobs", params={"job": seen[5]})
     assert jump.status_code == 303 and jump.headers["location"] == f"/console/jobs/{seen[5]}"
+    not_an_id = client.get("/console/jobs/not-a-uuid")
+    assert not_an_id.status_code == 422 and 'id="problem"' in not_an_id.text
+    unknown = client.get("/console/jobs/6f1d2c1e-0000-4000-8000-000000000000")
+    assert unknown.status_code == 404 and "No such job" in unknown.text
     bad = client.get("/console/jobs", params={"since": "whenever"})
     assert (
         bad.status_code == 200 and 'id="problem"' in bad.text and "<tr data-job-id" not in bad.text
