@@ -1,9 +1,10 @@
 """Are the console's pages fast at a million jobs? Server time of the job list and a job's page.
 
-Fills a scratch database with ``--jobs`` synthetic jobs in one ``generate_series`` statement
-(30 days of history: nine in ten succeeded, the rest failed with one of seven codes or were
-cancelled, the newest few in flight), gives the jobs it opens a history and a markdown result,
-then asks the console itself, in process (no network between), for:
+Fills a scratch database with ``--jobs`` synthetic jobs (the store benches' history from
+``bench.harness.store``: one ``generate_series`` statement, 30 days, nine in ten succeeded, the
+rest failed with one of seven codes or cancelled, ``--active`` of the newest in flight), gives
+the jobs it opens a history and a markdown result, then asks the console itself, in process (no
+network between), signed in, for:
 
 - the list: newest first; page 200 (by the keyset cursor); failed jobs; one error code; a queue;
 - a job's page: a failed job (its error explained, its history), a succeeded one (its
@@ -12,7 +13,7 @@ then asks the console itself, in process (no network between), for:
 Each page is asked ``--requests`` times after one warm-up; the median and worst are reported in
 milliseconds. The goal is under 100 ms for each at 1,000,000 jobs.
 
-    .venv/bin/python bench/console_pages.py [--jobs 1000000] [--requests 20] [--json] [--keep]
+    .venv/bin/python -m bench.console_pages [--jobs 1000000] [--requests 20] [--json] [--keep]
 
 The scratch database (``doclane_bench_console_<pid>``) is dropped at the end unless ``--keep``.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import time
 from typing import Any
@@ -29,45 +29,14 @@ from uuid import UUID
 
 import psycopg
 from fastapi.testclient import TestClient
-from psycopg import sql
-from psycopg.conninfo import make_conninfo
 
+from bench.harness.store import LOAD_JOBS, bench_arguments, in_scratch_database
 from pipeline.admin import load_admin_settings
 from pipeline.api import ApiContext, create_app, load_api_settings
-from pipeline.api.workers_cache import WorkersCache
 from pipeline.queues import JobMessage
 from pipeline.resilience import load_resilience_settings
 from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, apply_migrations, load_store_settings
-
-LOAD_JOBS = """
-INSERT INTO jobs (id, source_kind, source_uri, size_bytes, profile, options, formats, queue,
-                  priority, state, attempt, attempts_spent, max_attempts, error_code,
-                  error_message, created_at, started_at, finished_at, updated_at)
-SELECT gen_random_uuid(), 'file', '/srv/doclane/inbox/doc-' || i || '.pdf', 1000 + i %% 99991,
-       'docling-mcp', '{}'::jsonb, '{md}',
-       (ARRAY['doclane.small', 'doclane.small', 'doclane.medium', 'doclane.large'])[1 + i %% 4],
-       0, s.state, CASE WHEN s.state = 'queued' THEN 0 ELSE 1 END,
-       CASE WHEN s.state = 'queued' THEN 0 ELSE 1 END, 3,
-       CASE WHEN s.state = 'failed'
-            THEN (ARRAY['E302', 'E303', 'E306', 'E307', 'E101', 'E102', 'E204'])[1 + i %% 7] END,
-       CASE WHEN s.state = 'failed' THEN 'synthetic failure' END,
-       t.created,
-       CASE WHEN s.state <> 'queued' THEN t.created + interval '5 seconds' END,
-       CASE WHEN s.state IN ('succeeded', 'failed', 'cancelled')
-            THEN t.created + make_interval(secs => 10 + i %% 120) END,
-       t.created + make_interval(secs => 10 + i %% 120)
-FROM generate_series(1, %(jobs)s) AS i
-CROSS JOIN LATERAL (
-    SELECT now() - interval '30 days' * (1 - i::float8 / %(jobs)s) AS created
-) t
-CROSS JOIN LATERAL (
-    SELECT CASE WHEN i > %(jobs)s - 50 AND i %% 5 = 0 THEN 'queued'
-                WHEN i %% 100 < 90 THEN 'succeeded'
-                WHEN i %% 100 < 97 THEN 'failed'
-                ELSE 'cancelled' END AS state
-) s
-"""
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """
@@ -84,7 +53,7 @@ FROM (VALUES
 ) AS e(n, kind, from_state, to_state, tool, ms, outcome, code)
 """
 
-#: About 60 KB of markdown: headings, paragraphs and a table, as Docling writes them.
+#: About 70 KB of markdown: headings, paragraphs and a table, as Docling writes them.
 MARKDOWN = "\n\n".join(
     f"## Section {n}\n\nSome **converted** text of section {n}, with a [link](https://x.test).\n\n"
     "| a | b |\n|---|---|\n| 1 | 2 |"
@@ -98,28 +67,10 @@ class _NoPublisher:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--jobs", type=int, default=1_000_000)
+    parser = bench_arguments(__doc__.split("\n")[0])
     parser.add_argument("--requests", type=int, default=20, help="requests per page")
-    parser.add_argument(
-        "--server",
-        default=os.environ.get(
-            "DOCLANE_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
-        ),
-        help="a database on the server to create the scratch database from",
-    )
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
-    parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = parser.parse_args()
-    name = f"doclane_bench_console_{os.getpid()}"
-    with psycopg.connect(args.server, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        report = run(make_conninfo(args.server, dbname=name), args)
-    finally:
-        if not args.keep:
-            with psycopg.connect(args.server, autocommit=True) as admin:
-                admin.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+    report = in_scratch_database(args, "doclane_bench_console", run)
     print(json.dumps(report, indent=1) if args.json else _table(report))
 
 
@@ -129,9 +80,11 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.transaction():
             # The guard triggers refuse rows that skip the state machine: off for the load only
-            # (as bench/store_admin_queries.py does; needs a superuser).
+            # (as the store benches do; needs a superuser).
             conn.execute("SET LOCAL session_replication_role = replica")
-            conn.execute(LOAD_JOBS, {"jobs": args.jobs})
+            conn.execute(
+                LOAD_JOBS, {"jobs": args.jobs, "active": min(args.active, args.jobs // 10)}
+            )
             failed, succeeded = _opened_jobs(conn)
         conn.execute("VACUUM ANALYZE jobs")
     load_s = time.perf_counter() - started
@@ -190,7 +143,6 @@ class _console:
             store=store,
             publisher=_NoPublisher(),
             fleet=None,
-            workers=WorkersCache(None, 60.0),
         )
         self.client = TestClient(create_app(ctx), base_url="http://127.0.0.1")
         self.token = token

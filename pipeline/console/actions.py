@@ -1,9 +1,10 @@
 """What the console changes: cancel a job, retry one, retry a filtered set of failed jobs.
 
-Each action is two steps, as in Sidekiq's web UI: a link opens a page that says exactly what
-will happen, whose button posts the form (with the session's CSRF token); nothing changes on a
-GET. The work itself is ``pipeline.admin``'s, exactly what ``doclane cancel|retry`` and
-``/v1/jobs/{id}/cancel|retry`` do.
+Each needs a token with the admin role, as ``/v1/jobs/{id}/cancel|retry`` do, and is two steps,
+as in Sidekiq's web UI: a link opens a page that says exactly what will happen, whose button
+posts the form (with the session's CSRF token); nothing changes on a GET. The work itself is
+``pipeline.admin``'s, exactly what ``doclane cancel|retry`` and ``/v1/jobs/{id}/cancel|retry``
+do.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ async def _posted(request: Request, sessions: Sessions) -> tuple[Session, dict[s
     session = sessions.current(request)
     form = {k: str(v) for k, v in (await request.form()).items()}
     check_csrf(session, form.get("csrf"))
+    session.require("admin")
     return session, form
 
 
@@ -39,6 +41,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/jobs/{job_id}/{action}", include_in_schema=False)
     def confirm(request: Request, job_id: UUID, action: str) -> Response:
         session = sessions.current(request)
+        session.require("admin")
         if action not in ("cancel", "retry"):
             return page("problem.html", 404, title="Not found", message=f"no action {action!r}")
         job = ctx.store.get_job(job_id)
@@ -63,6 +66,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/retry-failed", include_in_schema=False)
     def confirm_bulk(request: Request, error_code: str = "", since: str = "") -> Response:
         session = sessions.current(request)
+        session.require("admin")
         asked = ListQuery(state="failed", error_code=error_code.strip().upper(), since=since)
         try:
             jobs = ctx.store.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))

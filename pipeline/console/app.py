@@ -15,8 +15,9 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
+from errors import RoleForbidden
 from pipeline.admin import JobNotFound, WrongState
-from pipeline.api.errors import install_handlers
+from pipeline.api.errors import catalog_response, install_handlers
 from pipeline.console import actions, pages, uploading
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import (
@@ -66,10 +67,11 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     async def login(request: Request) -> Response:
         form = await request.form()
         token, target = str(form.get("token", "")), _local(str(form.get("next", "")))
-        if not token_accepted(ctx, token):
+        caller = token_accepted(ctx, token)
+        if caller is None:
             return page("login.html", status_code=401, next=target, refused=True)
         response = RedirectResponse(target, status_code=303)
-        sessions.start(request, response)
+        sessions.start(request, response, caller)
         return response
 
     @app.post("/logout", include_in_schema=False)
@@ -111,6 +113,14 @@ def _page_errors(app: FastAPI) -> None:
         """A page's address that is not one (a job id that is no UUID): said as a page."""
         why = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         return page("problem.html", status_code=422, title="Not a valid address", message=why)
+
+    @app.exception_handler(RoleForbidden)
+    async def _role(request: Request, exc: RoleForbidden) -> Response:
+        if _wants_json(request):
+            return catalog_response(exc)
+        return page(
+            "problem.html", status_code=403, title="Not for this token", message=exc.message
+        )
 
     @app.exception_handler(JobNotFound)
     async def _no_job(_: Request, exc: JobNotFound) -> Response:

@@ -33,6 +33,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/upload", include_in_schema=False)
     def upload_page(request: Request) -> Response:
         session = sessions.current(request)
+        session.require("submit")
         return page(
             "upload.html",
             session=session,
@@ -42,7 +43,9 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
 
     @app.post("/upload", include_in_schema=False, status_code=202)
     async def upload(request: Request) -> Response:
-        check_csrf(sessions.current(request), request.headers.get(CSRF_HEADER))
+        session = sessions.current(request)
+        check_csrf(session, request.headers.get(CSRF_HEADER))
+        session.require("submit")  # as POST /v1/jobs
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")

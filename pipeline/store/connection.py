@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool
 
 from errors import DatabaseUnavailable
@@ -34,6 +35,21 @@ def database_errors(action: str) -> Iterator[None]:
         raise DatabaseUnavailable(
             f"{action}: {type(exc).__name__}: {exc}".strip(),
             detail={"sqlstate": exc.sqlstate} if exc.sqlstate else None,
+        ) from exc
+
+
+@contextmanager
+def missing_schema_errors(action: str) -> Iterator[None]:
+    """Translate "doclane's schema is missing, or older than this code" (no such table or
+    function) into E401 saying to run ``doclane db migrate``: for a person at a command line
+    it is a usual mistake of a fresh install, not a bug."""
+    try:
+        yield
+    except (pg_errors.UndefinedTable, pg_errors.UndefinedFunction) as exc:
+        raise DatabaseUnavailable(
+            f"{action}: the database has no doclane schema or an old one "
+            f"({exc.diag.message_primary}); run `doclane db migrate`",
+            detail={"sqlstate": exc.sqlstate, "migrations": "missing"},
         ) from exc
 
 

@@ -1,4 +1,5 @@
-"""``bench/console_pages.py`` at a tiny size: it must keep working; its figures mean nothing."""
+"""``python -m bench.console_pages`` at a tiny size: it must keep working; its figures mean
+nothing."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from tests.fixtures.benches import run_bench
 
 
 def test_console_pages_smoke() -> None:
-    out = run_bench("console_pages.py", "--jobs", "400", "--requests", "2")
+    out = run_bench("console_pages", "--jobs", "400", "--requests", "2")
     assert out["jobs"] == 400
     assert set(out["pages_ms"]) == {
         "list: newest", "list: page 200", "list: failed", "list: failed E303",

@@ -154,7 +154,7 @@ def test_an_upload_converts_and_its_result_comes_back(
     )
     assert sent.status_code == 202, sent.text
     [accepted] = sent.json()["accepted"]
-    assert accepted["uri"].startswith(str(inbox / "uploads"))
+    assert (accepted["source"], accepted["uri"]) == ("notes.md", "notes.md")
     job_id = UUID(accepted["job_id"])
     [job] = cluster.wait_terminal([job_id])
     assert job.state is JobState.SUCCEEDED and job.priority == 3
@@ -183,7 +183,7 @@ def test_an_upload_converts_and_its_result_comes_back(
     assert body["accepted"][0]["deduplicated"] is True  # the same content already succeeded
 
     unknown = api.get("/v1/jobs/6f1d2c1e-0000-4000-8000-000000000000")
-    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "job_not_found"
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "E108"
     assert api.get("/v1/jobs/not-a-uuid").status_code == 422
     finished = api.post(f"/v1/jobs/{job_id}/cancel")
     assert finished.status_code == 409 and finished.json()["error"]["code"] == "wrong_state"

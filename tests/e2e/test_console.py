@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -136,7 +137,7 @@ def test_the_console_end_to_end(
     _shoot(page, "job")
 
     # ---- a document's script never runs in the console
-    hostile_id = _job_id_of(cluster, "hostile.md")
+    hostile_id = _job_id_of(api, "hostile.md")
     page.goto(f"/console/jobs/{hostile_id}")
     expect(page.locator("#rendered h1")).to_have_text("Hostile")
     page.click("#raw-section summary")
@@ -152,7 +153,7 @@ def test_the_console_end_to_end(
     _upload(page, [docs / "doomed.md", docs / "doomed-too.md"])
     for name in ("doomed.md", "doomed-too.md"):
         expect(_row(page, name).locator("[data-state]")).to_have_text("failed", timeout=WAIT_MS)
-    doomed_id = _job_id_of(cluster, "doomed.md")
+    doomed_id = _job_id_of(api, "doomed.md")
     [failed] = cluster.jobs([doomed_id])
     assert failed.state is JobState.FAILED and failed.error_code
     fake_server.reset()
@@ -204,7 +205,7 @@ def test_the_console_end_to_end(
     )
     assert status == 403
     # notes, hostile, doomed and doomed-too, one retry of each, slow: nothing more
-    assert len(cluster.store.recent_jobs(limit=100)) == 7
+    assert len(_jobs(api)) == 7
 
     # ---- signing out ends the session
     page.click(".logout button")
@@ -214,7 +215,12 @@ def test_the_console_end_to_end(
     context.close()
 
 
-def _job_id_of(cluster: Cluster, name: str) -> UUID:
+def _jobs(api: ApiServer) -> list[dict[str, Any]]:
+    jobs: list[dict[str, Any]] = api.get("/v1/jobs", params={"limit": 100}).json()["jobs"]
+    return jobs
+
+
+def _job_id_of(api: ApiServer, name: str) -> UUID:
     """The first job submitted for an uploaded document of this name."""
-    jobs = [j for j in cluster.store.recent_jobs(limit=100) if j.source_uri.endswith("/" + name)]
-    return min(jobs, key=lambda j: j.created_at).id
+    jobs = [j for j in _jobs(api) if j["source_uri"].endswith("/" + name)]
+    return UUID(min(jobs, key=lambda j: str(j["created_at"]))["id"])

@@ -19,6 +19,10 @@ from tests.fixtures.brokers import Broker
 PAGES = ["/console/jobs", "/console/jobs/6f1d2c1e-0000-4000-8000-000000000000", "/console/upload"]
 
 
+#: A second token, with the read role only.
+VIEWER = "viewer-token-0123456789"
+
+
 @pytest.fixture
 def api(
     make_api_server: Callable[..., ApiServer],
@@ -27,6 +31,7 @@ def api(
     tmp_path: Path,
 ) -> ApiServer:
     env = {
+        "DOCLANE_API_TOKENS": f"viewer:read:{VIEWER}",
         **os.environ,
         "DOCLANE_DATABASE_URL": migrated_database_url,
         "DOCLANE_BROKER_URL": redis_broker.url,
@@ -36,10 +41,11 @@ def api(
     return make_api_server(env)
 
 
-def _signed_in(api: ApiServer) -> httpx.Client:
+def _signed_in(api: ApiServer, token: str | None = None) -> httpx.Client:
     client = httpx.Client(base_url=api.url, timeout=30)
-    answer = client.post("/console/login", data={"token": api.token, "next": "/console/upload"})
-    assert answer.status_code == 303 and answer.headers["location"] == "/console/upload"
+    form = {"token": token or api.token, "next": "/console/jobs?state=failed"}
+    answer = client.post("/console/login", data=form)
+    assert answer.status_code == 303 and answer.headers["location"] == form["next"]
     return client
 
 
@@ -130,3 +136,32 @@ def test_an_upload_needs_its_sessions_csrf_token(api: ApiServer) -> None:
         headers={"X-CSRF-Token": _csrf(client)},
     )
     assert [r["code"] for r in empty.json()["rejected"]] == ["E106"]
+
+
+def test_a_read_token_reads_and_changes_nothing(api: ApiServer, tmp_path: Path) -> None:
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+    [accepted] = api.post("/v1/jobs", json={"sources": [str(doc)]}).json()["accepted"]
+    job_id = accepted["job_id"]
+    viewer = _signed_in(api, VIEWER)
+    listed = viewer.get("/console/jobs")
+    assert job_id in listed.text and "viewer (read)" in listed.text
+    assert 'href="/console/upload"' not in listed.text
+    page = viewer.get(f"/console/jobs/{job_id}")
+    assert page.status_code == 200 and 'id="cancel"' not in page.text
+    assert viewer.get(f"/console/jobs/{job_id}/cancel").status_code == 403
+    csrf = re.search(r'name="csrf" value="([^"]+)"', page.text)
+    assert csrf
+    refused = viewer.post(f"/console/jobs/{job_id}/cancel", data={"csrf": csrf.group(1)})
+    assert refused.status_code == 403 and "role read" in refused.text
+    assert viewer.get("/console/upload").status_code == 403
+    files = {"file": ("notes.md", b"# Notes\n", "text/markdown")}
+    sent = viewer.post(
+        "/console/upload",
+        files=files,
+        headers={"X-CSRF-Token": csrf.group(1), "Accept": "application/json"},
+    )
+    assert sent.status_code == 403 and sent.json()["error"]["code"] == "E109"
+    assert api.get(f"/v1/jobs/{job_id}").json()["job"]["state"] == "queued"
+    admin = _signed_in(api)
+    assert 'id="cancel"' in admin.get(f"/console/jobs/{job_id}").text

@@ -152,7 +152,7 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
     thread.join(timeout=60)
 
     assert not thread.is_alive(), "the attempt did not stop"
-    assert [o.kind for o in outcomes] == [OutcomeKind.ABANDONED]
+    assert [o.kind for o in outcomes] == [OutcomeKind.LOST]
     assert spy.stages == [Stage.CONVERTING]
     [withdrawn] = wait_for(lambda: bench.server.stats()["cancelled"], message="cancelled sent")
     assert "withdrawn" in withdrawn["reason"]

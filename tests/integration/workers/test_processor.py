@@ -268,7 +268,7 @@ def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
 
     outcome = bench.processor.process(job_id)
 
-    assert outcome.kind is OutcomeKind.ABANDONED
+    assert outcome.kind is OutcomeKind.LOST
     job = bench.store.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
     assert bench.store.list_results(job_id) == []

@@ -105,7 +105,7 @@ def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
 
     outcome = bench.processor.process(job_id)
 
-    assert outcome.kind is OutcomeKind.ABANDONED
+    assert outcome.kind is OutcomeKind.LOST
     job = bench.store.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
     assert bench.store.list_results(job_id) == []

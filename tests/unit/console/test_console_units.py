@@ -12,7 +12,9 @@ import pytest
 from fastapi import Response
 from starlette.requests import Request
 
+from errors import RoleForbidden
 from pipeline.api import load_api_settings
+from pipeline.api.auth import Caller
 from pipeline.console.app import _local
 from pipeline.console.listing import PAGE_SIZE, BadFilter, ListQuery
 from pipeline.console.render import markdown_html
@@ -27,8 +29,9 @@ from pipeline.console.session import (
 from pipeline.jobs import JobState
 
 
-def _ctx(token: str | None) -> SimpleNamespace:
-    return SimpleNamespace(settings=load_api_settings(api_token=token))
+def _ctx(token: str | None, tokens: str = "") -> SimpleNamespace:
+    overrides = {"api_tokens": tokens} if tokens else {}
+    return SimpleNamespace(settings=load_api_settings(api_token=token, **overrides))
 
 
 def _request(cookie: str | None = None) -> Request:
@@ -43,20 +46,28 @@ def _cookie_of(response: Response) -> str:
     return header.split(";")[0].split("=", 1)[1]
 
 
-def test_the_sign_in_check_is_the_apis_token_check() -> None:
-    assert token_accepted(_ctx("s3cret"), "s3cret")
-    assert not token_accepted(_ctx("s3cret"), "s3cret ")
-    assert not token_accepted(_ctx("s3cret"), "")
-    assert not token_accepted(_ctx(None), "")  # no token set: nobody signs in
+def test_the_sign_in_check_is_the_apis_token_check_with_its_roles() -> None:
+    ctx = _ctx("s3cret", tokens="ci:submit:c1-token,grafana:read:gr-token")
+    assert token_accepted(ctx, "s3cret") == Caller("DOCLANE_API_TOKEN", "admin")
+    assert token_accepted(ctx, "c1-token") == Caller("ci", "submit")
+    assert token_accepted(ctx, "gr-token") == Caller("grafana", "read")
+    for wrong in ("s3cret ", "", "ci", "submit"):
+        assert token_accepted(ctx, wrong) is None
+    assert token_accepted(_ctx(None), "") is None  # no token set: nobody signs in
 
 
-def test_a_session_holds_its_csrf_token_and_nothing_else_passes() -> None:
-    sessions = Sessions(_ctx("s3cret"))
+def test_a_session_holds_its_role_and_csrf_token_and_nothing_else_passes() -> None:
+    ctx = _ctx("s3cret", tokens="grafana:read:gr-token")
+    sessions = Sessions(ctx)
     response = Response()
-    started = sessions.start(_request(), response)
+    started = sessions.start(_request(), response, Caller("grafana", "read"))
     cookie = _cookie_of(response)
-    assert "s3cret" not in cookie
+    assert "gr-token" not in cookie and "s3cret" not in cookie
     assert sessions.current(_request(cookie)) == started
+    started.require("read")
+    for more in ("submit", "admin"):
+        with pytest.raises(RoleForbidden):
+            started.require(more)  # type: ignore[arg-type]
     check_csrf(started, started.csrf)
     for wrong in (None, "", started.csrf[:-1]):
         with pytest.raises(CsrfRefused):
@@ -64,11 +75,12 @@ def test_a_session_holds_its_csrf_token_and_nothing_else_passes() -> None:
     for bad in (None, cookie[:-2] + "xx", "garbage"):
         with pytest.raises(SignInRequired):
             sessions.current(_request(bad))
-    # another token (rotated, or another deployment's) makes every old cookie worthless
+    # another token or role (rotated, or another deployment's) makes every old cookie worthless
+    for changed in (_ctx("other", tokens="grafana:read:gr-token"), _ctx("s3cret"), _ctx(None)):
+        with pytest.raises(SignInRequired):
+            Sessions(changed).current(_request(cookie))
     with pytest.raises(SignInRequired):
-        Sessions(_ctx("other")).current(_request(cookie))
-    with pytest.raises(SignInRequired):
-        Sessions(_ctx(None)).current(_request(cookie))
+        Sessions(_ctx("s3cret", tokens="grafana:admin:gr-token")).current(_request(cookie))
 
 
 def test_a_sign_in_leads_only_into_the_console() -> None:
