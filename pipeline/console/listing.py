@@ -2,7 +2,7 @@
 
 The list is ``pipeline.admin.list_jobs`` (one index range scan whatever the page, newest first);
 the next page's link carries the last row's ``created_at`` and ``id`` as the cursor, so page 500
-costs what page 1 costs at a million jobs (``bench/console_pages.py`` measures it).
+costs what page 1 costs at a million jobs (``python -m bench.console_pages`` measures it).
 """
 
 from __future__ import annotations

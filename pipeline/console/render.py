@@ -5,7 +5,7 @@ A converted document is someone else's content: its markdown may hold raw HTML, 
 GitHub-flavoured markdown (tables, as Docling writes them), then nh3 keeps only harmless tags and
 attributes; the console's Content-Security-Policy (``script-src 'self'``, no inline script) is
 the second wall should anything slip through. cmark, not markdown-it-py: a 70 KB document took
-markdown-it-py 170-270 ms here, cmark 6 ms (``bench/console_pages.py``).
+markdown-it-py 170-270 ms here, cmark 6 ms (``python -m bench.console_pages``).
 """
 
 from __future__ import annotations
