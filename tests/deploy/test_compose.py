@@ -15,7 +15,7 @@ import yaml
 
 from tests.deploy.conftest import ALL_PROFILES, ROOT, compose
 
-#: The services issue 14 asks for, and the profiled ones.
+#: The services an operator runs the fleet with (docs/operations.md), and the profiled ones.
 CORE_SERVICES = {"postgres", "redis", "docling-mcp", "migrate", "worker", "beat", "api", "flower"}
 PROFILED_SERVICES = {"docling-serve": "serve", "worker-stdio": "stdio", "worker-large": "tiers"}
 #: The services that run doclane itself and must see the shared folder.
