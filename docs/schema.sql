@@ -661,6 +661,12 @@ CREATE INDEX jobs_created_idx ON public.jobs USING btree (created_at DESC);
 CREATE INDEX jobs_dedup_idx ON public.jobs USING hash (content_sha256) WHERE ((state = 'succeeded'::text) AND (content_sha256 IS NOT NULL));
 
 --
+-- Name: jobs_error_code_created_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_error_code_created_idx ON public.jobs USING btree (error_code, created_at DESC, id DESC) WHERE (error_code IS NOT NULL);
+
+--
 -- Name: jobs_error_code_idx; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -59,12 +59,16 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ValueError
     ├── WrongState             pipeline.admin       the job's state does not allow it (API 409)
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
+    ├── BadFilter              pipeline.console     a job list filter it cannot apply (shown)
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
     └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
     └── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
+    PermissionError
+    ├── SignInRequired         pipeline.console     no valid session cookie (to the sign-in form)
+    └── CsrfRefused            pipeline.console     a change without its session's CSRF token (403)
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception

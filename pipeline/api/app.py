@@ -133,6 +133,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
     install_handlers(app)
     app.include_router(_v1(ctx))
     app.include_router(_operations(ctx))
+    from pipeline.console import console_app  # here: the console imports the API's modules
+
+    app.mount("/console", console_app(ctx))
     return app
 
 

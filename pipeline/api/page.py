@@ -28,7 +28,8 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}
 def render_page(stats: Stats, *, refresh_s: int) -> str:
     at = stats.at.isoformat(timespec="seconds")
     body = [
-        f"<h1>doclane</h1><p class=muted>as of <time id=at>{escape(at)}</time>, "
+        '<h1>doclane</h1><p><a href="/console/jobs">Jobs in the console</a> (signed in)</p>'
+        f"<p class=muted>as of <time id=at>{escape(at)}</time>, "
         f"refreshed every {refresh_s}s</p>",
         *_unreachable(stats),
         *_jobs(stats),
@@ -102,7 +103,8 @@ def _failures(s: Stats) -> list[str]:
     if not s.failures:
         return ["<h2>Failures</h2><p class=muted>none</p>"]
     rows = "".join(
-        f'<tr data-code="{escape(f.code)}"><td><b>{escape(f.code)}</b></td>'
+        f'<tr data-code="{escape(f.code)}"><td><a href="/console/jobs?state=failed&amp;'
+        f'error_code={escape(f.code)}"><b>{escape(f.code)}</b></a></td>'
         f'<td class=n id="failures-{escape(f.code)}-hour">{f.last_hour}</td>'
         f'<td class=n id="failures-{escape(f.code)}-all">{f.all_time}</td>'
         f"<td>{escape(f.title)}: {escape(f.message)}</td></tr>"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from psycopg.rows import dict_row
 
@@ -68,13 +69,19 @@ class Percentiles:
 
 @dataclass(frozen=True, slots=True)
 class JobFilter:
-    """``doclane jobs`` / ``GET /v1/jobs``: every filter optional, newest first."""
+    """``doclane jobs`` / ``GET /v1/jobs`` / the console: every filter optional, newest first.
+
+    ``before`` is a keyset cursor, the (``created_at``, ``id``) of the last job of the previous
+    page: the next page starts right after it, an index range scan however deep it is (an
+    OFFSET would read and drop every row before it)."""
 
     state: JobState | None = None
     error_code: str | None = None
     queue: str | None = None
     since: datetime | None = None
     limit: int = 50
+    until: datetime | None = None
+    before: tuple[datetime, UUID] | None = None
 
 
 class AdminStore(JobStore):
@@ -183,6 +190,9 @@ class AdminStore(JobStore):
             "error_code": filters.error_code,
             "queue": filters.queue,
             "since": filters.since,
+            "until": filters.until,
+            "before_at": filters.before[0] if filters.before else None,
+            "before_id": filters.before[1] if filters.before else None,
             "limit": filters.limit,
         }
         with self._connection("listing jobs") as conn:

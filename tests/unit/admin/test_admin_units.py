@@ -4,6 +4,7 @@ and uploads streamed to disk under a cap."""
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -108,7 +109,12 @@ def test_the_page_shows_the_figures_escaped_and_fetches_nothing() -> None:
     assert 'id="jobs-succeeded">12<' in html and 'id="failures-E101-all">3<' in html
     assert 'id="queue-doclane.small">4<' in html and "w1@host" in html and "12s" in html
     assert "&lt;b&gt;could&lt;/b&gt;" in html
-    assert "<script" not in html and "src=" not in html and "href=" not in html
+    assert "<script" not in html and "src=" not in html and "<link" not in html
+    # links only (no asset), each into the console: a failure code to its failed jobs
+    assert re.findall(r'href="([^"]*)"', html) == [
+        "/console/jobs",
+        "/console/jobs?state=failed&amp;error_code=E101",
+    ]
     assert '<meta http-equiv="refresh" content="5">' in html
 
 

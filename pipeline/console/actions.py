@@ -1,0 +1,97 @@
+"""What the console changes: cancel a job, retry one, retry a filtered set of failed jobs.
+
+Each needs a token with the admin role, as ``/v1/jobs/{id}/cancel|retry`` do, and is two steps,
+as in Sidekiq's web UI: a link opens a page that says exactly what will happen, whose button
+posts the form (with the session's CSRF token); nothing changes on a GET. The work itself is
+``pipeline.admin``'s, exactly what ``doclane cancel|retry`` and ``/v1/jobs/{id}/cancel|retry``
+do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import RedirectResponse, Response
+
+from pipeline.admin import cancel_job, retry_failed, retry_job
+from pipeline.console.listing import BadFilter, ListQuery
+from pipeline.console.render import page
+from pipeline.console.session import Session, Sessions, check_csrf
+
+if TYPE_CHECKING:
+    from pipeline.api.app import ApiContext
+
+#: The most failed jobs one bulk retry resubmits (the newest first), as ``doclane retry``.
+BULK_RETRY_LIMIT = 1000
+
+
+async def _posted(request: Request, sessions: Sessions) -> tuple[Session, dict[str, str]]:
+    """The session and the form of a POST that changes something, its CSRF token checked."""
+    session = sessions.current(request)
+    form = {k: str(v) for k, v in (await request.form()).items()}
+    check_csrf(session, form.get("csrf"))
+    session.require("admin")
+    return session, form
+
+
+def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
+    @app.get("/jobs/{job_id}/{action}", include_in_schema=False)
+    def confirm(request: Request, job_id: UUID, action: str) -> Response:
+        session = sessions.current(request)
+        session.require("admin")
+        if action not in ("cancel", "retry"):
+            return page("problem.html", 404, title="Not found", message=f"no action {action!r}")
+        job = ctx.store.get_job(job_id)
+        return page("confirm.html", session=session, job=job, job_id=job_id, action=action)
+
+    @app.post("/jobs/{job_id}/cancel", include_in_schema=False)
+    async def cancel(request: Request, job_id: UUID) -> Response:
+        await _posted(request, sessions)
+        await run_in_threadpool(cancel_job, ctx.store, job_id)
+        return RedirectResponse(f"/console/jobs/{job_id}?done=cancelled", status_code=303)
+
+    @app.post("/jobs/{job_id}/retry", include_in_schema=False)
+    async def retry(request: Request, job_id: UUID) -> Response:
+        await _posted(request, sessions)
+        outcome = await run_in_threadpool(retry_job, ctx.store, ctx.publisher, job_id)
+        if outcome.action == "refused":
+            why = f"{outcome.code}: {outcome.message}"
+            return page("problem.html", 422, title="Retry refused", message=why)
+        target = outcome.job_id or job_id
+        return RedirectResponse(f"/console/jobs/{target}?done={outcome.action}", status_code=303)
+
+    @app.get("/retry-failed", include_in_schema=False)
+    def confirm_bulk(request: Request, error_code: str = "", since: str = "") -> Response:
+        session = sessions.current(request)
+        session.require("admin")
+        asked = ListQuery(state="failed", error_code=error_code.strip().upper(), since=since)
+        try:
+            jobs = ctx.store.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))
+        except BadFilter as exc:
+            return page("problem.html", 422, title="Not a filter", message=str(exc))
+        return page(
+            "bulk.html", session=session, asked=asked, count=len(jobs), limit=BULK_RETRY_LIMIT
+        )
+
+    @app.post("/retry-failed", include_in_schema=False)
+    async def bulk_retry(request: Request) -> Response:
+        session, form = await _posted(request, sessions)
+        code, since = form.get("error_code", "").strip().upper(), form.get("since", "").strip()
+        asked = ListQuery(state="failed", error_code=code, since=since)
+        try:
+            filters = asked.to_filter(limit=BULK_RETRY_LIMIT)
+        except BadFilter as exc:
+            return page("problem.html", 422, title="Not a filter", message=str(exc))
+        outcomes = await run_in_threadpool(
+            lambda: retry_failed(
+                ctx.store,
+                ctx.publisher,
+                error_code=filters.error_code,
+                since=filters.since,
+                limit=BULK_RETRY_LIMIT,
+            )
+        )
+        return page("retried.html", session=session, asked=asked, outcomes=outcomes)

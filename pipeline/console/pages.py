@@ -1,0 +1,104 @@
+"""The console's reading pages: the job list, one job, and a result's download."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from fastapi import FastAPI, Path, Request
+from fastapi.responses import RedirectResponse, Response
+
+from pipeline.admin import JobDetail, job_detail, list_jobs
+from pipeline.api.results import stream_result
+from pipeline.console.listing import BadFilter, ListQuery
+from pipeline.console.render import MAX_RENDERED_BYTES, SECURITY_HEADERS, markdown_html, page
+from pipeline.console.session import Sessions
+from pipeline.jobs import JobState
+from pipeline.queues import JOB_QUEUES
+
+if TYPE_CHECKING:
+    from pipeline.api.app import ApiContext
+
+
+def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
+    @app.get("/jobs", include_in_schema=False)
+    def jobs(
+        request: Request,
+        *,
+        state: str = "",
+        error_code: str = "",
+        queue: str = "",
+        since: str = "",
+        until: str = "",
+        before: str = "",
+        job: str = "",
+    ) -> Response:
+        session = sessions.current(request)
+        if job.strip():  # "go to a job": its id pasted into the search box
+            return _go_to(job.strip())
+        asked = ListQuery(state, error_code.strip().upper(), queue, since.strip(), until, before)
+        try:
+            found = list_jobs(ctx.store, asked.to_filter())
+            problem = ""
+        except BadFilter as exc:
+            found, problem = [], str(exc)
+        return page(
+            "jobs.html",
+            session=session,
+            asked=asked,
+            jobs=found,
+            problem=problem,
+            next_page=asked.next_page(found),
+            states=[s.value for s in JobState],
+            queues=JOB_QUEUES,
+            counts=ctx.store.count_in_flight(),
+        )
+
+    @app.get("/jobs/{job_id}", include_in_schema=False)
+    def job(request: Request, job_id: UUID, done: str = "") -> Response:
+        session = sessions.current(request)
+        detail = job_detail(ctx.store, job_id)
+        markdown, too_large = _markdown(ctx, detail)
+        return page(
+            "job.html",
+            session=session,
+            detail=detail,
+            job=detail.job,
+            done=done,
+            markdown=markdown,
+            rendered=markdown_html(markdown) if markdown is not None else None,
+            too_large=too_large,
+        )
+
+    _download_route(app, ctx, sessions)
+
+
+def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
+    @app.get("/jobs/{job_id}/results/{fmt}", include_in_schema=False)
+    def download(
+        request: Request, job_id: UUID, fmt: str = Path(pattern=r"^[a-z]{1,10}$")
+    ) -> Response:
+        sessions.current(request)
+        response = stream_result(ctx.store, job_id, fmt)
+        # Saved, never shown here: an HTML result must not run in the console's origin.
+        disposition = f'attachment; filename="{job_id}.{fmt}"'
+        response.headers.update({**SECURITY_HEADERS, "Content-Disposition": disposition})
+        response.headers["Content-Security-Policy"] = "sandbox; default-src 'none'"
+        return response
+
+
+def _go_to(text: str) -> Response:
+    try:
+        return RedirectResponse(f"/console/jobs/{UUID(text)}", status_code=303)
+    except ValueError:
+        return RedirectResponse("/console/jobs", status_code=303)
+
+
+def _markdown(ctx: ApiContext, detail: JobDetail) -> tuple[str | None, bool]:
+    """The markdown result to show (None when there is none), and whether it is too large."""
+    info = next((r for r in detail.results if r.format == "md"), None)
+    if info is None:
+        return None, False
+    if info.size_bytes > MAX_RENDERED_BYTES:
+        return None, True
+    return ctx.store.get_result(detail.job.id, "md"), False

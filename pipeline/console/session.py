@@ -1,0 +1,120 @@
+"""Who is signed in to the console: a signed session cookie, its CSRF token, the sign-in check.
+
+A person signs in once with an API token (a form; the token never appears in a URL) and gets a
+cookie: ``HttpOnly`` (no script reads it), ``SameSite=Strict`` (no other site's page sends it),
+``Secure`` over HTTPS, scoped to ``/console``. Its value is signed by itsdangerous with a key
+derived from every token the API accepts (``DOCLANE_API_TOKENS``, ``DOCLANE_API_TOKEN``), so it
+is valid on every API process with the same tokens, is worthless once any token or role
+changes, and expires after :data:`SESSION_MAX_AGE_S`. It holds the token's name and role (what
+the console lets the person do, as the API would: read, submit, admin) and a random CSRF token,
+which every form that changes something carries back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fastapi import Request, Response
+from fastapi.security import HTTPAuthorizationCredentials
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from starlette.exceptions import HTTPException
+
+from errors import RoleForbidden
+from pipeline.api.auth import Caller, TokenRoles
+from pipeline.api.settings import ROLES, Role
+
+if TYPE_CHECKING:
+    from pipeline.api.app import ApiContext
+
+COOKIE = "doclane_console"
+#: A session lasts a working day; signing in again is one form.
+SESSION_MAX_AGE_S = 12 * 3600
+#: Where fetch() sends the CSRF token (a form sends the field ``csrf``).
+CSRF_HEADER = "x-csrf-token"
+
+
+class SignInRequired(PermissionError):
+    """No valid session cookie: a page redirects to the sign-in form, a fetch gets 401."""
+
+
+class CsrfRefused(PermissionError):
+    """A request that changes something came without its session's CSRF token."""
+
+
+@dataclass(frozen=True)
+class Session:
+    csrf: str
+    caller: Caller
+
+    def require(self, role: Role) -> None:
+        """E109 (a 403 page) unless the signed-in token's role allows ``role``'s requests, as
+        the API's own check says for the same token."""
+        if not self.caller.may(role):
+            raise RoleForbidden(
+                f"the token {self.caller.name!r} has the role {self.caller.role}; this needs "
+                f"{role}",
+                detail={"token": self.caller.name, "role": self.caller.role, "needs": role},
+            )
+
+
+def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
+    """The console's one sign-in check: the API's own token check (``TokenRoles.caller``),
+    given the token typed into the form; whose token it is and its role, or None."""
+    check = TokenRoles(ctx.settings.tokens())
+    try:
+        return check.caller(HTTPAuthorizationCredentials(scheme="Bearer", credentials=token))
+    except HTTPException:
+        return None
+
+
+class Sessions:
+    """Issues, reads and ends sessions for one API process."""
+
+    def __init__(self, ctx: ApiContext) -> None:
+        tokens = ctx.settings.tokens()
+        self._enabled = bool(tokens)  # no token: no one signs in, no cookie is valid
+        # Never a token itself: a cookie must not be a way to test guesses of one. Every token
+        # and role is in the key, so changing any of them ends every session.
+        known = sorted(f"{t.name}:{t.role}:{t.token.get_secret_value()}" for t in tokens)
+        key = hmac.new("\n".join(known).encode(), b"doclane console session", hashlib.sha256)
+        self._signer = URLSafeTimedSerializer(key.hexdigest(), salt="doclane.console.session")
+
+    def start(self, request: Request, response: Response, caller: Caller) -> Session:
+        session = Session(csrf=secrets.token_urlsafe(24), caller=caller)
+        value = {"csrf": session.csrf, "name": caller.name, "role": caller.role}
+        response.set_cookie(
+            COOKIE,
+            self._signer.dumps(value),
+            max_age=SESSION_MAX_AGE_S,
+            path="/console",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return session
+
+    def end(self, response: Response) -> None:
+        response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
+
+    def current(self, request: Request) -> Session:
+        """The request's session; :class:`SignInRequired` when it has none that is valid."""
+        value = request.cookies.get(COOKIE)
+        if not value or not self._enabled:
+            raise SignInRequired
+        try:
+            data = self._signer.loads(value, max_age=SESSION_MAX_AGE_S)
+        except BadSignature as exc:  # also SignatureExpired
+            raise SignInRequired from exc
+        if not isinstance(data, dict) or data.get("role") not in ROLES:
+            raise SignInRequired
+        return Session(csrf=str(data["csrf"]), caller=Caller(str(data["name"]), data["role"]))
+
+
+def check_csrf(session: Session, given: str | None) -> None:
+    """:class:`CsrfRefused` unless ``given`` is the session's CSRF token (constant time)."""
+    if not given or not secrets.compare_digest(given.encode(), session.csrf.encode()):
+        raise CsrfRefused

@@ -1,0 +1,77 @@
+"""Trying documents by hand, and the live refresh every console page polls.
+
+The upload page sends each dropped file as its own request (the API takes one document a
+request) to ``POST /console/upload``, which is ``POST /v1/jobs``'s multipart upload itself
+(``pipeline.api.submit.submit_upload``: streamed into the inbox, the size cap checked as bytes
+arrive), behind the session and its CSRF token (a header: the body is the document). The page
+then polls ``GET /console/live`` for its jobs' states, as the list and job pages do.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from uuid import UUID
+
+from fastapi import FastAPI, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from pipeline.api.submit import submit_upload
+from pipeline.console.render import SECURITY_HEADERS, page
+from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
+from pipeline.profiles import KNOWN_FORMATS
+
+if TYPE_CHECKING:
+    from pipeline.api.app import ApiContext
+
+#: The most jobs one poll asks about (a page of the list, or one upload's files).
+MAX_LIVE_IDS = 200
+
+
+def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
+    @app.get("/upload", include_in_schema=False)
+    def upload_page(request: Request) -> Response:
+        session = sessions.current(request)
+        session.require("submit")
+        return page(
+            "upload.html",
+            session=session,
+            formats=sorted(KNOWN_FORMATS),
+            max_bytes=int(ctx.sources.max_source_bytes),
+        )
+
+    @app.post("/upload", include_in_schema=False, status_code=202)
+    async def upload(request: Request) -> Response:
+        session = sessions.current(request)
+        check_csrf(session, request.headers.get(CSRF_HEADER))
+        session.require("submit")  # as POST /v1/jobs
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind != "multipart/form-data":
+            raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
+        answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
+        return JSONResponse(answer.model_dump(mode="json"), 202, headers=SECURITY_HEADERS)
+
+    @app.get("/live", include_in_schema=False)
+    async def live(request: Request, ids: str = "") -> Response:
+        """The states of the jobs a page shows, and the counts of waiting and running jobs."""
+        sessions.current(request)
+        try:
+            wanted = [UUID(i) for i in ids.split(",") if i][:MAX_LIVE_IDS]
+        except ValueError as exc:
+            raise HTTPException(422, "ids: job ids, comma-separated") from exc
+        jobs = await run_in_threadpool(ctx.store.get_jobs, wanted) if wanted else []
+        counts = await run_in_threadpool(ctx.store.count_in_flight)
+        body = {
+            "jobs": {
+                str(j.id): {
+                    "state": j.state.value,
+                    "stage": j.stage.value if j.stage else None,
+                    "attempt": j.attempt,
+                    "error_code": j.error_code,
+                }
+                for j in jobs
+            },
+            "counts": {state.value: n for state, n in counts.items()},
+        }
+        return JSONResponse(body, headers=SECURITY_HEADERS)
