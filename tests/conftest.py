@@ -11,6 +11,7 @@ pytest_plugins = [
     "tests.fixtures.database",
     "tests.fixtures.docling_server",
     "tests.fixtures.http_source",
+    "tests.fixtures.webhook_receiver",
     "tests.fixtures.brokers",
     "tests.fixtures.workers",
     "tests.fixtures.api_server",

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -37,9 +37,18 @@ from pipeline.jobs import NewJob, SourceKind, normalize_formats
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
-from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
+from pipeline.sources import (
+    AddressPolicy,
+    Candidate,
+    Rejected,
+    SourceSettings,
+    expand,
+    load_source_settings,
+)
 from pipeline.store import JobStore
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.webhooks.sender import check_webhook_url
+from pipeline.webhooks.settings import load_webhook_settings
 
 log = logging.getLogger("doclane.enqueue")
 
@@ -91,6 +100,8 @@ class Accepted:
 
 @dataclass(slots=True)
 class Submission:
+    #: Every job of this submission carries it: ``doclane jobs --batch ID`` lists them.
+    id: UUID = field(default_factory=uuid4)
     accepted: list[Accepted] = field(default_factory=list)
     #: Sources that did not become jobs, as they may be shown (a URL's secrets masked).
     rejected: list[Rejected] = field(default_factory=list)
@@ -107,6 +118,7 @@ class Submission:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "submission_id": str(self.id),
             "accepted": [item.to_dict() for item in self.accepted],
             "rejected": [item.to_dict() for item in self.rejected],
             "skipped": dict(self.skipped),
@@ -140,6 +152,7 @@ def enqueue(
     options: dict[str, Any] | None = None,
     cwd: Path | None = None,
     masker: Masker | None = None,
+    webhook_url: str | None = None,
 ) -> Submission:
     """Validate ``sources``, create their jobs, commit, then publish one message per new job.
 
@@ -147,9 +160,16 @@ def enqueue(
     source (same content, profile, options and formats as a succeeded job) returns that job and
     publishes nothing. Sources are kept and reported as ``masker`` shows them (by default the
     process's, ``process_masker()``): a URL's secrets masked.
+
+    ``webhook_url`` (default ``DOCLANE_WEBHOOK_URL``) is told when each new job ends
+    (:mod:`pipeline.webhooks`); a URL the address policy refuses refuses the whole submission
+    (E104) before any job is made.
     """
     wanted = check_formats(formats)
     sources_cfg = source_settings or load_source_settings()
+    webhook = webhook_url or load_webhook_settings().webhook_url
+    if webhook:
+        check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
     shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()
@@ -167,6 +187,8 @@ def enqueue(
             submit=submit,
             options=options or {},
             shown=shown,
+            webhook_url=webhook,
+            submission_id=submission.id,
         ),
         shown=shown,
     )
@@ -286,6 +308,8 @@ def _new_job(
     submit: SubmitSettings,
     options: dict[str, Any],
     shown: Callable[[str], str],
+    webhook_url: str | None,
+    submission_id: UUID,
 ) -> NewJob:
     info = candidate.info
     masked = shown(info.uri) if info.kind == "url" else info.uri
@@ -301,4 +325,6 @@ def _new_job(
         content_sha256=info.sha256,
         priority=priority,
         max_attempts=submit.max_attempts,
+        webhook_url=webhook_url,
+        submission_id=submission_id,
     )

@@ -1,0 +1,105 @@
+"""One event to one receiver: signed as Standard Webhooks says, sent over a guarded connection.
+
+The signature is the specification's own library's (``standardwebhooks``): ``webhook-id`` (the
+event's id, the receiver's idempotency key), ``webhook-timestamp`` (this try's time, in seconds)
+and ``webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">``, the key the base64
+part of a ``whsec_`` secret. The connection goes through the same address guard as URL sources
+(``pipeline.sources.transport``): a receiver on a private or loopback address is refused unless
+``DOCLANE_ALLOW_PRIVATE_URLS`` allows it, checked when the socket is opened (no DNS rebinding).
+Redirects are not followed: a receiver answers where it was registered.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+from standardwebhooks import Webhook
+
+from errors import PipelineError, UrlRefused
+from pipeline import __version__
+from pipeline.sources.addresses import AddressPolicy
+from pipeline.sources.transport import GuardedTransport
+
+
+@dataclass(frozen=True, slots=True)
+class Sent:
+    """How one try went: ``status`` when the receiver answered, ``error`` unless it took it."""
+
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+    #: No retry can mend it (the address is refused): the delivery is dead at once.
+    final: bool = False
+
+
+def check_webhook_url(url: str, policy: AddressPolicy) -> str:
+    """``url`` if it is an http(s) URL whose host the policy allows; else E104 (``UrlRefused``).
+
+    Submitters call it so that a refused receiver is said at once, not a day later; the sender
+    checks again at every connection.
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        reason = "a webhook must be an http or https URL with a host"
+        raise UrlRefused(f"{url}: {reason}", detail={"source": url, "reason": reason})
+    policy.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), url=url)
+    return url
+
+
+def event_body(event: dict[str, Any], public_api_url: str | None) -> str:
+    """The JSON body of an event: its results' API paths made URLs under ``public_api_url``."""
+    data = event.get("data", {})
+    results = data.get("results")
+    if public_api_url and results:
+        base = public_api_url.rstrip("/")
+        data = {**data, "results": [{**r, "url": base + r["path"]} for r in results]}
+        event = {**event, "data": data}
+    return json.dumps(event, separators=(",", ":"), sort_keys=True)
+
+
+class WebhookSender:
+    """Sends signed events; one per process (it keeps a connection pool)."""
+
+    def __init__(
+        self, secret: str, policy: AddressPolicy, *, timeout_s: float, public_api_url: str | None
+    ) -> None:
+        self._signer = Webhook(secret)
+        self._public_api_url = public_api_url
+        self._client = httpx.Client(
+            transport=GuardedTransport(policy),
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(timeout_s),
+            headers={"User-Agent": f"doclane/{__version__}"},
+        )
+
+    def close(self) -> None:
+        self._client.close()
+
+    def send(self, event_id: str, url: str, event: dict[str, Any]) -> Sent:
+        body = event_body(event, self._public_api_url)
+        now = datetime.now(UTC)
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": event_id,
+            "webhook-timestamp": str(int(now.timestamp())),
+            "webhook-signature": self._signer.sign(event_id, now, body),
+        }
+        try:
+            response = self._client.post(url, content=body.encode(), headers=headers)
+        except UrlRefused as exc:
+            return Sent(ok=False, error=exc.message, final=True)
+        except (httpx.HTTPError, PipelineError) as exc:
+            return Sent(ok=False, error=f"{type(exc).__name__}: {exc}".strip())
+        if response.is_success:
+            return Sent(ok=True, status=response.status_code)
+        return Sent(
+            ok=False,
+            status=response.status_code,
+            error=f"the receiver answered {response.status_code} {response.reason_phrase}",
+        )
