@@ -30,6 +30,7 @@ from pipeline.jobs import JobState
 from pipeline.queues import SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import AdminStore
+from pipeline.store.outbox import WebhookOutbox
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.admin")
@@ -95,6 +96,9 @@ class Stats(BaseModel):
     breakers: list[BreakerState] | None = None
     queues: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
+    #: Completion webhooks not delivered yet: ``pending`` (not tried yet, or being sent),
+    #: ``failing`` (waiting after a failed try), ``dead`` (gave up).
+    webhooks: dict[str, int] | None = None
     #: Parts that could not be asked ("database", "broker", "redis", "workers"), and why.
     unreachable: dict[str, str] = {}
 
@@ -105,6 +109,7 @@ class _JobFigures(BaseModel):
     conversion_time: list[TierTimes]
     batches: Batches
     failures: list[Failures]
+    webhooks: dict[str, int]
 
 
 def collect_stats(
@@ -140,8 +145,15 @@ def collect_stats(
         breakers=answers.get("redis"),
         queues=answers.get("broker"),
         workers=answers.get("workers"),
+        webhooks=figures.webhooks if figures else None,
         unreachable=unreachable,
     )
+
+
+def webhook_counts(store: AdminStore) -> dict[str, int]:
+    """The outbox's deliveries that have not arrived, by how they stand."""
+    counts = WebhookOutbox(store).counts()
+    return {"pending": counts.pending, "failing": counts.failing, "dead": counts.dead}
 
 
 def run_parts(
@@ -212,6 +224,7 @@ def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
         conversion_time=_percentiles(store, window_s),
         batches=batches_since(store, datetime.now(UTC) - timedelta(hours=1)),
         failures=failures,
+        webhooks=webhook_counts(store),
     )
 
 
@@ -267,4 +280,13 @@ def _catalog(code: str) -> tuple[str, str, str]:
     return (row.title, row.user_message, row.action)
 
 
-__all__ = ["Failures", "Stats", "Throughput", "TierTimes", "Window", "collect_stats", "run_parts"]
+__all__ = [
+    "Failures",
+    "Stats",
+    "Throughput",
+    "TierTimes",
+    "Window",
+    "collect_stats",
+    "run_parts",
+    "webhook_counts",
+]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import shutil
 from typing import Annotated, Any
+from uuid import uuid4
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
@@ -27,6 +28,14 @@ from pipeline.store import JobStore
 #: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
 FORMATS_PATTERN = r"^\s*(md|json|html)\s*(,\s*(md|json|html)\s*)*$"
 PRIORITY_RANGE = {"minimum": -32768, "maximum": 32767}
+#: An http(s) URL with a host name (ASCII: an international name in its xn-- form) or IPv4
+#: address and, if any, a port in range: what ``check_webhook_url`` asks but for the address
+#: policy, which refuses with E104.
+WEBHOOK_PATTERN = (
+    r"^https?://[A-Za-z0-9._~%!$&'()*+,;=-]+"
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?"
+    r"([/?#][^\s\x00]*)?$"
+)
 
 
 class SubmitRequest(BaseModel):
@@ -40,6 +49,13 @@ class SubmitRequest(BaseModel):
         description="Output formats, comma-separated: md, json, html.",
     )
     priority: int = Field(default=0, ge=-32768, le=32767)
+    webhook: str | None = Field(
+        default=None,
+        max_length=4096,
+        pattern=WEBHOOK_PATTERN,
+        description="POST a signed event (Standard Webhooks) here when each job ends "
+        "(default: the server's DOCLANE_WEBHOOK_URL).",
+    )
 
 
 class AcceptedOut(BaseModel):
@@ -58,6 +74,8 @@ class RejectedOut(BaseModel):
 
 
 class SubmitResponse(BaseModel):
+    #: ``GET /v1/jobs?submission=`` lists this submission's jobs.
+    submission_id: str
     accepted: list[AcceptedOut]
     rejected: list[RejectedOut]
     skipped: dict[str, int]
@@ -84,6 +102,7 @@ async def submit_json(
         store=store,
         publisher=publisher,
         sources=sources,
+        webhook=asked.webhook,
     )
 
 
@@ -106,7 +125,12 @@ async def submit_upload(
             source=str(exc.detail or "upload"), code=exc.code, message=exc.message
         )
         return SubmitResponse(
-            accepted=[], rejected=[rejected], skipped={}, duplicates=0, publish_failures={}
+            submission_id=str(uuid4()),
+            accepted=[],
+            rejected=[rejected],
+            skipped={},
+            duplicates=0,
+            publish_failures={},
         )
     try:
         formats = _formats(upload.fields.get("to", "md"))
@@ -126,6 +150,7 @@ async def submit_upload(
         store=store,
         publisher=publisher,
         sources=sources,
+        webhook=upload.fields.get("webhook") or None,
     )
     if not answer.accepted:  # refused (e.g. E102, E105): nothing will read the file
         shutil.rmtree(upload.path.parent, ignore_errors=True)
@@ -147,8 +172,15 @@ def _enqueue(
     store: JobStore,
     publisher: Publisher,
     sources: SourceSettings,
+    webhook: str | None,
 ) -> SubmitResponse:
     submission: Submission = enqueue(
-        items, formats, priority=priority, publisher=publisher, store=store, source_settings=sources
+        items,
+        formats,
+        priority=priority,
+        publisher=publisher,
+        store=store,
+        source_settings=sources,
+        webhook_url=webhook,
     )
     return SubmitResponse.model_validate(submission.to_dict())

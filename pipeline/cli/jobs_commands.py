@@ -52,6 +52,11 @@ def submit(
     timeout: float | None = typer.Option(
         None, "--timeout", help="With --wait: give up waiting after this many seconds."
     ),
+    webhook: str | None = typer.Option(
+        None,
+        "--webhook",
+        help="POST a signed event to this URL when each job ends (default: $DOCLANE_WEBHOOK_URL).",
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
@@ -68,6 +73,7 @@ def submit(
                 no_dedup=no_dedup,
                 publisher=publisher,
                 store=store,
+                webhook_url=webhook,
             )
         except PipelineError as exc:
             fail(exc, as_json)
@@ -136,6 +142,8 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
     if submission.skipped:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
         typer.echo(f"skipped in folders: {skipped}", err=True)
+    if submission.accepted:
+        typer.echo(f"submission {submission.id}: doclane jobs --batch {submission.id}", err=True)
 
 
 # ---- status ------------------------------------------------------------------------------------

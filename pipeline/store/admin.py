@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -77,6 +78,8 @@ class JobFilter:
     error_code: str | None = None
     queue: str | None = None
     since: datetime | None = None
+    #: The jobs of one submission (the id ``doclane submit`` prints).
+    submission: UUID | None = None
     limit: int = 50
 
 
@@ -193,6 +196,7 @@ class AdminStore(JobStore):
             "error_code": filters.error_code,
             "queue": filters.queue,
             "since": filters.since,
+            "submission": filters.submission,
             "limit": filters.limit,
         }
         with self._connection("listing jobs") as conn:

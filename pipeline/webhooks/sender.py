@@ -22,7 +22,7 @@ from standardwebhooks import Webhook
 
 from errors import PipelineError, UrlRefused
 from pipeline import __version__
-from pipeline.sources.addresses import AddressPolicy
+from pipeline.sources.addresses import AddressPolicy, parse_address
 from pipeline.sources.transport import GuardedTransport
 
 
@@ -38,17 +38,31 @@ class Sent:
 
 
 def check_webhook_url(url: str, policy: AddressPolicy) -> str:
-    """``url`` if it is an http(s) URL whose host the policy allows; else E104 (``UrlRefused``).
+    """``url`` if it is an http(s) URL with a host, and its host, when an address, is one the
+    policy allows; else E104 (``UrlRefused``).
 
-    Submitters call it so that a refused receiver is said at once, not a day later; the sender
-    checks again at every connection.
+    Submitters call it so that a mistake is said at once, not a day later. A host name is not
+    looked up here (a submission must not wait for DNS, and the answer may change): the sender
+    checks every address it connects to.
     """
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    host = _http_host(url)
+    if host is None:
         reason = "a webhook must be an http or https URL with a host"
         raise UrlRefused(f"{url}: {reason}", detail={"source": url, "reason": reason})
-    policy.resolve(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80), url=url)
+    address = parse_address(host)
+    if address is not None:
+        policy.check_address(address, url=url, host=host)
     return url
+
+
+def _http_host(url: str) -> str | None:
+    """The host of an http(s) URL with a valid port; None for anything else."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # raises for a port out of range
+    except ValueError:
+        return None
+    return parts.hostname if parts.scheme in ("http", "https") else None
 
 
 def event_body(event: dict[str, Any], public_api_url: str | None) -> str:
