@@ -5,8 +5,10 @@
 -- final (a worker's success or failure, a cancel from the CLI or the API, the reconciler failing
 -- a lost last attempt with E303, an operator in psql), the trigger below writes the event in the
 -- same transaction: no code path can forget it, and no event exists for a state that was rolled
--- back. A job becomes final once, so it has at most one event (UNIQUE job_id): a receiver that
--- is sent it twice gets the same event id twice, never two different events.
+-- back. A job becomes final once, so it has at most one event for a receiver (UNIQUE job_id,
+-- url): a receiver that is sent it twice gets the same event id twice, never two different
+-- events. (A job has a second receiver when a later submission with another webhook was
+-- deduplicated onto it: that receiver is told at submission, the job having ended already.)
 --
 -- Senders claim due rows with SKIP LOCKED and move their due time past the claim, so two senders
 -- never send the same attempt at once; a sender that dies leaves a row that falls due again
@@ -29,7 +31,7 @@ CREATE INDEX jobs_submission_idx ON jobs (submission_id, created_at DESC)
 CREATE TABLE webhook_deliveries (
     -- The event's id: the `webhook-id` header, the receiver's idempotency key.
     id              uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    job_id          uuid        NOT NULL UNIQUE REFERENCES jobs (id) ON DELETE CASCADE,
+    job_id          uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     -- Checked at submission, not here: a refusal here would refuse the job's final state.
     url             text        NOT NULL,
     event           jsonb       NOT NULL CHECK (jsonb_typeof(event) = 'object'),
@@ -46,7 +48,8 @@ CREATE TABLE webhook_deliveries (
     last_status     integer,
     last_error      text,
     CONSTRAINT webhook_deliveries_delivered_has_time
-        CHECK (state <> 'delivered' OR delivered_at IS NOT NULL)
+        CHECK (state <> 'delivered' OR delivered_at IS NOT NULL),
+    CONSTRAINT webhook_deliveries_one_per_receiver UNIQUE (job_id, url)
 );
 
 -- Senders: the pending deliveries that are due.
@@ -87,7 +90,7 @@ CREATE FUNCTION jobs_webhook_outbox() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO webhook_deliveries (job_id, url, event)
     VALUES (NEW.id, NEW.webhook_url, webhook_event(NEW))
-    ON CONFLICT (job_id) DO NOTHING;
+    ON CONFLICT (job_id, url) DO NOTHING;
     RETURN NULL;
 END;
 $$;

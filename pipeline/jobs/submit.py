@@ -33,7 +33,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import NewJob, SourceKind, normalize_formats
+from pipeline.jobs import CreatedJob, NewJob, SourceKind, normalize_formats
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
@@ -46,6 +46,7 @@ from pipeline.sources import (
     load_source_settings,
 )
 from pipeline.store import JobStore
+from pipeline.store.outbox import WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.webhooks.sender import check_webhook_url
 from pipeline.webhooks.settings import load_webhook_settings
@@ -275,6 +276,7 @@ class _Chunks:
             if not made.deduplicated
         ]
         failed = self._publish(messages)
+        self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
             self.submission.accepted.append(
                 Accepted(
@@ -286,6 +288,14 @@ class _Chunks:
                     published=not made.deduplicated and made.job_id not in failed,
                 )
             )
+
+    def _tell_webhook(self, specs: list[NewJob], created: list[CreatedJob]) -> None:
+        """A deduplicated job has ended already: its end will not call this submission's
+        webhook, so the event is written now."""
+        hits = [made.job_id for made in created if made.deduplicated]
+        url = specs[0].webhook_url  # one submission, one webhook: every spec names it
+        if hits and url:
+            WebhookOutbox(self.store).tell_finished(hits, url)
 
     def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
         """Publish one chunk's messages; what failed (or was not tried) by job id."""

@@ -71,6 +71,13 @@ class WebhookOutbox:
     def __init__(self, store: JobStore) -> None:
         self.store = store
 
+    def tell_finished(self, job_ids: Sequence[UUID], url: str) -> None:
+        """Events for jobs that ended before this receiver asked (a deduplicated submission)."""
+        if job_ids:
+            params = {"job_ids": list(job_ids), "url": url}
+            with self.store._connection("writing webhook events") as conn:
+                conn.execute(query("tell_finished"), params)
+
     def claim(self, *, claim_s: float) -> ClaimedDelivery | None:
         """One due delivery, held for ``claim_s`` seconds; ``None`` when none is due."""
         with self.store._connection("claiming a webhook delivery") as conn:

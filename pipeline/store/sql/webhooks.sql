@@ -19,6 +19,15 @@ FROM (
 WHERE d.id = due.id
 RETURNING d.id, d.job_id, d.url, d.event, d.attempts, d.tries_since
 
+-- name: tell_finished
+-- A submission deduplicated onto jobs that have ended: its receiver gets the event their end
+-- made (one per job and receiver; the event names the job's own submission).
+INSERT INTO webhook_deliveries (job_id, url, event)
+SELECT j.id, %(url)s, webhook_event(j)
+FROM jobs j
+WHERE j.id = ANY(%(job_ids)s::uuid[]) AND j.state IN ('succeeded', 'failed', 'cancelled')
+ON CONFLICT (job_id, url) DO NOTHING
+
 -- name: mark_delivered
 UPDATE webhook_deliveries
 SET state = 'delivered', delivered_at = now(), last_status = %(status)s, last_error = NULL

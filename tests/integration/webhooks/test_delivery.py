@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
+from pathlib import Path
+from uuid import UUID
 
 from pipeline.jobs import JobState
+from pipeline.jobs.submit import enqueue
+from pipeline.queues import RecordingPublisher
+from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
 from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
 from tests.fixtures.waiting import wait_for
@@ -106,3 +112,34 @@ def test_without_a_secret_nothing_is_sent_unsigned(
     assert report.idle_reason and "DOCLANE_WEBHOOK_SECRET" in report.idle_reason
     assert webhook_receiver.requests == []
     assert WebhookOutbox(store).counts().pending == 1
+
+
+def test_a_submission_deduplicated_onto_an_ended_job_is_told_at_once(
+    store: JobStore,
+    webhook_receiver: WebhookReceiver,
+    make_dispatcher: Dispatchers,
+    tmp_path: Path,
+) -> None:
+    doc = tmp_path / "same.md"
+    doc.write_bytes(b"# The same content\n")
+    ended = job_in_state(
+        store, JobState.SUCCEEDED, content_sha256=hashlib.sha256(doc.read_bytes()).hexdigest()
+    )
+    sources = load_source_settings(allow_private_urls=True)
+
+    def submit() -> list[UUID]:
+        submission = enqueue(
+            [str(doc)],
+            publisher=RecordingPublisher(),
+            store=store,
+            source_settings=sources,
+            webhook_url=webhook_receiver.url,
+        )
+        assert all(item.deduplicated for item in submission.accepted)
+        return submission.job_ids
+
+    assert submit() == [ended.id]
+    assert submit() == [ended.id]  # the same receiver again: still one event for the job
+    assert len(make_dispatcher().deliver_due().delivered) == 1
+    [received] = webhook_receiver.accepted
+    assert received.event is not None and received.event["data"]["job_id"] == str(ended.id)
