@@ -143,3 +143,17 @@ def test_a_submission_deduplicated_onto_an_ended_job_is_told_at_once(
     assert len(make_dispatcher().deliver_due().delivered) == 1
     [received] = webhook_receiver.accepted
     assert received.event is not None and received.event["data"]["job_id"] == str(ended.id)
+
+
+def test_what_a_killed_sender_held_is_sent_by_the_next_pass_once_its_claim_lapses(
+    store: JobStore, webhook_receiver: WebhookReceiver, make_dispatcher: Dispatchers
+) -> None:
+    job_in_state(store, JobState.SUCCEEDED, webhook_url=webhook_receiver.url)
+    dead_sender = WebhookOutbox(store).claim(claim_s=0.5)  # claimed, then never reported
+    assert dead_sender is not None
+    dispatcher = make_dispatcher()
+    assert dispatcher.deliver_due().delivered == []  # held: not sent twice at once
+    wait_for(lambda: dispatcher.deliver_due().delivered, message="the lapsed claim sent")
+    [received] = webhook_receiver.accepted
+    assert received.event_id == str(dead_sender.id)
+    assert not WebhookOutbox(store).delivered(dead_sender, status=200)  # fenced off
