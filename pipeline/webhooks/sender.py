@@ -105,15 +105,14 @@ class WebhookSender:
             "webhook-signature": self._signer.sign(event_id, now, body),
         }
         try:
-            response = self._client.post(url, content=body.encode(), headers=headers)
+            # Streamed and never read: only the status counts, and a receiver's body, however
+            # large, is not held in memory.
+            with self._client.stream("POST", url, content=body.encode(), headers=headers) as got:
+                status, reason = got.status_code, got.reason_phrase
         except UrlRefused as exc:
             return Sent(ok=False, error=exc.message, final=True)
         except (httpx.HTTPError, PipelineError) as exc:
             return Sent(ok=False, error=f"{type(exc).__name__}: {exc}".strip())
-        if response.is_success:
-            return Sent(ok=True, status=response.status_code)
-        return Sent(
-            ok=False,
-            status=response.status_code,
-            error=f"the receiver answered {response.status_code} {response.reason_phrase}",
-        )
+        if 200 <= status < 300:
+            return Sent(ok=True, status=status)
+        return Sent(ok=False, status=status, error=f"the receiver answered {status} {reason}")
