@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException
 
-from errors import EmptySource
+from errors import EmptySource, UrlRefused
 from pipeline.api.uploads import BadUpload, receive_upload
 from pipeline.jobs.submit import Submission, check_formats, enqueue
 from pipeline.queues import Publisher
@@ -142,16 +142,20 @@ async def submit_upload(
         if isinstance(exc, HTTPException):
             raise
         raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
-    answer = await run_in_threadpool(
-        _enqueue,
-        [str(upload.path)],
-        formats,
-        priority,
-        store=store,
-        publisher=publisher,
-        sources=sources,
-        webhook=upload.fields.get("webhook") or None,
-    )
+    try:
+        answer = await run_in_threadpool(
+            _enqueue,
+            [str(upload.path)],
+            formats,
+            priority,
+            store=store,
+            publisher=publisher,
+            sources=sources,
+            webhook=upload.fields.get("webhook") or None,
+        )
+    except UrlRefused:  # the webhook refused the submission before any job was made
+        shutil.rmtree(upload.path.parent, ignore_errors=True)
+        raise
     if not answer.accepted:  # refused (e.g. E102, E105): nothing will read the file
         shutil.rmtree(upload.path.parent, ignore_errors=True)
     return answer

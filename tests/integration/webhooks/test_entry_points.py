@@ -86,7 +86,15 @@ def test_a_webhook_on_a_loopback_address_refuses_the_submission(
     )
     assert answer.status_code == 422
     assert answer.json()["error"]["code"] == "E104"
+    uploaded = api.post(
+        "/v1/jobs",
+        files={"file": ("b.md", b"# b\n", "text/markdown")},
+        data={"webhook": "http://127.0.0.1:9/hook"},
+    )
+    assert uploaded.status_code == 422 and uploaded.json()["error"]["code"] == "E104"
     assert store.recent_jobs() == []
+    uploads = tmp_path / "inbox" / "uploads"
+    assert not uploads.exists() or list(uploads.iterdir()) == []  # nothing left to convert
 
 
 def test_doclane_webhooks_lists_the_dead_and_sends_them_again(
