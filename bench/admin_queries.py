@@ -11,7 +11,7 @@ first reader after ``doclane db migrate`` on an existing database would otherwis
 - ``GET /v1/stats`` and ``GET /metrics`` end to end over HTTP from a ``doclane api`` process on
   this database and the local Redis (median and worst of ``--requests``).
 
-    .venv/bin/python bench/admin_queries.py [--jobs 1000000] [--json] [--keep]
+    .venv/bin/python -m bench.admin_queries [--jobs 1000000] [--json] [--keep]
 
 The scratch database (``doclane_bench_admin_<pid>``) is dropped at the end unless ``--keep``.
 It needs Redis on 127.0.0.1:6379 (database 7 is used as the API's broker) for the HTTP part.
@@ -30,27 +30,16 @@ import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from store_admin_queries import (  # noqa: E402
-    LOAD_JOBS,
-    bench_arguments,
-    explain,
-    in_scratch_database,
-)
-
-from pipeline.admin.stats import _job_figures  # noqa: E402
-from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES  # noqa: E402
-from pipeline.store import AdminStore, apply_migrations, load_store_settings  # noqa: E402
-from pipeline.store.queries import query  # noqa: E402
+from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
+from pipeline.admin.stats import _job_figures
+from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.store import AdminStore, apply_migrations, load_store_settings
+from pipeline.store.queries import query
 
 LOAD_EVENTS = """
 INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, server_origin, at)

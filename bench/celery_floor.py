@@ -1,4 +1,4 @@
-"""What Celery alone costs per task, configured as doclane's workers are (issue 15, figure 2's why).
+"""What Celery alone costs per task, configured as doclane's workers are (figure 2).
 
 A task that does nothing but note the time in Redis, on a Celery app with the broker options of
 ``workers/app.py`` (Redis without acknowledgement emulation, ten priority levels per queue,
@@ -10,7 +10,7 @@ hand-off (result to the main process, the next message from Redis, down the pipe
 process) plus a Redis write. doclane's own gap between one job's commit and the next claim is in
 ``bench/pipeline_overhead.py``'s *between* column; this is the part of it that is Celery's.
 
-    .venv/bin/python bench/celery_floor.py [--tasks 3000] [--concurrency 1,2,4] [--rounds 3]
+    .venv/bin/python -m bench.celery_floor [--tasks 3000] [--concurrency 1,2,4] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -22,15 +22,10 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES  # noqa: E402
-from workers.publisher import MAX_BROKER_PRIORITY  # noqa: E402
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES
+from workers.publisher import MAX_BROKER_PRIORITY
 
 STAMPS = "doclane-bench:celery-floor:stamps"
 
@@ -100,8 +95,10 @@ def one_run(broker: Any, concurrency: int, tasks: int) -> float:
     app = build_app(broker_url)
     for n in range(tasks):
         app.send_task("doclane.bench.noted", args=[n], queue="doclane.small", priority=0)
+    # The worker is this module too, found as this process was (python -m, the same sys.path).
+    command = [sys.executable, "-m", "bench.celery_floor", "--worker", "--broker", broker_url]
     worker = subprocess.Popen(
-        [sys.executable, __file__, "--worker", "--broker", broker_url, "-c", str(concurrency)],
+        [*command, "-c", str(concurrency)],
         start_new_session=True,
         stdout=sys.stderr,  # stdout is the report's
     )
@@ -137,7 +134,7 @@ def main() -> None:
     if args.smoke:
         args.tasks, args.concurrency, args.rounds = 40, "1", 1
 
-    from batch_throughput import claim_redis_db
+    from bench.harness import claim_redis_db
 
     broker = claim_redis_db()
     levels = [int(c) for c in args.concurrency.split(",")]

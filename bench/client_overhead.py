@@ -16,7 +16,7 @@ falls back to ``initialize``) and ``2026-07-28`` (the fake's ``stateless`` knob:
 no session, every request stamped with ``_meta`` and the routing headers). The handshake is
 made, then only the calls are timed. Figures go to docs/benchmarks.md.
 
-    .venv/bin/python bench/client_overhead.py [--smoke] [--calls 2000] [--rounds 5] [--json]
+    .venv/bin/python -m bench.client_overhead [--smoke] [--calls 2000] [--rounds 5] [--json]
 """
 
 from __future__ import annotations
@@ -28,16 +28,15 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import ROOT, FakeServer
 
 TOOL = "check_document_in_local_cache"
 ARGUMENTS = {"document_key": "0123456789abcdef"}
@@ -45,33 +44,6 @@ CONTESTANTS = ("doclane", "sdk", "bare")
 REVISIONS = {"2025-11-25": False, "2026-07-28": True}  # revision -> the fake's stateless knob
 GOAL_SDK = 0.8
 GOAL_BARE = 1.15
-
-
-# ---- the server ------------------------------------------------------------------------------
-@contextmanager
-def fake_server(*options: str) -> Iterator[str]:
-    """The fake in its own process (``options``: its command line's); yields its MCP URL."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--exit-with-parent", *options],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()  # printed once it listens
-        if not url.startswith("http"):
-            raise SystemExit(f"the fake server did not start (exit {proc.poll()})")
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def configure(url: str, stateless: bool) -> None:
-    base = url.rsplit("/mcp", 1)[0]
-    response = httpx.post(f"{base}/_control/configure", json={"stateless": stateless})
-    response.raise_for_status()
 
 
 # ---- the contestants (each runs in a process of its own: ``--one NAME``) ---------------------
@@ -206,7 +178,8 @@ def one(name: str, url: str, calls: int, modern: bool) -> None:
 
 # ---- the driver --------------------------------------------------------------------------------
 def spawn(name: str, url: str, calls: int, modern: bool) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--one", name, "--url", url, "--calls", str(calls)]
+    command = [sys.executable, "-m", "bench.client_overhead", "--one", name, "--url", url]
+    command += ["--calls", str(calls)]
     if modern:
         command.append("--modern")
     done = subprocess.run(command, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -218,9 +191,13 @@ def spawn(name: str, url: str, calls: int, modern: bool) -> dict[str, Any]:
 
 def measure(calls: int, rounds: int) -> dict[str, Any]:
     report: dict[str, Any] = {"calls": calls, "rounds": rounds, "revisions": {}}
-    with fake_server() as url:
+    with (
+        tempfile.TemporaryDirectory(prefix="doclane-bench-client-") as scratch,
+        FakeServer(Path(scratch)) as server,
+    ):
+        url = server.url
         for revision, stateless in REVISIONS.items():
-            configure(url, stateless)
+            server.configure(stateless=stateless)
             times: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
             cpu: dict[str, list[float]] = {name: [] for name in CONTESTANTS}
             versions: dict[str, str] = {}

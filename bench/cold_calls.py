@@ -1,4 +1,4 @@
-"""The same MCP calls cost more CPU when the machine idles between them (issue 15, figure 2's why).
+"""The same MCP calls cost more CPU when the machine idles between them (figure 2).
 
 One fake Docling MCP server; doclane's client makes convert+export pairs, alternating two ways:
 back to back (as the pipeline bench's client loop does), and with a pause after each pair (as a
@@ -7,7 +7,7 @@ CPU per pair of the client and of the server (``/proc/PID/stat``). On the projec
 pause alone raises both, which is part of why a pipeline job's two calls cost more than the
 loop's: see *Pipeline overhead* in docs/benchmarks.md.
 
-    .venv/bin/python bench/cold_calls.py [--pairs 900] [--pause-ms 4] [--rounds 2] [--smoke]
+    .venv/bin/python -m bench.cold_calls [--pairs 900] [--pause-ms 4] [--rounds 2] [--smoke]
 """
 
 from __future__ import annotations
@@ -22,16 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from pipeline_overhead import TOOLS, ignore, process_cpu_s, write_documents  # noqa: E402
-
-from pipeline.mcp import McpClient  # noqa: E402
-from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E402
-from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402
-from tests.fixtures.fake_server import FakeServer  # noqa: E402
+from bench.harness import TOOLS, FakeServer, process_cpu_s, write_documents
+from bench.harness.conversions import ignore
+from pipeline.mcp import McpClient
+from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 
 
 def pairs(url: str, files: list[Path], server_pid: int, pause_s: float) -> dict[str, float]:

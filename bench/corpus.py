@@ -11,7 +11,7 @@ name). Identical contents are kept once (the pipeline would deduplicate them any
 two modes must see the same jobs).
 Nothing of it is committed; it lives in ``~/.cache/doclane/corpus/`` (``--dest``).
 
-    .venv/bin/python bench/corpus.py [--dest DIR] [--json]
+    .venv/bin/python -m bench.corpus [--dest DIR] [--json]
 
 Prints the count per format and the total size, and the digest of the whole corpus (a sha256
 over sorted name + content digests): the same digest means the same corpus.

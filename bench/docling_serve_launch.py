@@ -9,7 +9,7 @@ PDF layout model; for the six offline formats (DOCX/PPTX/XLSX/HTML/MD/CSV) nothi
 This launcher skips a fake-kernel registration whose operator does not exist, then runs
 docling-serve's own command line, leaving the installed packages untouched.
 
-    <docling-serve-venv>/bin/python bench/docling_serve_launch.py run --host ... --port ...
+    <docling-serve-venv>/bin/python -m bench.docling_serve_launch run --host ... --port ...
 """
 
 from __future__ import annotations

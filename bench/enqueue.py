@@ -8,11 +8,11 @@ inserts as jobs and publishes to the broker. The clock runs around the whole ``d
 process: interpreter start, imports, walking, hashing, the database and the broker.
 
 Each repeat gets a freshly migrated scratch database and the bench's Redis database is emptied
-(claimed as the test suite claims its brokers: ``bench/batch_throughput.py``'s helpers), so every
+(claimed as the test suite claims its brokers: ``bench.harness``), so every
 submit creates every job. After each submit the bench checks the guarantees: exactly one job per
 file in the database, and one broker message per job.
 
-    .venv/bin/python bench/enqueue.py [--smoke] [--files 10000] [--repeats 3] [--json]
+    .venv/bin/python -m bench.enqueue [--smoke] [--files 10000] [--repeats 3] [--json]
         [--profile out.prof]   # also runs one submit under cProfile
         [--phases]             # also runs one submit that times its own steps (no profiler)
         [--compare-with DIR]   # alternate with the doclane of another checkout (A B A B ...)
@@ -38,14 +38,8 @@ from typing import Any
 import psycopg
 import redis
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from batch_throughput import DOCLANE, claim_redis_db, scratch_database  # noqa: E402
-
-from pipeline.queues import JOB_QUEUES  # noqa: E402
-from tests.fixtures.brokers import Broker  # noqa: E402
+from bench.harness import DOCLANE, ROOT, Broker, claim_redis_db, scratch_database
+from pipeline.queues import JOB_QUEUES
 
 MIN_BYTES = 20_000
 MAX_BYTES = 50_000
@@ -106,10 +100,10 @@ def messages_waiting(broker: Broker) -> int:
         client.close()
 
 
-def doclane_cli(root: Path) -> list[str]:
-    """``doclane`` as the checkout at ``root`` has it (its ``pipeline`` and ``workers``)."""
-    code = f"import sys; sys.path.insert(0, {str(root)!r}); from pipeline.cli import main; main()"
-    return [sys.executable, "-c", code]
+def doclane_cli() -> list[str]:
+    """``doclane`` as the checkout on ``PYTHONPATH`` has it (its ``pipeline`` and ``workers``):
+    ``-P`` leaves the working directory off ``sys.path``, so that checkout comes first."""
+    return [sys.executable, "-P", "-c", "from pipeline.cli import main; main()"]
 
 
 #: ``doclane submit`` as :func:`doclane_cli` runs it, with timers around the three steps of
@@ -122,10 +116,9 @@ def doclane_cli(root: Path) -> list[str]:
 _TIMED_SUBMIT = """
 import atexit, json, sys, time
 started = time.perf_counter()
-sys.path.insert(0, {root!r})
 import pipeline.jobs.submit as enqueue
 from pipeline.store import JobStore
-steps = {{}}
+steps = {}
 def timed(name, step):
     def run(*args, **kwargs):
         began = time.perf_counter()
@@ -176,13 +169,14 @@ def submit_once(
             "DOCLANE_LOG_LEVEL": "WARNING",
         }
         subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
-        command = [*doclane_cli(root), "submit", str(folder), "--json"]
+        command = [*doclane_cli(), "submit", str(folder), "--json"]
         if profile is not None:
             command = [sys.executable, "-m", "cProfile", "-o", str(profile), DOCLANE]
             command += ["submit", str(folder), "--json"]
         if phases:
-            code = _TIMED_SUBMIT.format(root=str(root))
-            command = [sys.executable, "-c", code, "submit", str(folder), "--json"]
+            command = [sys.executable, "-P", "-c", _TIMED_SUBMIT, "submit", str(folder), "--json"]
+        if profile is None or phases:  # whose doclane submit runs (doclane_cli, _TIMED_SUBMIT)
+            env["PYTHONPATH"] = str(root)
         load_before = Path("/proc/loadavg").read_text().split()[0]
         started = time.perf_counter()
         done = subprocess.run(command, env=env, capture_output=True, text=True, check=False)

@@ -1,4 +1,4 @@
-"""Are the same MCP calls slower inside a worker? (issue 15, "Real conversions")
+"""Are the same MCP calls slower inside a worker? (docs/benchmarks.md, "Real conversions")
 
 The issue measured each job's MCP calls at 596 ms on average inside ``doclane worker -c 1``
 against 544 ms made directly by doclane's client, on the same corpus and server. This bench
@@ -17,7 +17,7 @@ call is slower in a worker, whatever the mix of documents. Beside it: the CPU se
 and the worker's processes used, per document, which tell whether the worker takes CPU from the
 server (2 cores), and the machine's load.
 
-    .venv/bin/python bench/in_worker_calls.py [--per-format 4] [--rounds 2] [--smoke]
+    .venv/bin/python -m bench.in_worker_calls [--per-format 4] [--rounds 2] [--smoke]
 """
 
 from __future__ import annotations
@@ -36,32 +36,28 @@ from typing import Any
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import corpus as corpus_module  # noqa: E402
-from batch_throughput import (  # noqa: E402
+from bench import corpus as corpus_module
+from bench.harness import (
     DOCLANE,
     DOCLING_MCP_BIN,
+    TOOLS,
+    Broker,
     DoclingServer,
     claim_redis_db,
+    percentile,
+    process_tree_cpu_s,
     scratch_database,
     start_worker,
     stop_worker,
     worker_env,
 )
-from pipeline_overhead import percentile, process_tree_cpu_s  # noqa: E402
+from errors import PipelineError
+from pipeline.mcp import McpClient
+from pipeline.profiles.base import McpCallRecord, call_tool, require_str, structured
+from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
+from pipeline.sources import load_source_settings
+from pipeline.sources.local import validate_file
 
-from errors import PipelineError  # noqa: E402
-from pipeline.mcp import McpClient  # noqa: E402
-from pipeline.profiles.base import McpCallRecord, call_tool, require_str, structured  # noqa: E402
-from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402
-from pipeline.sources import load_source_settings  # noqa: E402
-from pipeline.sources.local import validate_file  # noqa: E402
-from tests.fixtures.brokers import Broker  # noqa: E402
-
-TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
 #: (document name, tool) -> milliseconds of that call
 Times = dict[tuple[str, str], float]
 

@@ -10,7 +10,7 @@ as an operator would, three ways, each ``--rounds`` times:
 - ``oversize``: a 300 MB reply under ``DOCLANE_MCP_MAX_REPLY_BYTES=10485760``. Reports the
   error code and the CLI's peak RSS (``/usr/bin/time -v``'s maximum resident set size).
 
-    .venv/bin/python bench/mcp_hardening.py [--rounds 3] [--oversize-bytes 300000000]
+    .venv/bin/python -m bench.mcp_hardening [--rounds 3] [--oversize-bytes 300000000] [--json]
 
 Figures go to docs/benchmarks.md. Nothing here is asserted: the tests prove the behaviour,
 this measures it.
@@ -25,43 +25,15 @@ import re
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+from bench.harness import DOCLANE, ROOT, FakeServer, print_json
 
-ROOT = Path(__file__).resolve().parents[1]
-DOCLANE = str(Path(sys.executable).with_name("doclane"))
 SAMPLE = str(ROOT / "examples" / "quarterly-report.docx")
 CONVERT = "convert_document_into_docling_document"
-
-
-class FakeServer:
-    def __init__(self, *, json_response: bool = False) -> None:
-        args = [sys.executable, "-m", "tests.fakes.server", "--port", "0", "--exit-with-parent"]
-        if json_response:
-            args.append("--json-response")
-        self.proc = subprocess.Popen(
-            args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
-        )
-        assert self.proc.stdout is not None
-        self.url = self.proc.stdout.readline().strip()
-        self.origin = self.url.rsplit("/", 1)[0]
-
-    def configure(self, **knobs: Any) -> None:
-        httpx.post(f"{self.origin}/_control/reset", timeout=10).raise_for_status()
-        httpx.post(f"{self.origin}/_control/configure", json=knobs, timeout=10).raise_for_status()
-
-    def stats(self) -> dict[str, Any]:
-        reply = httpx.get(f"{self.origin}/_control/stats", timeout=10)
-        reply.raise_for_status()
-        result: dict[str, Any] = reply.json()
-        return result
-
-    def close(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
 
 
 def call(server: FakeServer, **env: str) -> tuple[dict[str, Any], float, int]:
@@ -94,11 +66,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--oversize-bytes", type=int, default=300_000_000)
+    parser.add_argument("--json", action="store_true", help="the table on stderr, JSON on stdout")
     args = parser.parse_args()
 
-    sse, plain = FakeServer(), FakeServer(json_response=True)
-    try:
+    with (
+        tempfile.TemporaryDirectory(prefix="doclane-bench-hardening-") as scratch,
+        FakeServer(Path(scratch)) as sse,
+        FakeServer(Path(scratch), json_response=True) as plain,
+    ):
         rows: list[tuple[str, str, list[float], list[int], str]] = []
+        figures: dict[str, dict[str, Any]] = {}
         for name, server, knobs, env in (
             ("keepalive", sse, {"fail_next": -1, "fail_with": "hang", "keepalive_s": 0.2},
              {"DOCLANE_TIMEOUT_SMALL_S": "3"}),
@@ -111,6 +88,7 @@ def main() -> None:
             codes: set[str] = set()
             cancelled = 0
             for _ in range(args.rounds):
+                server.reset()
                 server.configure(**knobs)
                 report, wall, peak = call(server, **env)
                 walls.append(wall)
@@ -119,16 +97,18 @@ def main() -> None:
                 cancelled += len(server.stats()["cancelled"])
             note = f"notifications/cancelled received: {cancelled}/{args.rounds}"
             rows.append((name, ",".join(sorted(codes)), walls, peaks, note))
-        for name, codes, walls, peaks, note in rows:
-            print(
-                f"{name:<10} {codes:<5} wall s min/median/max "
-                f"{min(walls):.2f}/{statistics.median(walls):.2f}/{max(walls):.2f}  "
-                f"peak RSS MiB median {statistics.median(peaks) / 1024:.0f} "
-                f"(max {max(peaks) / 1024:.0f})  {note}"
-            )
-    finally:
-        sse.close()
-        plain.close()
+            figures[name] = {"codes": sorted(codes), "wall_s": walls, "peak_rss_kib": peaks,
+                             "cancelled_received": cancelled}  # fmt: skip
+    for name, codes, walls, peaks, note in rows:
+        print(
+            f"{name:<10} {codes:<5} wall s min/median/max "
+            f"{min(walls):.2f}/{statistics.median(walls):.2f}/{max(walls):.2f}  "
+            f"peak RSS MiB median {statistics.median(peaks) / 1024:.0f} "
+            f"(max {max(peaks) / 1024:.0f})  {note}",
+            file=sys.stderr if args.json else sys.stdout,
+        )
+    if args.json:
+        print_json({"rounds": args.rounds, "calls": figures})
 
 
 if __name__ == "__main__":

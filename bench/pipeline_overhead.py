@@ -1,4 +1,4 @@
-"""What the pipeline adds on top of an instant tool (issue 15, figure 2).
+"""What the pipeline adds on top of an instant tool (docs/benchmarks.md, figure 2).
 
 One fake Docling MCP server (tests/fakes) that answers at once; in one run, alternating:
 
@@ -23,7 +23,7 @@ VM drifts by a quarter within minutes, so ``--rounds N`` repeats the sequence an
 code first on ``PYTHONPATH``; the client loop stays this checkout's) right after ours at every
 step, for before/after figures taken side by side.
 
-    .venv/bin/python bench/pipeline_overhead.py [--jobs 1000] [--concurrency 1,2,4] [--smoke]
+    .venv/bin/python -m bench.pipeline_overhead [--jobs 1000] [--concurrency 1,2,4] [--smoke]
 
 ``--smoke`` (what CI runs) makes every count tiny: it proves the bench works, its figures mean
 nothing. ``--profile-worker`` samples the worker's main and pool processes with py-spy during
@@ -50,68 +50,32 @@ from typing import Any
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from batch_throughput import (  # noqa: E402
+from bench.harness import (
     DOCLANE,
+    TOOLS,
+    Broker,
+    FakeServer,
     claim_redis_db,
+    percentile,
+    process_cpu_s,
+    process_tree_cpu_s,
     scratch_database,
     start_worker,
     stop_worker,
     worker_env,
+    write_documents,
 )
-
-from pipeline.jobs.submit import enqueue  # noqa: E402
-from pipeline.mcp import McpClient  # noqa: E402
-from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E402
-from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN  # noqa: E402
-from pipeline.store import JobStore, load_store_settings  # noqa: E402
-from tests.fixtures.brokers import Broker  # noqa: E402
-from tests.fixtures.fake_server import FakeServer  # noqa: E402
-
-TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q`` quantile (0..1) by linear interpolation; 0.0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    pos = q * (len(ordered) - 1)
-    low = int(pos)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (pos - low)
-
-
-def write_documents(folder: Path, count: int, tag: str) -> list[Path]:
-    """``count`` small Markdown files, each distinct (no deduplication among them)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for n in range(count):
-        path = folder / f"doc-{tag}-{n:05d}.md"
-        path.write_text(f"# Document {tag} {n}\n\nA paragraph of document {n}.\n")
-        paths.append(path)
-    return paths
+from bench.harness.conversions import ignore
+from bench.harness.processes import TICK
+from bench.harness.timeline import job_timeline
+from pipeline.jobs.submit import enqueue
+from pipeline.mcp import McpClient
+from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
+from pipeline.store import JobStore, load_store_settings
 
 
 # ---- CPU accounting ---------------------------------------------------------------------------
-TICK = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one live process (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
-
-
-def process_tree_cpu_s(pid: int) -> float:
-    """CPU seconds of a process and its live children (a worker and its pool)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return process_cpu_s(pid) + sum(process_cpu_s(int(child)) for child in children)
-
-
 def services_cpu_s() -> dict[str, float]:
     """CPU seconds of the machine's PostgreSQL and Redis so far.
 
@@ -150,10 +114,6 @@ def children_cpu_s() -> float:
 
 
 # ---- the client loop -------------------------------------------------------------------------
-def ignore(_record: object) -> None:
-    """The client loop keeps no call history (the worker writes one: part of its cost)."""
-
-
 @dataclass
 class PairsRun:
     rate: float  # pairs per second
@@ -290,34 +250,6 @@ def pipeline_run(
                 spy.wait()
             stop_worker(worker)
     return run
-
-
-def job_timeline(conn: psycopg.Connection[Any]) -> tuple[list[float], list[float]]:
-    """Claim to commit of every job, and each worker process's gaps between its jobs (the
-    worker of an attempt is in its "running" event)."""
-    rows = conn.execute(
-        "SELECT e.detail->>'worker', extract(epoch FROM j.started_at)::float8,"
-        " extract(epoch FROM j.finished_at)::float8"
-        " FROM jobs j JOIN job_events e ON e.job_id = j.id AND e.to_state = 'running'"
-        " WHERE j.state = 'succeeded' ORDER BY 1, 2"
-    ).fetchall()
-    in_job, between = [], []
-    for n, (worker, started, finished) in enumerate(rows):
-        in_job.append((finished - started) * 1000)
-        if n and rows[n - 1][0] == worker:
-            between.append((started - rows[n - 1][2]) * 1000)
-    return in_job, between
-
-
-def calls_per_job_ms(conn: psycopg.Connection[Any]) -> list[float]:
-    """Each succeeded job's MCP calls, summed as the worker's client timed them: the part of
-    its claim-to-commit that the server's answers took."""
-    rows = conn.execute(
-        "SELECT coalesce(sum(e.duration_ms), 0) FROM jobs j"
-        " LEFT JOIN job_events e ON e.job_id = j.id AND e.kind = 'mcp_call'"
-        " WHERE j.state = 'succeeded' GROUP BY j.id"
-    ).fetchall()
-    return [float(total) for (total,) in rows]
 
 
 def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: str) -> None:

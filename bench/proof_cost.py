@@ -12,7 +12,7 @@ measures, on the real-world corpus of ``bench/corpus.py`` and one local docling-
 - the smallest tabular (CSV/XLSX) document whose save costs more than that call: the figure
   ``DOCLANE_BATCH_MAX_TABLE_BYTES`` is chosen from.
 
-    .venv/bin/python bench/proof_cost.py [--corpus DIR] [--call-s 0.3] [--json] [--smoke]
+    .venv/bin/python -m bench.proof_cost [--corpus DIR] [--call-s 0.3] [--json] [--smoke]
 
 The whole corpus goes through one directory call (cache large enough to hold it); each key is
 then saved once and matched to its file by the saved ``origin``.
@@ -24,24 +24,18 @@ import argparse
 import json
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-import corpus as corpus_module  # noqa: E402
-from batch_throughput import DOCLING_MCP_BIN, TOOLS, DoclingServer, choose_files  # noqa: E402
-
-from pipeline.mcp import McpClient  # noqa: E402
-from pipeline.profiles.base import call_tool, require_str, structured  # noqa: E402
-from pipeline.profiles.docling_batch import CONVERT_DIRECTORY  # noqa: E402
-from pipeline.profiles.docling_mcp import SAVE  # noqa: E402
-from pipeline.profiles.saved_origin import read_origin  # noqa: E402
+from bench import corpus as corpus_module
+from bench.harness import DOCLING_MCP_BIN, TOOLS, DoclingServer, choose_files
+from pipeline.mcp import McpClient
+from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.docling_batch import CONVERT_DIRECTORY
+from pipeline.profiles.docling_mcp import SAVE
+from pipeline.profiles.saved_origin import read_origin
 
 TABULAR = ("csv", "xlsx")
 

@@ -1,4 +1,4 @@
-"""Scale-out, simulated (issue 15, figure 8): servers x worker processes against linear.
+"""Scale-out, simulated (docs/benchmarks.md, figure 8): servers x worker processes against linear.
 
 Fake Docling MCP servers (tests/fakes) whose convert takes a fixed ``--tool-ms`` (200 ms; export
 is instant) and which work on at most ``--server-slots`` calls at once (the fake's
@@ -15,7 +15,7 @@ timed them (the tool's time plus the server's and the wire's), and the pipeline'
 the tool's time alone, so a call that takes 210 ms caps a point at 0.95 before the pipeline
 costs anything.
 
-    .venv/bin/python bench/scale_out.py [--points 1x1,1x2,...] [--plot docs/scale-out.png]
+    .venv/bin/python -m bench.scale_out [--points 1x1,1x2,...] [--plot docs/scale-out.png]
         [--compare-with /path/to/other/checkout] [--rounds N]
 
 ``--compare-with`` runs every point with the other checkout's ``doclane`` too, just before this
@@ -38,36 +38,29 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from batch_throughput import (  # noqa: E402
+from bench.harness import (
     DOCLANE,
+    ROOT,
+    TOOLS,
+    Broker,
+    FakeServer,
     claim_redis_db,
     scratch_database,
     start_worker,
     stop_worker,
+    wait_finished,
     worker_env,
-)
-from pipeline_overhead import (  # noqa: E402
-    calls_per_job_ms,
-    job_timeline,
     write_documents,
 )
+from bench.harness.timeline import calls_per_job_ms, job_timeline
+from pipeline.profiles.docling_mcp import CONVERT
 
-from pipeline.profiles.docling_mcp import CONVERT  # noqa: E402
-from tests.fixtures.brokers import Broker  # noqa: E402
-from tests.fixtures.fake_server import FakeServer  # noqa: E402
-
-TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
 DEFAULT_POINTS = "1x1,1x2,1x4,2x4,2x8,4x4,4x8"
 
 
@@ -170,20 +163,6 @@ def run_point(
 
 def mean(values: list[float]) -> float:
     return statistics.fmean(values) if values else 0.0
-
-
-def wait_finished(db_url: str, count: int, *, timeout: float) -> None:
-    """Until every job is finished (a bench's own wait: polls with a deadline)."""
-    deadline = time.monotonic() + timeout
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        while True:
-            row = conn.execute("SELECT count(*) FROM jobs WHERE finished_at IS NOT NULL")
-            done = row.fetchone()
-            if done is not None and done[0] >= count:
-                return
-            if time.monotonic() > deadline:
-                raise SystemExit(f"only {done} of {count} jobs finished within {timeout:.0f} s")
-            time.sleep(0.2)
 
 
 def plot(rows: list[dict[str, Any]], slots: int, tool_ms: float, path: Path) -> None:

@@ -1,4 +1,4 @@
-"""What choosing a server costs a unit of work, by the number of servers (issue 15, figure 8's why).
+"""What choosing a server costs a unit of work, by the number of servers (figure 8).
 
 Every conversion is a unit on one origin: the pool reads the origins' circuits, takes an
 in-flight lease where the fleet has the fewest, the chosen breaker admits the unit, and the
@@ -7,7 +7,7 @@ in-flight counts in the machine's Redis, under a scratch namespace removed after
 itself does nothing), for 1, 2, 4 and 8 origins: wall and CPU milliseconds per unit, and the
 Redis round trips per unit (commands the pool's client sent; a script is one).
 
-    .venv/bin/python bench/server_choice.py [--origins 1,2,4,8] [--units 3000] [--rounds 3]
+    .venv/bin/python -m bench.server_choice [--origins 1,2,4,8] [--units 3000] [--rounds 3]
         [--compare-with /path/to/other/checkout] [--smoke] [--json]
 
 ``--compare-with`` times the other checkout's pool too, in its own process with its code first

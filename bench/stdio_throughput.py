@@ -12,7 +12,7 @@ each still converts). A *document* is convert + export to markdown, as a worker 
 Start-up (the server's 6 s, each client's handshake) is not timed: the clock runs from the
 moment every caller is ready to the last export. Figures go to docs/benchmarks.md.
 
-    .venv/bin/python bench/stdio_throughput.py [--rounds 5] [--modes http:1,http:2,stdio:1,stdio:2]
+    .venv/bin/python -m bench.stdio_throughput [--rounds 5] [--modes http:1,...] [--batch] [--json]
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ import multiprocessing
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,12 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from bench.harness import DOCLING_MCP_BIN, ROOT, free_port, print_json
+from pipeline.mcp import McpClient, McpSettings
 
-from pipeline.mcp import McpClient, McpSettings  # noqa: E402
-
-BINARY = Path.home() / ".cache/doclane/docling-mcp-venv/bin/docling-mcp-server"
 CONVERT = "convert_document_into_docling_document"
 CONVERT_DIR = "convert_directory_files_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -96,7 +92,7 @@ def stdio_caller(
     share: list[str], *, batch: bool, cache_dir: str, ready: Any, results: Any, index: int
 ) -> None:
     os.environ.update(server_environment(Path(cache_dir)))
-    command = shlex.join([str(BINARY), "--transport", "stdio"])
+    command = shlex.join([DOCLING_MCP_BIN, "--transport", "stdio"])
     settings = McpSettings(command=command, request_timeout_s=120)
     with McpClient(settings=settings) as client:
         client.initialize()
@@ -145,11 +141,17 @@ def run_stdio(paths: list[Path], processes: int, batch: bool, folder: Path) -> t
 
 
 def run_http(paths: list[Path], callers: int, batch: bool, folder: Path) -> tuple[int, float]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     server = subprocess.Popen(
-        [str(BINARY), "--transport", "streamable-http", "--host", "127.0.0.1", "--port", str(port)],
+        [
+            DOCLING_MCP_BIN,
+            "--transport",
+            "streamable-http",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
         env=server_environment(folder / "cache"),
         cwd=folder,
         stdout=subprocess.DEVNULL,
@@ -198,8 +200,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--modes", default="http:1,http:2,stdio:1,stdio:2")
     parser.add_argument("--batch", action="store_true")
+    parser.add_argument("--json", action="store_true", help="the table on stderr, JSON on stdout")
     args = parser.parse_args()
-    print(f"| topology | callers | documents | seconds | docs/s |{' batch' if args.batch else ''}")
+    table = sys.stderr if args.json else sys.stdout
+    header = (
+        f"| topology | callers | documents | seconds | docs/s |{' batch' if args.batch else ''}"
+    )
+    print(header, file=table)
+    rows: list[dict[str, Any]] = []
     for mode in args.modes.split(","):
         kind, _, count = mode.partition(":")
         with tempfile.TemporaryDirectory(prefix="stdio-bench-") as scratch:
@@ -209,7 +217,16 @@ def main() -> None:
             paths = make_corpus(folder / "corpus", args.rounds)
             runner = run_stdio if kind == "stdio" else run_http
             done, elapsed = runner(paths, int(count), args.batch, folder)
-        print(f"| {kind} | {count} | {done} | {elapsed:.1f} | {done / elapsed:.2f} |", flush=True)
+        print(
+            f"| {kind} | {count} | {done} | {elapsed:.1f} | {done / elapsed:.2f} |",
+            file=table,
+            flush=True,
+        )
+        rate = round(done / elapsed, 2)
+        rows.append({"topology": kind, "callers": int(count), "documents": done,
+                     "seconds": round(elapsed, 2), "docs_per_s": rate})  # fmt: skip
+    if args.json:
+        print_json({"rounds": args.rounds, "batch": args.batch, "modes": rows})
 
 
 if __name__ == "__main__":

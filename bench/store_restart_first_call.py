@@ -5,7 +5,7 @@ Fills the store's pool with ``--connections`` idle connections, restarts the mac
 times the first borrow + ``SELECT 1``, with the pool's sweep on (as doclane runs) and off (the
 plain check-on-borrow psycopg_pool offers). Each mode runs ``--rounds`` times.
 
-    .venv/bin/python bench/store_restart_first_call.py [--connections 4] [--rounds 3]
+    .venv/bin/python -m bench.store_restart_first_call [--connections 4] [--rounds 3] [--json]
 
 It restarts the machine's PostgreSQL: every other client of the cluster loses its connections.
 Run it on a quiet machine, never beside the test suite.
@@ -19,10 +19,8 @@ import subprocess
 import sys
 import time
 from contextlib import ExitStack
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.harness import print_json
 from pipeline.store import load_store_settings
 from pipeline.store.connection import RestartAwareCheck, create_pool
 
@@ -67,17 +65,25 @@ def main() -> None:
             "DOCLANE_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
         ),
     )
+    parser.add_argument("--json", action="store_true", help="the lines on stderr, JSON on stdout")
     args = parser.parse_args()
     sweep = RestartAwareCheck._sweep
+    seconds: dict[str, list[float]] = {}
     for mode in ("sweep on", "sweep off"):
         RestartAwareCheck._sweep = sweep if mode == "sweep on" else (lambda self: None)  # type: ignore[method-assign]
         times = [
             first_call_after_restart(args.connections, args.database_url)
             for _ in range(args.rounds)
         ]
+        seconds[mode] = times
         shown = ", ".join(f"{t:.3f}" for t in times)
-        print(f"{mode}: first call after a restart, {args.connections} idle connections: {shown} s")
+        print(
+            f"{mode}: first call after a restart, {args.connections} idle connections: {shown} s",
+            file=sys.stderr if args.json else sys.stdout,
+        )
     RestartAwareCheck._sweep = sweep  # type: ignore[method-assign]
+    if args.json:
+        print_json({"connections": args.connections, "first_call_s": seconds})
 
 
 if __name__ == "__main__":

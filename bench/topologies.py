@@ -2,7 +2,7 @@
 
 On the real-world corpus of ``bench/corpus.py`` (the documents ``doclane submit`` accepts), each
 topology through doclane's pipeline (``doclane worker -c N`` + ``doclane submit --wait``, as
-``bench/batch_throughput.py`` does, whose helpers this reuses), once with
+``bench/batch_throughput.py`` does, both made of ``bench.harness.conversions``), once with
 ``DOCLANE_BATCH_MAX_DOCS=1`` (``off``) and once with ``--batch-docs`` (``on64``):
 
 - ``a-http``: one docling-mcp 3.3.0 over streamable HTTP, local mode (``-c 1``);
@@ -28,9 +28,9 @@ Every server is started afresh before every mode (empty caches, cold converters;
 timed). Every markdown is compared byte for byte with ``direct``'s (docling-mcp local mode) and
 with ``e-serve``'s (docling-serve): docling-mcp over docling-serve must give docling-serve's
 markdown. docling-serve is installed on first use into its own venv
-(``bench/docling_serve_api.py`` says how it is run offline).
+(``bench/harness/docling_serve.py`` says how it is run offline).
 
-    flock /tmp/doclane-bench.lock .venv/bin/python bench/topologies.py [--smoke] [--json]
+    flock /tmp/doclane-bench.lock .venv/bin/python -m bench.topologies [--smoke] [--json]
         [--rounds 1] [--modes direct,a-http-c1-on,...] [--batch-docs 64] [--serve-workers 2]
 
 ``--smoke`` (what CI runs through tests/bench/test_topologies_smoke.py): two documents of each
@@ -50,10 +50,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import batch_throughput as bt
-import docling_serve_api as ds
+from bench import corpus as corpus_module
+from bench import harness
+from bench.harness import conversions
+from bench.harness import docling_serve as ds
+from bench.harness.conversions import Run
 
 SMOKE_MODES = ("direct", "a-http-c1-on", "d-remote-c2-on", "e-serve")
 
@@ -68,6 +69,8 @@ class Topology:
     stdio: bool = False
     remote: bool = False
     extra: dict[str, str] = field(default_factory=dict)
+    #: The MCP server each of ``servers`` (or each stdio child) runs.
+    binary: str = harness.DOCLING_MCP_BIN
 
 
 TOPOLOGIES = (
@@ -86,7 +89,7 @@ class Stack:
     def __init__(self, topo: Topology, scratch: Path, cache_documents: int, workers: int) -> None:
         self.topo = topo
         self.serve = ds.DoclingServe(scratch / "docling-serve", workers) if topo.remote else None
-        self.mcp: list[bt.DoclingServer] = []
+        self.mcp: list[harness.DoclingServer] = []
         self.scratch = scratch
         self.cache_documents = cache_documents
 
@@ -101,7 +104,9 @@ class Stack:
                     **ds.REMOTE_MCP_ENV,
                 }
             for n in range(max(self.topo.servers, 1)):
-                server = bt.DoclingServer(self.scratch / f"mcp-{n}", self.cache_documents, extra)
+                server = harness.DoclingServer(
+                    self.scratch / f"mcp-{n}", self.cache_documents, extra, binary=self.topo.binary
+                )
                 # One cache folder for the whole pool: the worker reads the Docling JSON that
                 # proves a batch from one folder (DOCLANE_SERVER_CACHE_DIR); a server writing
                 # elsewhere leaves its batches unproven, converted again one by one.
@@ -125,7 +130,7 @@ class Stack:
         first = self.mcp[0]
         if self.topo.stdio:
             first.cache_dir.mkdir(parents=True, exist_ok=True)
-            command = f"{bt.DOCLING_MCP_BIN} --transport stdio"
+            command = f"{self.topo.binary} --transport stdio"
             # The children inherit the worker's environment: their settings go there.
             return {
                 "DOCLING_MCP_ORIGIN": "",
@@ -138,7 +143,7 @@ class Stack:
         return {"DOCLING_MCP_ORIGIN": ",".join(server.url for server in self.mcp)}
 
 
-def serve_direct(files: list[Path], scratch: Path, workers: int, poll_s: float) -> bt.Run:
+def serve_direct(files: list[Path], scratch: Path, workers: int, poll_s: float) -> Run:
     """docling-serve's own async API, ``workers`` tasks in flight, on a fresh server."""
     serve = ds.DoclingServe(scratch / "docling-serve", workers)
     serve.start()
@@ -146,7 +151,7 @@ def serve_direct(files: list[Path], scratch: Path, workers: int, poll_s: float) 
         seconds, outcomes = ds.convert_all(serve.url, files, workers, poll_s)
     finally:
         serve.stop()
-    run = bt.Run("e-serve", seconds, len(files))
+    run = Run("e-serve", seconds, len(files))
     for name, outcome in outcomes.items():
         if outcome.markdown is not None:
             run.markdown[name] = outcome.markdown
@@ -155,16 +160,16 @@ def serve_direct(files: list[Path], scratch: Path, workers: int, poll_s: float) 
     return run
 
 
-def plan(args: argparse.Namespace) -> list[tuple[str, Callable[[], bt.Run]]]:
+def plan(args: argparse.Namespace) -> list[tuple[str, Callable[[], Run]]]:
     """Every mode's name and how to measure it, in the order they run."""
     files: list[Path] = args.files
     scratch: Path = args.scratch
-    broker: bt.Broker = args.broker
-    modes: list[tuple[str, Callable[[], bt.Run]]] = []
+    broker: harness.Broker = args.broker
+    modes: list[tuple[str, Callable[[], Run]]] = []
 
-    def direct() -> bt.Run:
+    def direct() -> Run:
         with Stack(TOPOLOGIES[0], scratch, args.cache_documents, args.serve_workers) as stack:
-            return bt.direct(files, stack.mcp[0])
+            return conversions.direct(files, stack.mcp[0])
 
     modes.append(("direct", direct))
     modes.append(
@@ -174,11 +179,9 @@ def plan(args: argparse.Namespace) -> list[tuple[str, Callable[[], bt.Run]]]:
         for label, batch_docs in (("off", 1), (f"on{args.batch_docs}", args.batch_docs)):
             name = f"{topo.name}-c{topo.concurrency}-{label}"
 
-            def one(
-                topo: Topology = topo, batch_docs: int = batch_docs, name: str = name
-            ) -> bt.Run:
+            def one(topo: Topology = topo, batch_docs: int = batch_docs, name: str = name) -> Run:
                 with Stack(topo, scratch, args.cache_documents, args.serve_workers) as stack:
-                    return bt.pipeline(
+                    return conversions.pipeline(
                         name,
                         files[0].parent,
                         len(files),
@@ -200,13 +203,13 @@ def _wanted(name: str, wanted: list[str]) -> bool:
     return any(name == w or (w.endswith("-on") and name.startswith(w[:-2] + "on")) for w in wanted)
 
 
-def row(run: bt.Run, direct: bt.Run | None, serve: bt.Run | None) -> dict[str, Any]:
-    def same(base: bt.Run | None) -> int | None:
+def row(run: Run, direct: Run | None, serve: Run | None) -> dict[str, Any]:
+    def same(base: Run | None) -> int | None:
         if base is None or base is run:
             return None
         return sum(1 for n, md in run.markdown.items() if base.markdown.get(n) == md)
 
-    def differs(base: bt.Run | None) -> list[str]:
+    def differs(base: Run | None) -> list[str]:
         if base is None or base is run:
             return []
         return sorted(n for n, md in run.markdown.items() if base.markdown.get(n, md) != md)
@@ -289,7 +292,7 @@ def subset(args: argparse.Namespace) -> Path:
     machine that builds the same corpus (bench/corpus.py prints its digest).
     """
     if args.corpus is None:
-        source = Path(bt.corpus_module.build(bt.corpus_module.DEFAULT_DEST)["folder"])
+        source = Path(corpus_module.build(corpus_module.DEFAULT_DEST)["folder"])
     else:
         source = args.corpus.expanduser().resolve()
     if args.per_format <= 0 or args.smoke:
@@ -297,7 +300,7 @@ def subset(args: argparse.Namespace) -> Path:
     folder = args.scratch / "subset"
     folder.mkdir()
     files = sorted(p for p in source.iterdir() if p.is_file())
-    for fmt in bt.corpus_module.FORMATS:
+    for fmt in corpus_module.FORMATS:
         for path in [p for p in files if p.suffix.lower() == f".{fmt}"][: args.per_format]:
             (folder / path.name).hardlink_to(path)
     return folder
@@ -305,22 +308,22 @@ def subset(args: argparse.Namespace) -> Path:
 
 def main() -> None:
     args = parse_args()
-    if not Path(bt.DOCLING_MCP_BIN).exists():
+    if not Path(harness.DOCLING_MCP_BIN).exists():
         raise SystemExit(
-            f"{bt.DOCLING_MCP_BIN} is missing: source scripts/lib.sh; ensure_docling_mcp"
+            f"{harness.DOCLING_MCP_BIN} is missing: source scripts/lib.sh; ensure_docling_mcp"
         )
     needs_serve = not args.modes or any(m.startswith(("d-", "e-")) for m in args.modes)
     if needs_serve and not ds.installed():
         if args.no_install:
             raise SystemExit(f"{ds.BINARY} is missing: source scripts/lib.sh; ensure_docling_serve")
         ds.ensure_installed()
-    args.scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-topo-", dir=bt.TOOLS))
+    args.scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-topo-", dir=harness.TOOLS))
     print(f"scratch folder: {args.scratch}", file=sys.stderr)
-    runs: dict[str, list[bt.Run]] = {}
-    args.broker = bt.claim_redis_db()
+    runs: dict[str, list[Run]] = {}
+    args.broker = harness.claim_redis_db()
     try:
         args.corpus = subset(args)
-        args.files, refused = bt.stage_corpus(args, args.scratch)
+        args.files, refused = harness.stage_corpus(args, args.scratch)
         modes = plan(args)
         for round_no in range(1, args.rounds + 1):  # A B C ... A B C: side by side, each round
             for name, measure in modes:
@@ -350,13 +353,13 @@ def main() -> None:
         show(rows, len(args.files), refused)
 
 
-def median_run(rounds: list[bt.Run]) -> bt.Run:
+def median_run(rounds: list[Run]) -> Run:
     """The round whose rate is the median (the lower middle one for an even count)."""
     ordered = sorted(rounds, key=lambda r: r.rate)
     return ordered[(len(ordered) - 1) // 2]
 
 
-def min_same(runs: list[bt.Run], bases: list[bt.Run] | None) -> int | None:
+def min_same(runs: list[Run], bases: list[Run] | None) -> int | None:
     """The fewest documents whose markdown equals the base's, over every pair of rounds."""
     if not bases or runs is bases:
         return None

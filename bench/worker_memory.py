@@ -1,7 +1,7 @@
 """Worker and API memory: RSS growth over 1,000 jobs, and peaks around one 50 MB result.
 
 Issue 15's seventh figure, against the fake docling server (``tests.fakes.server``, instant
-tools), a scratch database and a claimed Redis database (``bench/batch_throughput.py``'s helpers):
+tools), a scratch database and a claimed Redis database (bench.harness):
 
 1. ``doclane worker --concurrency 1``: RSS (``VmRSS`` in ``/proc``) of its pool process and its
    main process after 10 jobs, and again after 1,000 (goal: growth under 50 MB). The jobs are
@@ -20,7 +20,7 @@ tools), a scratch database and a claimed Redis database (``bench/batch_throughpu
 
 Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS just before.
 
-    .venv/bin/python bench/worker_memory.py [--smoke] [--jobs 1000] [--result-mb 50] [--json]
+    .venv/bin/python -m bench.worker_memory [--smoke] [--jobs 1000] [--result-mb 50] [--json]
         [--rounds N] [--compare-with DIR]   # alternate with another checkout's code (A B A B)
 """
 
@@ -42,22 +42,19 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from batch_throughput import (  # noqa: E402
+from bench.harness import (
     DOCLANE,
+    ROOT,
+    FakeServer,
     claim_redis_db,
     free_port,
     scratch_database,
     start_worker,
     stop_worker,
+    wait_succeeded,
     worker_env,
 )
-from client_overhead import configure, fake_server  # noqa: E402
 
 MB = 1024 * 1024
 GROWTH_GOAL_MB = 50
@@ -150,26 +147,6 @@ def submit(env: dict[str, str], folder: Path) -> list[str]:
     return [item["job_id"] for item in out["accepted"]]
 
 
-def wait_finished(db_url: str, total: int, timeout_s: float) -> None:
-    """Until ``total`` jobs are finished (each a succeeded job: anything else ends the bench)."""
-    deadline = time.monotonic() + timeout_s
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        while True:
-            row = conn.execute(
-                "SELECT count(*) FILTER (WHERE state = 'succeeded'),"
-                " count(*) FILTER (WHERE state IN ('failed', 'cancelled')) FROM jobs"
-            ).fetchone()
-            assert row is not None
-            succeeded, failed = int(row[0]), int(row[1])
-            if failed:
-                raise SystemExit(f"{failed} job(s) failed")
-            if succeeded >= total:
-                return
-            if time.monotonic() > deadline:
-                raise SystemExit(f"only {succeeded} of {total} jobs finished in {timeout_s} s")
-            time.sleep(0.2)
-
-
 @contextmanager
 def api_server(env: dict[str, str], log: Path) -> Iterator[tuple[int, str]]:
     port = free_port()
@@ -201,10 +178,10 @@ def measure(jobs: int, result_mb: int, scratch: Path, code: Path) -> dict[str, A
     broker = claim_redis_db()
     try:
         with (
-            fake_server("--cache-dir", str(scratch / "server-cache")) as url,
+            FakeServer(scratch) as server,
             scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
         ):
-            env = {**worker_env(db_url, broker, url), "PYTHONPATH": str(code)}
+            env = {**worker_env(db_url, broker, server.url), "PYTHONPATH": str(code)}
             log_path = scratch / "worker.log"
             worker = start_worker(env, log_path, "--concurrency", "1", "--no-beat")
             try:
@@ -218,7 +195,7 @@ def measure(jobs: int, result_mb: int, scratch: Path, code: Path) -> dict[str, A
             report["serving"] = serving(env, scratch, job_id, result_mb)
             large = scratch / "large" / "large.md"
             report["reply_alone"] = {
-                wire: reply_alone(wire_env(env, wire, url), code, large, result_mb)
+                wire: reply_alone(wire_env(env, wire, server), code, large, result_mb)
                 for wire in WIRES
             }
     finally:
@@ -234,11 +211,11 @@ def growth(
     first = min(10, jobs)
     write_small_files(scratch / "first", 0, first)
     submit(env, scratch / "first")
-    wait_finished(db_url, first, 300)
+    wait_succeeded(db_url, first, timeout=300)
     after_first = {"pool": rss_mb(pool), "main": rss_mb(main_pid)}
     write_small_files(scratch / "rest", first, jobs - first)
     submit(env, scratch / "rest")
-    wait_finished(db_url, jobs, 3600)
+    wait_succeeded(db_url, jobs, timeout=3600)
     if children(main_pid) != [pool]:
         raise SystemExit("the pool process was replaced: RSS would not compare")
     after_all = {"pool": rss_mb(pool), "main": rss_mb(main_pid)}
@@ -258,7 +235,7 @@ def storing(
     before = rss_mb(pool)
     reset_peak(pool)
     (job_id,) = submit(env, large.parent)
-    wait_finished(db_url, jobs + 1, 600)
+    wait_succeeded(db_url, jobs + 1, timeout=600)
     return job_id, peak_figures(before, peak_mb(pool), result_mb)
 
 
@@ -284,9 +261,9 @@ def serving(env: dict[str, str], scratch: Path, job_id: str, result_mb: int) -> 
 WIRES = ("sse", "json", "stdio")
 
 
-def wire_env(env: dict[str, str], wire: str, url: str) -> dict[str, str]:
+def wire_env(env: dict[str, str], wire: str, server: FakeServer) -> dict[str, str]:
     """The lone client's environment for one wire (``json``: the fake turned stateless)."""
-    configure(url, stateless=wire == "json")
+    server.configure(stateless=wire == "json")
     if wire != "stdio":
         return env
     command = f"{sys.executable} -m tests.fakes.server --transport stdio"

@@ -234,6 +234,20 @@ _ENTRIES = (
         "Retried automatically; check PostgreSQL and DOCLANE_DATABASE_URL.",
         retryable=True,
     ),
+    CatalogEntry(
+        "E108",
+        "job not found",
+        "No job has this id.",
+        "Check the id (doclane jobs, or GET /v1/jobs, lists them).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E109",
+        "not allowed for this token's role",
+        "The API token is valid but its role does not allow this request.",
+        "Use a token whose role allows it (DOCLANE_API_TOKENS: read, submit, admin).",
+        retryable=False,
+    ),
 )
 
 #: Code -> entry. Read-only so nothing can change a flag at run time.

@@ -131,6 +131,18 @@ class SourceUnavailable(InputError):
     code = "E107"
 
 
+class JobNotFound(InputError):
+    """A request names a job that does not exist (the API answers 404)."""
+
+    code = "E108"
+
+
+class RoleForbidden(InputError):
+    """A request its API token's role does not allow (the API answers 403)."""
+
+    code = "E109"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

@@ -1,24 +1,21 @@
 """The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.jobs.submit``.
 
 Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
-``Authorization: Bearer <DOCLANE_API_TOKEN>`` (compared in constant time). Handlers that touch
+``Authorization: Bearer <token>``, a token whose role allows the request (``pipeline.api.auth``:
+read for GETs, submit for ``POST /v1/jobs``, admin for cancel and retry). Handlers that touch
 PostgreSQL or the broker are plain functions, which FastAPI runs in its thread pool; the upload
 is async because it streams the request body into the inbox as it arrives.
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
@@ -37,6 +34,7 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
+from pipeline.api.auth import TokenRoles
 from pipeline.api.errors import ErrorResponse, install_handlers
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
@@ -47,10 +45,10 @@ from pipeline.api.submit import (
     PRIORITY_RANGE,
     SubmitRequest,
     SubmitResponse,
+    submission_response,
     submit_json,
     submit_upload,
 )
-from pipeline.api.workers_cache import WorkersCache
 from pipeline.jobs import Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
@@ -68,7 +66,6 @@ class ApiContext:
     store: AdminStore
     publisher: Publisher
     fleet: Fleet | None
-    workers: WorkersCache
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -76,11 +73,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for code, why in {
         400: "malformed request",
         401: "no or wrong bearer token",
-        404: "no such job, or no such result",
+        403: "the token's role does not allow this request (E109)",
+        404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
-        422: "invalid parameters, or a source refused (E1xx)",
+        422: "invalid parameters, or every source refused (E1xx)",
         500: "a bug (E399)",
         502: "a server answered with an error",
         503: "the database, broker or a server is unreachable (E401, E302 ...)",
@@ -101,86 +99,66 @@ class Health(BaseModel):
     parts: dict[str, str] = {}
 
 
-_BEARER = HTTPBearer(auto_error=False, description="DOCLANE_API_TOKEN")
-
-
-class BearerToken:
-    """The dependency that guards /v1: the token compared in constant time; none set, no entry."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = token.encode()
-
-    def __call__(
-        self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
-    ) -> None:
-        given = credentials.credentials.encode() if credentials else b""
-        if not self._expected or not secrets.compare_digest(given, self._expected):
-            raise HTTPException(401, "a valid bearer token is required")
+#: The body of ``POST /v1/jobs`` as the schema shows it: the handler reads the body itself (JSON
+#: sources, or one document streamed from a multipart form), so FastAPI cannot derive it.
+_SUBMIT_BODY: dict[str, Any] = {
+    "required": True,
+    "content": {
+        "application/json": {"schema": SubmitRequest.model_json_schema()},
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {"type": "string", "format": "binary"},
+                    "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
+                    "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                },
+            }
+        },
+    },
+}
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        ctx.workers.start()
-        try:
-            yield
-        finally:
-            ctx.workers.stop()
-
+    """The API: ``/v1`` behind the bearer token, and the operations' routes without it."""
     app = FastAPI(
         title="doclane",
         summary="Document conversion jobs, their results, and the fleet's state.",
         version="1",
-        lifespan=lifespan,
         responses={500: _ERRORS[500]},
     )
     install_handlers(app)
     app.include_router(_v1(ctx))
-    _operations(app, ctx)
+    app.include_router(_operations(ctx))
     return app
 
 
 def _stats(ctx: ApiContext) -> Stats:
-    return collect_stats(
-        ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience, workers=ctx.workers.get
-    )
+    return collect_stats(ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
 
 def _v1(ctx: ApiContext) -> APIRouter:
-    """The token-protected API."""
-    authorized = BearerToken(
-        ctx.settings.api_token.get_secret_value() if ctx.settings.api_token else ""
-    )
+    """The token-protected API: submitting, the jobs, the fleet's figures; every route needs a
+    token with the read role at least, and some more (``access.require``)."""
+    access = TokenRoles(ctx.settings.tokens())
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(access.require("read"))], responses=_ERRORS)
+    v1.include_router(_submission(ctx, access))
+    v1.include_router(_jobs(ctx, access))
+    v1.include_router(_figures(ctx))
+    return v1
 
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=_ERRORS)
 
-    @v1.post(
+def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
+    """``POST /jobs``: sources to fetch (JSON), or one document uploaded (multipart)."""
+    router = APIRouter()
+
+    @router.post(
         "/jobs",
+        dependencies=[Depends(access.require("submit"))],
         status_code=202,
         response_model=SubmitResponse,
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {
-                    "application/json": {"schema": SubmitRequest.model_json_schema()},
-                    "multipart/form-data": {
-                        "schema": {
-                            "type": "object",
-                            "required": ["file"],
-                            "properties": {
-                                "file": {"type": "string", "format": "binary"},
-                                "to": {
-                                    "type": "string",
-                                    "default": "md",
-                                    "pattern": FORMATS_PATTERN,
-                                },
-                                "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
-                            },
-                        }
-                    },
-                },
-            }
-        },
+        openapi_extra={"requestBody": _SUBMIT_BODY},
     )
     async def submit(request: Request) -> Response:
         """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
@@ -191,9 +169,16 @@ def _v1(ctx: ApiContext) -> APIRouter:
             answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
         else:
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        return JSONResponse(answer.model_dump(mode="json"), status_code=202)
+        return submission_response(answer)
 
-    @v1.get("/jobs", response_model=JobList)
+    return router
+
+
+def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
+    """The jobs once submitted: listed, read, their results, cancelled, retried."""
+    router = APIRouter()
+
+    @router.get("/jobs", response_model=JobList)
     def jobs(
         *,
         state: JobState | None = None,
@@ -222,12 +207,12 @@ def _v1(ctx: ApiContext) -> APIRouter:
         )
         return JobList(jobs=list_jobs(ctx.store, filters))
 
-    @v1.get("/jobs/{job_id}", response_model=JobDetail)
+    @router.get("/jobs/{job_id}", response_model=JobDetail)
     def job(job_id: UUID) -> JobDetail:
         """A job: state, stage, attempts, its error explained, results and history."""
         return job_detail(ctx.store, job_id)
 
-    @v1.get(
+    @router.get(
         "/jobs/{job_id}/result/{fmt}",
         response_class=StreamingResponse,
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
@@ -236,43 +221,58 @@ def _v1(ctx: ApiContext) -> APIRouter:
         """One result of a succeeded job, streamed from the database as stored."""
         return stream_result(ctx.store, job_id, fmt)
 
-    @v1.post("/jobs/{job_id}/cancel", response_model=JobOut)
+    @router.post(
+        "/jobs/{job_id}/cancel",
+        response_model=JobOut,
+        dependencies=[Depends(access.require("admin"))],
+    )
     def cancel(job_id: UUID) -> JobOut:
         """Cancel a queued, retrying or running job."""
         return JobOut(job=cancel_job(ctx.store, job_id))
 
-    @v1.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
+    @router.post(
+        "/jobs/{job_id}/retry",
+        response_model=RetryOutcome,
+        dependencies=[Depends(access.require("admin"))],
+    )
     def retry(job_id: UUID) -> RetryOutcome:
         """A waiting job now; a failed or cancelled one as a new job."""
         return retry_job(ctx.store, ctx.publisher, job_id)
 
-    @v1.get("/stats", response_model=Stats)
+    return router
+
+
+def _figures(ctx: ApiContext) -> APIRouter:
+    """``GET /stats``: the fleet's figures, as ``doclane stats --json`` prints them."""
+    router = APIRouter()
+
+    @router.get("/stats", response_model=Stats)
     def stats_endpoint() -> Stats:
         """What ``doclane stats --json`` prints."""
         return _stats(ctx)
 
-    return v1
+    return router
 
 
-def _operations(app: FastAPI, ctx: ApiContext) -> None:
+def _operations(ctx: ApiContext) -> APIRouter:
     """What needs no token: health, readiness, metrics, the status page."""
     registry = metrics_registry(
         FleetCollector(
             ctx.store,
             ctx.fleet,
             ctx.resilience,
-            workers=ctx.workers.get if ctx.fleet is not None else None,
             deadline_s=ctx.admin.stats_deadline_s,
         )
     )
     scrape_lock = threading.Lock()
+    router = APIRouter()
 
-    @app.get("/healthz", response_model=Health)
+    @router.get("/healthz", response_model=Health)
     def healthz() -> Health:
         """The process is alive."""
         return Health(ok=True)
 
-    @app.get("/readyz", response_model=Health, responses={503: {"model": Health}})
+    @router.get("/readyz", response_model=Health, responses={503: {"model": Health}})
     def readyz() -> Response:
         """The database and the broker answer."""
         parts: dict[str, str] = {}
@@ -290,14 +290,18 @@ def _operations(app: FastAPI, ctx: ApiContext) -> None:
         ok = all(v == "ok" for v in parts.values())
         return JSONResponse(Health(ok=ok, parts=parts).model_dump(), status_code=200 if ok else 503)
 
-    @app.get("/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}})
+    @router.get(
+        "/metrics", response_class=Response, responses={200: {"content": {"text/plain": {}}}}
+    )
     def metrics() -> Response:
         """Prometheus exposition: the whole fleet's figures, read at scrape time."""
         with scrape_lock:  # one scrape at a time: each reads the same few index ranges
             body = render(registry)
         return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=True)
+    @router.get("/", response_class=HTMLResponse, include_in_schema=True)
     def page() -> HTMLResponse:
         """The status page (aggregates only, no token)."""
         return HTMLResponse(render_page(_stats(ctx), refresh_s=ctx.settings.api_page_refresh_s))
+
+    return router

@@ -19,6 +19,8 @@ import typer
 from typer._click import Command, Context  # typer's own click, which its groups hold
 from typer.core import TyperGroup
 
+from .output import AS_JSON, echo_json
+
 #: (module, group name or None, the commands it defines), in ``doclane --help``'s order. A
 #: group's module defines ``app`` as that group (``doclane mcp tools``); with None, its
 #: commands join the root (``doclane submit``, not ``doclane jobs submit``).
@@ -110,13 +112,14 @@ def _root() -> None:
 
 
 @app.command()
-def version(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def version(as_json: bool = AS_JSON) -> None:
     """Print doclane's version."""
-    import json
-
     from pipeline import __version__
 
-    typer.echo(json.dumps({"version": __version__}) if as_json else __version__)
+    if as_json:
+        echo_json({"version": __version__})
+    else:
+        typer.echo(__version__)
 
 
 def main() -> None:

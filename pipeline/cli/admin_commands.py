@@ -7,41 +7,28 @@ serves the same views over HTTP with the status page.
 
 from __future__ import annotations
 
-import json
-import re
 import time
 from dataclasses import replace
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
 import typer
 
-from pipeline.admin import (
-    JobFilter,
-    Stats,
-    collect_stats,
-    list_jobs,
-    load_admin_settings,
-    parse_since,
-)
+from pipeline.admin import AdminStore, Stats, collect_stats, list_jobs, load_admin_settings
 from pipeline.jobs import Job, JobState
 from pipeline.resilience import load_resilience_settings
 
-from .jobs_commands import _store
-from .output import usage_error
+from .output import AS_JSON, echo_json, usage_error
+from .store_access import job_filter, open_store
 from .wiring import celery_fleet, celery_publisher
 
 app = typer.Typer(add_completion=False)
-
-_JSON = typer.Option(False, "--json", help="Print one JSON object.")
-_ERROR_CODE = re.compile(r"^E\d{3}$")
 
 #: What to do about a part ``doclane stats`` could not reach.
 _REMEDIES = {
     "database": "check PostgreSQL and DOCLANE_DATABASE_URL (and `doclane db migrate`)",
     "broker": "check the broker (Redis or RabbitMQ) and DOCLANE_BROKER_URL",
-    "workers": "check the broker and that `doclane worker` runs",
+    "workers": "check Redis (DOCLANE_REDIS_URL), where the workers' heartbeats are",
     "redis": "check Redis and DOCLANE_REDIS_URL (breaker state is shared there)",
 }
 
@@ -49,14 +36,17 @@ _REMEDIES = {
 # ---- stats -------------------------------------------------------------------------------------
 @app.command()
 def stats(
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
     watch: bool = typer.Option(False, "--watch", help="Refresh in place until Ctrl-C."),
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
 ) -> None:
     """Jobs by state, throughput, conversion times, failures, breakers, queues and workers."""
     settings = load_admin_settings()
     resilience = load_resilience_settings()
-    with _store(as_json) as store, celery_fleet(settings.inspect_timeout_s) as fleet:
+    with (
+        open_store(as_json, AdminStore) as store,
+        celery_fleet() as fleet,
+    ):
         figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
         _show(figures, as_json=as_json, watch=watch)
         try:
@@ -74,7 +64,7 @@ def stats(
 
 def _show(figures: Stats, *, as_json: bool, watch: bool) -> None:
     if as_json:
-        typer.echo(json.dumps({"ok": not figures.unreachable, **figures.model_dump(mode="json")}))
+        echo_json({"ok": not figures.unreachable, **figures.model_dump(mode="json")})
     else:  # --watch: home the cursor and clear the screen, then draw over the last one
         typer.echo(("\033[H\033[J" if watch else "") + render_stats(figures), nl=False)
 
@@ -146,7 +136,7 @@ def jobs(
         None, "--batch", help="Only the jobs of one submission (the id `submit` prints)."
     ),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many."),
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
 ) -> None:
     """List jobs, newest first."""
     filters = job_filter(
@@ -157,43 +147,15 @@ def jobs(
             filters = replace(filters, submission=UUID(batch))
         except ValueError:
             usage_error(f"not a submission id: {batch!r}", as_json)
-    with _store(as_json) as store:
+    with open_store(as_json, AdminStore) as store:
         found = list_jobs(store, filters)
     if as_json:
-        out = {"ok": True, "jobs": [j.model_dump(mode="json") for j in found]}
-        typer.echo(json.dumps(out))
+        echo_json({"ok": True, "jobs": [j.model_dump(mode="json") for j in found]})
         return
     for job in found:
         typer.echo(_job_line(job))
     if not found:
         typer.echo("no jobs match", err=True)
-
-
-def job_filter(
-    state: JobState | None,
-    *,
-    error_code: str | None,
-    since: str | None,
-    queue: str | None,
-    limit: int,
-    as_json: bool,
-) -> JobFilter:
-    """The filters of ``jobs`` and ``retry --failed``, checked; a bad one is a usage error."""
-    if error_code is not None and not _ERROR_CODE.match(error_code.upper()):
-        usage_error(f"not an error code: {error_code!r} (e.g. E101)", as_json)
-    moment: datetime | None = None
-    if since is not None:
-        try:
-            moment = parse_since(since)
-        except ValueError as exc:
-            usage_error(str(exc), as_json)
-    return JobFilter(
-        state=state,
-        error_code=error_code.upper() if error_code else None,
-        since=moment,
-        queue=queue,
-        limit=limit,
-    )
 
 
 def _job_line(job: Job) -> str:
@@ -210,7 +172,6 @@ def api(
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
     from pipeline.api import ApiContext, load_api_settings, serve
-    from pipeline.api.workers_cache import WorkersCache
     from pipeline.sources import load_source_settings
 
     overrides: dict[str, Any] = {}
@@ -219,15 +180,17 @@ def api(
     if port is not None:
         overrides["api_port"] = port
     settings = load_api_settings(**overrides)
-    if settings.api_token is None or not settings.api_token.get_secret_value():
+    if not settings.tokens():
         usage_error(
-            "DOCLANE_API_TOKEN is not set: set it to the bearer token clients must send", False
+            "DOCLANE_API_TOKEN is not set, nor DOCLANE_API_TOKENS: set the tokens clients must "
+            "send (DOCLANE_API_TOKENS=name:role:token,...)",
+            False,
         )
     admin = load_admin_settings()
     with (
-        _store(False) as store,
+        open_store(False, AdminStore) as store,
         celery_publisher() as publisher,
-        celery_fleet(admin.inspect_timeout_s) as fleet,
+        celery_fleet() as fleet,
     ):
         ctx = ApiContext(
             settings=settings,
@@ -237,9 +200,8 @@ def api(
             store=store,
             publisher=publisher,
             fleet=fleet,
-            workers=WorkersCache(fleet.workers, settings.api_workers_refresh_s),
         )
         serve(ctx)
 
 
-__all__ = ["app", "job_filter", "render_stats"]
+__all__ = ["app", "render_stats"]

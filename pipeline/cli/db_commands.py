@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -17,9 +16,11 @@ from pipeline.store import (
     apply_migrations,
     ensure_database,
     load_store_settings,
+    mask_conninfo,
     migration_status,
 )
-from pipeline.support.secrets import mask_conninfo
+
+from .output import AS_JSON, echo_json
 
 app = typer.Typer(
     help="Create and migrate doclane's PostgreSQL database.",
@@ -27,7 +28,6 @@ app = typer.Typer(
     add_completion=False,
 )
 
-_JSON = typer.Option(False, "--json", help="Print one JSON object.")
 _DATABASE_URL = typer.Option(
     None, "--database-url", help="PostgreSQL URL (default: $DOCLANE_DATABASE_URL)."
 )
@@ -40,7 +40,7 @@ _MIGRATIONS_DIR = typer.Option(
 
 @app.command()
 def migrate(
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
     database_url: str | None = _DATABASE_URL,
     migrations_dir: Path | None = _MIGRATIONS_DIR,
 ) -> None:
@@ -63,7 +63,7 @@ def migrate(
             "applied": [f"{m.version}_{m.name}" for m in applied],
             "migrations": [_status_dict(s) for s in current],
         }
-        typer.echo(json.dumps(report))
+        echo_json(report)
         return
     if created:
         typer.echo(f"created database {mask_conninfo(settings.conninfo())}")
@@ -74,7 +74,7 @@ def migrate(
 
 @app.command()
 def status(
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
     database_url: str | None = _DATABASE_URL,
     migrations_dir: Path | None = _MIGRATIONS_DIR,
 ) -> None:
@@ -94,7 +94,7 @@ def status(
             "up_to_date": up_to_date,
             "migrations": [_status_dict(s) for s in current],
         }
-        typer.echo(json.dumps(report))
+        echo_json(report)
     else:
         for s in current:
             when = f"  {s.applied_at:%Y-%m-%d %H:%M:%S%z}" if s.applied_at else ""
@@ -131,7 +131,7 @@ def _fail(exc: Exception, settings: StoreSettings, as_json: bool) -> NoReturn:
         error = {"code": None, "title": "migration refused", "message": str(exc)}
         text = f"migration refused: {exc}"
     if as_json:
-        typer.echo(json.dumps({"database": mask_conninfo(settings.conninfo()), "error": error}))
+        echo_json({"database": mask_conninfo(settings.conninfo()), "error": error})
     else:
         typer.echo(text, err=True)
     raise typer.Exit(1)

@@ -8,11 +8,9 @@ succeeded), 1 when some source was refused or some job did not succeed, 2 for us
 
 from __future__ import annotations
 
-import json
 import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from typing import Annotated, Any, NoReturn
 from uuid import UUID
 
@@ -21,14 +19,16 @@ import typer
 from errors import PipelineError
 from pipeline.jobs import Job, JobEvent, JobState
 from pipeline.jobs.submit import Submission, check_formats, enqueue
-from pipeline.store import AdminStore, JobStore, load_store_settings
+from pipeline.queues import PRIORITY_LEVELS
+from pipeline.store import AdminStore, JobStore
 
-from .output import fail, usage_error
+from .output import AS_JSON, echo_json, fail, usage_error
+from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
 from .wiring import celery_publisher
 
 app = typer.Typer(add_completion=False)
 
-_JSON = typer.Option(False, "--json", help="Print one JSON object.")
+_JOB_ID = typer.Argument(..., help="The job's id.")
 
 
 # ---- submit ------------------------------------------------------------------------------------
@@ -42,8 +42,9 @@ def submit(
     priority: int = typer.Option(
         0,
         "--priority",
-        help="Higher runs first: waiting jobs leave the broker by priority, 0 (default) to 9"
-        " (above 9 counts as 9, below 0 as 0); a running job is never interrupted.",
+        help="Higher runs first: waiting jobs leave the broker by priority,"
+        f" {PRIORITY_LEVELS[0]} (default) to {PRIORITY_LEVELS[-1]} (above counts as the highest,"
+        " below as the lowest); a running job is never interrupted.",
     ),
     no_dedup: bool = typer.Option(
         False, "--no-dedup", help="Convert again even if the same content already succeeded."
@@ -57,14 +58,14 @@ def submit(
         "--webhook",
         help="POST a signed event to this URL when each job ends (default: $DOCLANE_WEBHOOK_URL).",
     ),
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
     try:
         formats = check_formats(to)
     except ValueError as exc:
         usage_error(str(exc), as_json)
-    with _store(as_json) as store, celery_publisher() as publisher:
+    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         try:
             submission = enqueue(
                 sources,
@@ -86,7 +87,7 @@ def submit(
         out = {"ok": ok, **submission.to_dict()}
         if jobs is not None:
             out["jobs"] = [_job_summary(j) for j in jobs]
-        typer.echo(json.dumps(out))
+        echo_json(out)
     else:
         _print_submission(submission, jobs)
     if not ok:
@@ -149,14 +150,14 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
 # ---- status ------------------------------------------------------------------------------------
 @app.command()
 def status(
-    job_id: str = typer.Argument(..., help="The job's id."),
+    job_id: str = _JOB_ID,
     events: bool = typer.Option(True, "--events/--no-events", help="Show the job's history."),
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
 ) -> None:
     """Show a job: state, stage, attempt, error, results and its history."""
-    jid = _job_id(job_id, as_json)
-    with _store(as_json) as store:
-        job = _get(store, jid, as_json)
+    jid = parse_job_id(job_id, as_json)
+    with open_store(as_json, JobStore) as store:
+        job = get_job(store, jid, as_json)
         results = store.list_results(jid)
         trail = store.events(jid) if events else []
     if as_json:
@@ -167,7 +168,7 @@ def status(
         }
         if events:
             out["events"] = [e.model_dump(mode="json") for e in trail]
-        typer.echo(json.dumps(out))
+        echo_json(out)
         return
     typer.echo(f"job      {job.id}")
     typer.echo(f"state    {_state_text(job)}")
@@ -224,20 +225,18 @@ def _event_text(event: JobEvent) -> str:
 # ---- result ------------------------------------------------------------------------------------
 @app.command()
 def result(
-    job_id: str = typer.Argument(..., help="The job's id."),
+    job_id: str = _JOB_ID,
     fmt: str = typer.Option("md", "--format", "-f", help="Which result: md, json, html."),
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
 ) -> None:
     """Print one result of a succeeded job (streamed as stored, byte for byte)."""
-    jid = _job_id(job_id, as_json)
-    with _store(as_json) as store:
+    jid = parse_job_id(job_id, as_json)
+    with open_store(as_json, JobStore) as store:
         if as_json:
             content = store.get_result(jid, fmt)
             if content is None:
                 _no_result(store, jid, fmt, as_json)
-            typer.echo(
-                json.dumps({"ok": True, "job_id": str(jid), "format": fmt, "content": content})
-            )
+            echo_json({"ok": True, "job_id": str(jid), "format": fmt, "content": content})
             return
         sys.stdout.flush()
         written = store.write_result(jid, fmt, sys.stdout.buffer)
@@ -247,7 +246,7 @@ def result(
 
 
 def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
-    job = _get(store, jid, as_json)
+    job = get_job(store, jid, as_json)
     if job.state is JobState.SUCCEEDED:
         message = f"job {jid} has no {fmt} result (it has: {', '.join(job.formats)})"
     else:
@@ -257,7 +256,7 @@ def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
 
 # ---- cancel and retry --------------------------------------------------------------------------
 @app.command()
-def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: bool = _JSON) -> None:
+def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     """Cancel a queued, retrying or running job; a running one is stopped and never stored.
 
     Only the job's row changes. A waiting message finds nothing to claim; a running attempt
@@ -265,11 +264,11 @@ def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: boo
     writes nothing. No worker process is signalled, so no other job is disturbed, and the
     broker need not be reachable.
     """
-    jid = _job_id(job_id, as_json)
-    with _store(as_json) as store:
+    jid = parse_job_id(job_id, as_json)
+    with open_store(as_json, JobStore) as store:
         cancellation = store.cancel(jid, reason="cancelled by doclane cancel")
         if cancellation is None:
-            job = _get(store, jid, as_json)
+            job = get_job(store, jid, as_json)
             usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
     running = cancellation.previous_state is JobState.RUNNING
     if as_json:
@@ -280,7 +279,7 @@ def cancel(job_id: str = typer.Argument(..., help="The job's id."), as_json: boo
             "state": cancellation.job.state.value,
             "stopping": running,
         }
-        typer.echo(json.dumps(out))
+        echo_json(out)
     else:
         note = "; its running attempt stops within seconds" if running else ""
         typer.echo(f"{jid} cancelled (was {cancellation.previous_state.value}){note}")
@@ -298,7 +297,7 @@ def retry(
         None, "--since", help="With --failed: only jobs submitted since (30m, 1h, 2d, ISO)."
     ),
     limit: int = typer.Option(1000, "--limit", min=1, help="With --failed: at most this many."),
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON,
 ) -> None:
     """Run a job again: a waiting one now, a failed or cancelled one as a new job.
 
@@ -314,12 +313,12 @@ def retry(
     assert job_id is not None
     from pipeline.admin import JobNotFound, WrongState, retry_job
 
-    jid = _job_id(job_id, as_json)
-    with _store(as_json) as store, celery_publisher() as publisher:
+    jid = parse_job_id(job_id, as_json)
+    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         try:
             outcome = retry_job(store, publisher, jid)
         except JobNotFound:
-            usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
+            no_such_job(jid, as_json)
         except WrongState as exc:
             usage_error(str(exc), as_json, code=1)
     if outcome.action == "refused":
@@ -328,7 +327,7 @@ def retry(
         out: dict[str, Any] = {"ok": True, "job_id": str(outcome.job_id), "action": outcome.action}
         if outcome.action == "resubmitted":
             out["retry_of"] = str(jid)
-        typer.echo(json.dumps(out))
+        echo_json(out)
     elif outcome.action == "published":
         typer.echo(f"{jid} published again")
     else:
@@ -338,8 +337,6 @@ def retry(
 def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json: bool) -> None:
     from pipeline.admin import retry_failed
 
-    from .admin_commands import job_filter
-
     filters = job_filter(
         JobState.FAILED,
         error_code=error_code,
@@ -348,14 +345,13 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
         limit=limit,
         as_json=as_json,
     )
-    with _store(as_json) as store, celery_publisher() as publisher:
+    with open_store(as_json, AdminStore) as store, celery_publisher() as publisher:
         outcomes = retry_failed(
             store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
         )
     refused = [o for o in outcomes if o.action == "refused"]
     if as_json:
-        out = {"ok": not refused, "retried": [o.model_dump(mode="json") for o in outcomes]}
-        typer.echo(json.dumps(out))
+        echo_json({"ok": not refused, "retried": [o.model_dump(mode="json") for o in outcomes]})
     else:
         for o in outcomes:
             if o.action == "refused":
@@ -368,34 +364,6 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
 
 
 # ---- helpers -----------------------------------------------------------------------------------
-@contextmanager
-def _store(as_json: bool) -> Iterator[AdminStore]:
-    try:
-        store = AdminStore(load_store_settings())
-    except PipelineError as exc:
-        fail(exc, as_json)
-    try:
-        yield store
-    except PipelineError as exc:
-        fail(exc, as_json)
-    finally:
-        store.close()
-
-
-def _get(store: JobStore, jid: UUID, as_json: bool) -> Job:
-    job = store.get_job(jid)
-    if job is None:
-        usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
-    return job
-
-
-def _job_id(text: str, as_json: bool) -> UUID:
-    try:
-        return UUID(text)
-    except ValueError:
-        usage_error(f"not a job id: {text!r}", as_json)
-
-
 def _job_summary(job: Job) -> dict[str, Any]:
     return {
         "job_id": str(job.id),

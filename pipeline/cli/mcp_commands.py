@@ -30,7 +30,7 @@ from pipeline.mcp import (
 )
 from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
 
-from .output import fail, usage_error
+from .output import AS_JSON_LINES, echo_error, echo_json, fail, usage_error
 
 T = TypeVar("T")
 
@@ -40,7 +40,6 @@ app = typer.Typer(
     add_completion=False,
 )
 
-_JSON = typer.Option(False, "--json", help="Print JSON (one object per line).")
 _ORIGIN = typer.Option(
     None,
     "--origin",
@@ -81,22 +80,20 @@ def stage_of(tool: str) -> Stage:
 
 @app.command()
 def tools(
-    origin: str | None = _ORIGIN, command: str | None = _COMMAND, as_json: bool = _JSON
+    origin: str | None = _ORIGIN, command: str | None = _COMMAND, as_json: bool = AS_JSON_LINES
 ) -> None:
     """List the server's tools (after a full handshake)."""
     with _resilient(origin, as_json, command) as resilient:
         listed, client = _run(resilient, lambda c: (c.tools(), c), as_json)
         server = client.server
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "ok": True,
-                    "endpoint": client.endpoint,
-                    "server": _server_dict(client),
-                    "tools": [tool.to_dict() for tool in listed],
-                }
-            )
+        echo_json(
+            {
+                "ok": True,
+                "endpoint": client.endpoint,
+                "server": _server_dict(client),
+                "tools": [tool.to_dict() for tool in listed],
+            }
         )
         return
     name = f"{server.name} {server.version}".strip() if server else "server"
@@ -110,7 +107,7 @@ def tools(
 def ping(
     origin: str | None = _ORIGIN,
     command: str | None = _COMMAND,
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON_LINES,
     show_trail: bool = typer.Option(False, "--trail", help="Also show the lifecycle trail."),
 ) -> None:
     """Initialize a session and time an MCP ping."""
@@ -131,7 +128,7 @@ def ping(
         }
         if show_trail:
             report["trail"] = [step.to_dict() for step in trail]
-        typer.echo(json.dumps(report))
+        echo_json(report)
         return
     typer.echo(
         f"pong from {client.endpoint} in {latency * 1000:.1f} ms "
@@ -158,7 +155,7 @@ def call(
     ),
     origin: str | None = _ORIGIN,
     command: str | None = _COMMAND,
-    as_json: bool = _JSON,
+    as_json: bool = AS_JSON_LINES,
 ) -> None:
     """Call one tool; an isError result is reported as an error (E306, or E307 for exports)."""
     arguments = _parse_arguments(args)
@@ -166,6 +163,8 @@ def call(
     with _resilient(origin, as_json, command) as resilient:
         for number in range(1, repeat + 1):
             started = time.monotonic()
+            result: ToolResult | None = None
+            error: PipelineError | None = None
             try:
                 result = resilient.run(
                     lambda c: call_once(c, tool, arguments, size_bytes=size_bytes, timeout=timeout),
@@ -173,23 +172,9 @@ def call(
                 )
             except PipelineError as exc:
                 failures += 1
-                _report_call(
-                    number,
-                    repeat,
-                    time.monotonic() - started,
-                    result=None,
-                    error=exc,
-                    as_json=as_json,
-                )
-            else:
-                _report_call(
-                    number,
-                    repeat,
-                    time.monotonic() - started,
-                    result=result,
-                    error=None,
-                    as_json=as_json,
-                )
+                error = exc
+            latency = time.monotonic() - started
+            _report_call(number, repeat, latency, result=result, error=error, as_json=as_json)
     if failures:
         raise typer.Exit(1)
 
@@ -261,12 +246,11 @@ def _report_call(
             line["result"] = result.to_dict()
         if error is not None:
             line["error"] = error.to_dict()
-        typer.echo(json.dumps(line))
+        echo_json(line)
         return
     prefix = f"[{number}/{repeat}] " if repeat > 1 else ""
     if error is not None:
-        typer.echo(f"{prefix}{error.code} {error.entry.title}: {error.message}", err=True)
-        typer.echo(f"{' ' * len(prefix)}{error.action}", err=True)
+        echo_error(error, prefix=prefix)
         return
     assert result is not None
     body = (

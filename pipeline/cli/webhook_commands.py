@@ -9,14 +9,14 @@ a secret).
 
 from __future__ import annotations
 
-import json
-
 import typer
 
+from pipeline.store import JobStore
 from pipeline.store.outbox import DeliveryRow, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import process_masker
 
-from .jobs_commands import _store
+from .output import AS_JSON, echo_json
+from .store_access import open_store
 
 app = typer.Typer(add_completion=False)
 
@@ -28,11 +28,11 @@ def webhooks(
         False, "--retry", help="Send them again: due now, with a new day of tries."
     ),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="List at most this many."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    as_json: bool = AS_JSON,
 ) -> None:
     """List completion webhook deliveries that have not arrived; --retry sends them again."""
     state = DeliveryState.DEAD if dead else DeliveryState.PENDING
-    with _store(as_json) as store:
+    with open_store(as_json, JobStore) as store:
         outbox = WebhookOutbox(store)
         revived = outbox.revive(state) if retry else []
         rows = outbox.listing(DeliveryState.PENDING if retry else state, limit=limit)
@@ -44,7 +44,7 @@ def webhooks(
             "deliveries": [_as_dict(row) for row in rows],
             "retried": [str(i) for i in revived],
         }
-        typer.echo(json.dumps(out))
+        echo_json(out)
         return
     for row in rows:
         typer.echo(_line(row))

@@ -7,19 +7,19 @@ default, so one command on one host is a complete pipeline; a large fleet runs i
 
 from __future__ import annotations
 
-import json
-
 import typer
 
-from errors import PipelineError
 from pipeline.jobs.reconcile import reconcile_once
 from pipeline.sources import load_source_settings
-from pipeline.store import JobStore, load_store_settings
+from pipeline.store import JobStore
 
-from .output import fail
+from .output import AS_JSON, echo_json
+from .store_access import open_store
 from .wiring import celery_publisher, run_beat, run_worker
 
 app = typer.Typer(add_completion=False)
+
+_LOGLEVEL = typer.Option(None, "--loglevel", "-l", help="DEBUG, INFO, WARNING.")
 
 
 @app.command()
@@ -39,7 +39,7 @@ def worker(
         "--beat/--no-beat",
         help="Run the reconciler's clock in this worker (default: yes, $DOCLANE_WORKER_BEAT).",
     ),
-    loglevel: str | None = typer.Option(None, "--loglevel", "-l", help="DEBUG, INFO, WARNING."),
+    loglevel: str | None = _LOGLEVEL,
 ) -> None:
     """Run a worker until SIGTERM (warm shutdown: running jobs finish first)."""
     chosen = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
@@ -49,22 +49,19 @@ def worker(
 
 @app.command(name="beat")
 def beat_command(
-    loglevel: str | None = typer.Option(None, "--loglevel", "-l", help="DEBUG, INFO, WARNING."),
+    loglevel: str | None = _LOGLEVEL,
 ) -> None:
     """Run beat alone: it sends a reconciler pass to the workers every interval."""
     run_beat(loglevel=loglevel)
 
 
 @app.command()
-def reconcile(as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages."""
-    try:
-        with JobStore(load_store_settings()) as store, celery_publisher() as publisher:
-            report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
-    except PipelineError as exc:
-        fail(exc, as_json)
+    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+        report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
     if as_json:
-        typer.echo(json.dumps({"ok": not report.publish_failures, **report.to_dict()}))
+        echo_json({"ok": not report.publish_failures, **report.to_dict()})
     else:
         failures = len(report.publish_failures)
         typer.echo(

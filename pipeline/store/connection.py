@@ -16,10 +16,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
 from errors import DatabaseUnavailable
 from pipeline.store.settings import StoreSettings
+from pipeline.support.secrets import MASK
 
 logger = logging.getLogger("doclane.store.connection")
 
@@ -34,6 +37,21 @@ def database_errors(action: str) -> Iterator[None]:
         raise DatabaseUnavailable(
             f"{action}: {type(exc).__name__}: {exc}".strip(),
             detail={"sqlstate": exc.sqlstate} if exc.sqlstate else None,
+        ) from exc
+
+
+@contextmanager
+def missing_schema_errors(action: str) -> Iterator[None]:
+    """Translate "doclane's schema is missing, or older than this code" (no such table or
+    function) into E401 saying to run ``doclane db migrate``: for a person at a command line
+    it is a usual mistake of a fresh install, not a bug."""
+    try:
+        yield
+    except (pg_errors.UndefinedTable, pg_errors.UndefinedFunction) as exc:
+        raise DatabaseUnavailable(
+            f"{action}: the database has no doclane schema or an old one "
+            f"({exc.diag.message_primary}); run `doclane db migrate`",
+            detail={"sqlstate": exc.sqlstate, "migrations": "missing"},
         ) from exc
 
 
@@ -148,3 +166,16 @@ def connect(settings: StoreSettings, *, dbname: str | None = None) -> Iterator[p
         psycopg.connect(settings.conninfo(), **extra) as conn,
     ):
         yield conn
+
+
+def mask_conninfo(conninfo: str) -> str:
+    """A PostgreSQL connection string (URL or ``key=value``) without its password, for messages
+    and ``--json`` output. Here, not in :mod:`pipeline.support.secrets`, because parsing one is
+    psycopg's: the masker imports no database driver."""
+    try:
+        params: dict[str, Any] = conninfo_to_dict(conninfo)
+    except Exception:  # an unparseable string: show nothing of it rather than a secret
+        return "<unparseable database url>"
+    if "password" in params:
+        params["password"] = MASK
+    return make_conninfo("", **params)

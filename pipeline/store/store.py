@@ -23,7 +23,7 @@ from every method; the pool replaces dead connections once the database is back.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
 from uuid import UUID, uuid4
@@ -34,7 +34,6 @@ from psycopg_pool import ConnectionPool
 
 from errors import PipelineError
 from pipeline.jobs import (
-    TERMINAL_STATES,
     Cancellation,
     CreatedJob,
     ExpiredLeases,
@@ -45,7 +44,7 @@ from pipeline.jobs import (
     ResultInfo,
     Stage,
 )
-from pipeline.store.connection import create_pool, database_errors
+from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.large_values import copy_results_in, copy_single_value
 from pipeline.store.queries import query
 from pipeline.store.rows import (
@@ -79,9 +78,15 @@ def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, st
 class JobStore:
     """Jobs, results and their trail in PostgreSQL, through one connection pool."""
 
-    def __init__(self, settings: StoreSettings | None = None) -> None:
+    def __init__(
+        self, settings: StoreSettings | None = None, *, explain_missing_schema: bool = False
+    ) -> None:
+        """With ``explain_missing_schema``, a call that meets no doclane table or function
+        raises E401 saying to run ``doclane db migrate`` (what the commands people type want)
+        instead of psycopg's own error."""
         self.settings = settings or load_store_settings()
         self._pool: ConnectionPool = create_pool(self.settings)
+        self._explain_missing_schema = explain_missing_schema
 
     def close(self) -> None:
         self._pool.close()
@@ -477,45 +482,11 @@ class JobStore:
         rows = self._fetch_rows("counting jobs", query("count_in_flight"), {})
         return counts_by_state(rows, [s for s in JobState if not s.terminal])
 
-    def count_finished_since(self, since: datetime) -> dict[JobState, int]:
-        """Succeeded, failed and cancelled jobs that finished at or after ``since``."""
-        rows = self._fetch_rows("counting jobs", query("count_finished_since"), {"since": since})
-        return counts_by_state(rows, sorted(TERMINAL_STATES))
-
-    def count_by_state(self) -> dict[JobState, int]:
-        """All-time totals of every state. This reads the whole table (about 0.14 s per
-        million jobs); dashboards want :meth:`count_in_flight` and :meth:`count_finished_since`."""
-        rows = self._fetch_rows("counting jobs", query("count_by_state"), {})
-        return counts_by_state(rows, list(JobState))
-
     def failures_by_error_code(self, since: datetime) -> dict[str, int]:
         rows = self._fetch_rows(
             "counting failures", query("failures_by_error_code"), {"since": since}
         )
         return {r["error_code"]: r["jobs"] for r in rows}
-
-    def recent_jobs(
-        self,
-        *,
-        queue: str | None = None,
-        state: JobState | None = None,
-        error_code: str | None = None,
-        limit: int = 50,
-    ) -> list[Job]:
-        """Newest jobs, optionally of one queue, one state or one error code (one filter: each
-        has its own index)."""
-        filters = {"queue": queue, "state": state, "error_code": error_code}
-        given = {name: str(value) for name, value in filters.items() if value is not None}
-        if len(given) > 1:
-            raise ValueError("recent_jobs() takes at most one of queue, state, error_code")
-        name = {
-            "queue": "recent_jobs_of_queue",
-            "state": "recent_jobs_in_state",
-            "error_code": "recent_jobs_with_error",
-        }.get(next(iter(given), ""), "recent_jobs")
-        params: dict[str, Any] = {"limit": limit, **given}
-        rows = self._fetch_rows("listing jobs", query(name), params)
-        return [Job.model_validate(row) for row in rows]
 
     def ping(self) -> None:
         """Raise E401 unless the database answers."""
@@ -549,7 +520,8 @@ class JobStore:
 
     @contextmanager
     def _connection(self, action: str) -> Iterator[psycopg.Connection]:
-        with database_errors(action), self._pool.connection() as conn:
+        schema = missing_schema_errors(action) if self._explain_missing_schema else nullcontext()
+        with schema, database_errors(action), self._pool.connection() as conn:
             yield conn
 
     def _update(self, action: str, sql: str, params: Mapping[str, Any]) -> bool:

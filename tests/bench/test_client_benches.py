@@ -4,11 +4,13 @@ docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.fixtures.benches import run_bench
 
 
 def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
-    report = run_bench("client_overhead.py", "--smoke")
+    report = run_bench("client_overhead", "--smoke")
     assert set(report["revisions"]) == {"2025-11-25", "2026-07-28"}
     for revision, figures in report["revisions"].items():
         assert set(figures["negotiated"].values()) == {revision}  # every client spoke it
@@ -19,7 +21,7 @@ def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
 
 
 def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
-    report = run_bench("enqueue.py", "--smoke", "--phases")
+    report = run_bench("enqueue", "--smoke", "--phases")
     assert report["ok"], report["runs"]
     (run,) = report["runs"]
     assert run["jobs"] == run["messages"] == report["files"] and run["problems"] == []
@@ -29,7 +31,7 @@ def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
 
 
 def test_worker_memory_reports_growth_and_every_peak() -> None:
-    report = run_bench("worker_memory.py", "--smoke")
+    report = run_bench("worker_memory", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
     replies = report["reply_alone"]
@@ -38,3 +40,22 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
     assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
     versions = {wire: figures["version"] for wire, figures in replies.items()}
     assert versions == {"sse": "2025-11-25", "json": "2026-07-28", "stdio": "2026-07-28"}
+
+
+def test_mcp_hardening_ends_every_misbehaving_call_with_its_code() -> None:
+    # 12 MB: just over the 10 MiB bound the bench sets, so the oversize reply is refused.
+    report = run_bench("mcp_hardening", "--rounds", "1", "--oversize-bytes", "12000000")
+    calls = report["calls"]
+    assert set(calls) == {"keepalive", "trickle", "oversize"}
+    assert calls["keepalive"]["codes"] == calls["trickle"]["codes"] == ["E303"]
+    assert calls["oversize"]["codes"] == ["E312"]
+    assert all(len(c["wall_s"]) == len(c["peak_rss_kib"]) == 1 for c in calls.values())
+
+
+@pytest.mark.docling
+def test_stdio_throughput_converts_every_copy_both_ways() -> None:
+    """Needs the real docling-mcp (scripts/test installs it): the six samples of examples/."""
+    report = run_bench("stdio_throughput", "--rounds", "1", "--modes", "http:1,stdio:1")
+    rows = report["modes"]
+    assert [(row["topology"], row["callers"]) for row in rows] == [("http", 1), ("stdio", 1)]
+    assert all(row["documents"] == 6 and row["docs_per_s"] > 0 for row in rows)

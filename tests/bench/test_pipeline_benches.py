@@ -17,7 +17,7 @@ from tests.fixtures.benches import run_bench
 
 
 def test_pipeline_overhead_smoke() -> None:
-    out = run_bench("pipeline_overhead.py", "--smoke")
+    out = run_bench("pipeline_overhead", "--smoke")
     assert len(out["pairs"]) == 2 and all(p["per_s"] > 0 for p in out["pairs"])
     (run,) = out["runs"]
     assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
@@ -29,7 +29,7 @@ def test_pipeline_overhead_smoke() -> None:
 
 
 def test_scale_out_smoke() -> None:
-    out = run_bench("scale_out.py", "--smoke")
+    out = run_bench("scale_out", "--smoke")
     assert [(p["servers"], p["workers"]) for p in out["points"]] == [(1, 1), (2, 2)]
     for point in out["points"]:
         assert point["succeeded"] == point["jobs"] and point["jobs_per_s"] > 0
@@ -44,21 +44,21 @@ def test_scale_out_smoke() -> None:
 @pytest.mark.docling
 def test_in_worker_calls_smoke() -> None:
     """Needs the real docling-mcp (scripts/test installs it) and bench/corpus.py's corpus."""
-    out = run_bench("in_worker_calls.py", "--smoke")
+    out = run_bench("in_worker_calls", "--smoke")
     assert out["documents"] == 6 and len(out["rounds"]) == 1
     for tool in ("convert_document_into_docling_document", "export_docling_document_to_markdown"):
         assert out["worker_over_direct"][tool]["calls"] > 0
 
 
 def test_cold_calls_smoke() -> None:
-    out = run_bench("cold_calls.py", "--smoke")
+    out = run_bench("cold_calls", "--smoke")
     assert set(out["variants"]) == {"back_to_back", "paused"}
     for medians in out["variants"].values():
         assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] >= 0
 
 
 def test_server_choice_smoke() -> None:
-    out = run_bench("server_choice.py", "--smoke")
+    out = run_bench("server_choice", "--smoke")
     (figures,) = out["medians"].values()
     assert set(figures) == {"1", "4"}
     assert all(f["wall_ms"] > 0 and f["cpu_ms"] >= 0 for f in figures.values())
@@ -68,6 +68,6 @@ def test_server_choice_smoke() -> None:
 
 
 def test_celery_floor_smoke() -> None:
-    out = run_bench("celery_floor.py", "--smoke")
+    out = run_bench("celery_floor", "--smoke")
     assert out["tasks"] == 40 and set(out["ms_per_task"]) == {"1"}
     assert out["ms_per_task"]["1"] > 0

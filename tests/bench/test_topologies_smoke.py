@@ -10,28 +10,22 @@ it this test is skipped, saying so, but CI never skips it.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import batch_throughput  # noqa: E402
-import docling_serve_api  # noqa: E402
-
-from tests.fixtures.benches import run_bench  # noqa: E402
+from tests.fixtures.benches import run_bench
+from tests.support.tools import DOCLING_MCP_BIN, DOCLING_SERVE_BINARY
 
 pytestmark = [
     pytest.mark.docling,
     pytest.mark.skipif(
-        not docling_serve_api.installed(),
-        reason=f"docling-serve is not installed ({docling_serve_api.BINARY}): "
-        "source scripts/lib.sh && ensure_docling_serve (or run bench/topologies.py once)",
+        not DOCLING_SERVE_BINARY.exists(),
+        reason=f"docling-serve is not installed ({DOCLING_SERVE_BINARY}): "
+        "source scripts/lib.sh && ensure_docling_serve (or run python -m bench.topologies once)",
     ),
     pytest.mark.skipif(
-        not Path(batch_throughput.DOCLING_MCP_BIN).exists(),
+        not Path(DOCLING_MCP_BIN).exists(),
         reason="docling-mcp is not installed: source scripts/lib.sh && ensure_docling_mcp",
     ),
 ]
@@ -39,7 +33,7 @@ pytestmark = [
 
 @pytest.mark.timeout(900)
 def test_topologies_smoke() -> None:
-    report = run_bench("topologies.py", "--smoke", "--no-install", timeout=880)
+    report = run_bench("topologies", "--smoke", "--no-install", timeout=880)
     documents = report["documents"]
     assert documents >= 6  # two of each format the corpus has, less what submit refuses
     modes = {row["mode"]: row for row in report["modes"]}

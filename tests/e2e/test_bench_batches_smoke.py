@@ -19,13 +19,13 @@ from tests.fixtures.examples import EXAMPLES_DIR
 pytestmark = pytest.mark.docling
 
 
-def run_bench(script: str, *args: str) -> dict[str, Any]:
+def run_bench(name: str, *args: str) -> dict[str, Any]:
     docling_binary()  # fails loudly when the server is not installed
-    return run_fixture_bench(script, *args)
+    return run_fixture_bench(name, *args)
 
 
 def test_proof_cost_smoke() -> None:
-    report = run_bench("proof_cost.py", "--corpus", str(EXAMPLES_DIR), "--smoke")
+    report = run_bench("proof_cost", "--corpus", str(EXAMPLES_DIR), "--smoke")
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["documents"] == 6
     assert sorted(summary["per_format"]) == ["csv", "docx", "html", "md", "pptx", "xlsx"]
@@ -33,7 +33,7 @@ def test_proof_cost_smoke() -> None:
 
 def test_batch_throughput_smoke() -> None:
     report = run_bench(
-        "batch_throughput.py", "--corpus", str(EXAMPLES_DIR), "--smoke", "--batch-docs", "6"
+        "batch_throughput", "--corpus", str(EXAMPLES_DIR), "--smoke", "--batch-docs", "6"
     )
     rows = report["pipeline"]
     assert isinstance(rows, list) and [row["mode"] for row in rows] == ["off-c1", "on6-c1"]

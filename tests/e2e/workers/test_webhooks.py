@@ -10,10 +10,10 @@ from pathlib import Path
 
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
 from tests.fixtures.workers import Cluster
-from tests.integration.workers.samples import write_sample
 
 #: A delivery pass five times a second and retries of milliseconds: a receiver that refuses
 #: its first tries is retried at once, and no test waits for a real backoff.

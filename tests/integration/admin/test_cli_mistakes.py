@@ -41,6 +41,29 @@ def test_a_database_without_migrations_says_to_migrate(
     assert out["queues"] is not None, "the broker still answered"
 
 
+def test_the_commands_that_need_no_admin_views_also_say_to_migrate(
+    empty_database_url: str, redis_broker: Broker, tmp_path: Path
+) -> None:
+    """Submitting, reading, cancelling a job and reconciling use the plain job store: a
+    database without the schema is explained to them as to ``doclane jobs``."""
+    env = {"DOCLANE_DATABASE_URL": empty_database_url, "DOCLANE_BROKER_URL": redis_broker.url}
+    (tmp_path / "note.md").write_text("# a note\n")
+    unknown = "0d6a0a56-3a3c-4a43-9c5e-1b7c2a0d0e11"
+    for args in (
+        ("submit", "note.md"),
+        ("status", unknown),
+        ("result", unknown),
+        ("cancel", unknown),
+        ("reconcile",),
+    ):
+        done = doclane(*args, env=env, cwd=tmp_path)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        assert "doclane db migrate" in done.stderr.splitlines()[0], args
+    status = json.loads(doclane("status", unknown, "--json", env=env, cwd=tmp_path).stdout)
+    assert status["ok"] is False and status["error"]["code"] == "E401"
+    assert "doclane db migrate" in status["error"]["message"]
+
+
 def test_an_unreachable_database_broker_and_redis_are_each_named(
     migrated_database_url: str, tmp_path: Path
 ) -> None:

@@ -24,7 +24,7 @@ the six offline formats (DOCX/PPTX/XLSX/HTML/MD/CSV) with one option changed at 
 
 None of these changes a DOCX/PPTX/XLSX/HTML/MD/CSV conversion (those never reach the PDF
 pipeline); they would change PDF and image conversions, which this bench does not make.
-The server is started through ``docling_serve_launch.py`` (PyPI's CUDA-built torchvision).
+The server is started through ``bench/docling_serve_launch.py`` (PyPI's CUDA-built torchvision).
 
 docling-mcp in remote mode sends its own options (``DOCLING_MCP_DO_OCR``,
 ``DOCLING_MCP_DO_TABLE_STRUCTURE``...): REMOTE_MCP_ENV sets them to the same values.
@@ -43,15 +43,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-from batch_throughput import free_port, stop_group
 
-ROOT = Path(__file__).resolve().parents[1]
-TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "doclane"))
-VENV = TOOLS / "docling-serve-venv"
-BINARY = VENV / "bin" / "docling-serve"
+from bench.harness.paths import ROOT
+from bench.harness.processes import free_port, stop_group
+from tests.support.tools import DOCLING_SERVE_BINARY as BINARY
+from tests.support.tools import DOCLING_SERVE_VENV as VENV
+
 PYTHON = VENV / "bin" / "python"
-#: Runs docling-serve with PyPI's CUDA-built torchvision beside a CPU torch (see that file).
-LAUNCHER = Path(__file__).resolve().with_name("docling_serve_launch.py")
+#: Runs docling-serve with PyPI's CUDA-built torchvision beside a CPU torch (see that file). A
+#: script run by docling-serve's own interpreter, which has no doclane: not part of this package.
+LAUNCHER = ROOT / "bench" / "docling_serve_launch.py"
 
 #: docling's experimental layout "model" that marks each page as one table: it loads nothing.
 NO_MODEL_LAYOUT = "docling_experimental_table_crops_layout"

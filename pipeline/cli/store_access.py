@@ -1,0 +1,94 @@
+"""How commands reach the job store: opened around the command, and the arguments that pick jobs.
+
+Every command that reads or writes jobs opens its store through :func:`open_store`, which
+reports a catalog error (the database unreachable, its schema missing: "run ``doclane db
+migrate``") as ``output.fail`` does, and closes the store whatever happens. A command asks for
+the plain ``JobStore`` unless it reads the admin views (``AdminStore``): both explain a missing
+schema. A job's id and the filters of ``doclane jobs`` and ``doclane retry --failed`` are
+checked here, a bad one being a usage error.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import NoReturn, TypeVar
+from uuid import UUID
+
+from errors import PipelineError
+from pipeline.jobs import Job, JobState
+from pipeline.store import JobFilter, JobStore, load_store_settings
+
+from .output import fail, usage_error
+
+StoreT = TypeVar("StoreT", bound=JobStore)
+
+_ERROR_CODE = re.compile(r"^E\d{3}$")
+
+
+@contextmanager
+def open_store(as_json: bool, kind: type[StoreT]) -> Iterator[StoreT]:
+    """A ``kind`` store on the configured database that explains a missing schema; a catalog
+    error raised while it is open ends the command (exit 1), and the store is closed."""
+    try:
+        store = kind(load_store_settings(), explain_missing_schema=True)
+    except PipelineError as exc:
+        fail(exc, as_json)
+    try:
+        yield store
+    except PipelineError as exc:
+        fail(exc, as_json)
+    finally:
+        store.close()
+
+
+def parse_job_id(text: str, as_json: bool) -> UUID:
+    try:
+        return UUID(text)
+    except ValueError:
+        usage_error(f"not a job id: {text!r}", as_json)
+
+
+def no_such_job(jid: UUID, as_json: bool) -> NoReturn:
+    usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
+
+
+def get_job(store: JobStore, jid: UUID, as_json: bool) -> Job:
+    """The job, or a usage error (exit 1) when there is none."""
+    job = store.get_job(jid)
+    if job is None:
+        no_such_job(jid, as_json)
+    return job
+
+
+def job_filter(
+    state: JobState | None,
+    *,
+    error_code: str | None,
+    since: str | None,
+    queue: str | None,
+    limit: int,
+    as_json: bool,
+) -> JobFilter:
+    """The filters of ``jobs`` and ``retry --failed``, checked; a bad one is a usage error."""
+    # pipeline.admin loads the MCP and breaker packages (Redis, jsonschema): imported when a
+    # command filters, so that ``doclane submit`` never pays for them.
+    from pipeline.admin import parse_since
+
+    if error_code is not None and not _ERROR_CODE.match(error_code.upper()):
+        usage_error(f"not an error code: {error_code!r} (e.g. E101)", as_json)
+    moment: datetime | None = None
+    if since is not None:
+        try:
+            moment = parse_since(since)
+        except ValueError as exc:
+            usage_error(str(exc), as_json)
+    return JobFilter(
+        state=state,
+        error_code=error_code.upper() if error_code else None,
+        since=moment,
+        queue=queue,
+        limit=limit,
+    )

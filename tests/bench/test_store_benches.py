@@ -1,0 +1,41 @@
+"""The store benches still run: each at a tiny size, its report's shape checked, never a figure.
+
+``bench/store_admin_queries.py`` and ``bench/admin_queries.py`` load a few thousand synthetic
+jobs into a scratch database (a million when measuring) and EXPLAIN the store's queries, the
+latter through the admin views and ``doclane api`` too; ``bench/store_restart_first_call.py``
+restarts the machine's PostgreSQL (marked ``restarts_postgres``: run alone).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.benches import run_bench
+
+TINY = ("--jobs", "2000", "--active", "100", "--runs", "1")
+
+
+def test_store_admin_queries_explains_every_query() -> None:
+    report = run_bench("store_admin_queries", *TINY)
+    assert (report["jobs"], report["active"]) == (2000, 100)
+    assert sum(report["states"].values()) == 2000
+    assert len(report["queries"]) >= 8
+    for label, plan in report["queries"].items():
+        assert plan["query"] and plan["execution_ms"] >= 0, label
+        assert plan["indexes"], label  # every plan read some relation, by index or by scan
+
+
+def test_admin_queries_times_the_views_and_the_api() -> None:
+    report = run_bench("admin_queries", *TINY, "--requests", "2")
+    assert report["jobs"] == 2000 and report["events"] > 0
+    assert report["stats_queries"] and report["status_queries"]
+    assert report["stats_db_ms"] > 0 and report["stats_python_ms"] > 0
+    assert set(report["http"]) == {"/v1/stats", "/metrics", "/"}
+    assert all(figures["median_ms"] > 0 for figures in report["http"].values())
+
+
+@pytest.mark.restarts_postgres
+def test_store_restart_first_call_times_both_modes() -> None:
+    report = run_bench("store_restart_first_call", "--connections", "1", "--rounds", "1")
+    assert set(report["first_call_s"]) == {"sweep on", "sweep off"}
+    assert all(len(times) == 1 and times[0] > 0 for times in report["first_call_s"].values())

@@ -1,0 +1,6 @@
+"""Plain modules (no pytest) that the test fixtures and the benches of bench/ both use.
+
+A test fixture is a pytest thing; a bench is a program. What both need to start (the fake
+Docling MCP server as a process, a Redis database claimed for a broker) and where the heavy tools
+live is here, so neither imports the other.
+"""
