@@ -173,6 +173,8 @@ def status(
     typer.echo(f"job      {job.id}")
     typer.echo(f"state    {_state_text(job)}")
     typer.echo(f"source   {job.source_kind.value} {job.source_uri}")
+    if job.submission_id:
+        typer.echo(f"batch    {job.submission_id} (doclane jobs --batch {job.submission_id})")
     typer.echo(f"queue    {job.queue}   formats {', '.join(job.formats)}   priority {job.priority}")
     typer.echo(
         f"attempt  {job.attempt} ({job.attempts_spent} of {job.max_attempts} charged)"
