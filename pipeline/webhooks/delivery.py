@@ -79,6 +79,7 @@ class WebhookDispatcher:
         )
         self.masker = masker or process_masker()
         self._sender: WebhookSender | None = None
+        self._warned = False
 
     def close(self) -> None:
         if self._sender is not None:
@@ -101,7 +102,8 @@ class WebhookDispatcher:
         sender = self._ready_sender()
         if sender is None:
             report.idle_reason = "DOCLANE_WEBHOOK_SECRET is not set: no event is sent unsigned"
-            if self.outbox.counts().pending:
+            if not self._warned and self.outbox.counts().pending:
+                self._warned = True  # once a process: a pass runs every few seconds
                 log.warning("webhook deliveries wait: %s", report.idle_reason)
             return report
         for _ in range(self.settings.webhook_batch):
