@@ -121,7 +121,8 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         report["stats_python_ms"] = _best_ms(lambda: _job_figures(store, 3600.0), args.runs)
 
         failed = {
-            "state": "failed", "error_code": None, "queue": None, "since": None, "limit": 50,
+            "state": "failed", "error_code": None, "queue": None, "since": None,
+            "submission": None, "limit": 50,
         }  # fmt: skip
         report["jobs_failed_50"] = explain(conn, query("list_jobs"), failed, args.runs)
         some = conn.execute(

@@ -38,6 +38,8 @@ CREATE TABLE public.jobs (
     finished_at timestamp with time zone,
     updated_at timestamp with time zone DEFAULT now() NOT NULL,
     source_fetch_uri text,
+    webhook_url text,
+    submission_id uuid,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
     CONSTRAINT jobs_content_sha256_check CHECK ((content_sha256 ~ '^[0-9a-f]{64}$'::text)),
@@ -81,6 +83,18 @@ COMMENT ON COLUMN public.jobs.attempts_spent IS 'Claims charged against max_atte
 --
 
 COMMENT ON COLUMN public.jobs.updated_at IS 'When the job last changed (state, attempt, error, schedule, source); a running attempt''s stage, server and lease renewals do not move it (migration 0010).';
+
+--
+-- Name: COLUMN jobs.webhook_url; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.webhook_url IS 'Where the job''s completion event is POSTed (Standard Webhooks); NULL: no event.';
+
+--
+-- Name: COLUMN jobs.submission_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.submission_id IS 'The submission (one `doclane submit`, one POST /v1/jobs) the job came in with.';
 
 --
 -- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
@@ -316,6 +330,21 @@ CREATE FUNCTION public.jobs_state_event_detail(j public.jobs, previous_lease_own
 $$;
 
 --
+-- Name: jobs_webhook_outbox(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.jobs_webhook_outbox() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO webhook_deliveries (job_id, url, event)
+    VALUES (NEW.id, NEW.webhook_url, webhook_event(NEW))
+    ON CONFLICT (job_id, url) DO NOTHING;
+    RETURN NULL;
+END;
+$$;
+
+--
 -- Name: mcp_duration_bounds(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -410,6 +439,36 @@ BEGIN
     RAISE EXCEPTION 'results are immutable (job %, format %)', OLD.job_id, OLD.format
         USING ERRCODE = 'check_violation';
 END;
+$$;
+
+--
+-- Name: webhook_event(public.jobs); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.webhook_event(j public.jobs) RETURNS jsonb
+    LANGUAGE sql STABLE
+    AS $$
+    SELECT jsonb_build_object(
+        'type', 'job.' || j.state,
+        'timestamp', to_char(j.finished_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'),
+        'data', jsonb_strip_nulls(jsonb_build_object(
+            'job_id', j.id,
+            'submission_id', j.submission_id,
+            'state', j.state,
+            'source', j.source_uri,
+            'error', CASE WHEN j.error_code IS NOT NULL AND j.state = 'failed' THEN
+                jsonb_build_object('code', j.error_code, 'message', j.error_message) END,
+            'results', CASE WHEN j.state = 'succeeded' THEN (
+                SELECT jsonb_agg(jsonb_build_object(
+                    'format', f, 'path', '/v1/jobs/' || j.id || '/result/' || f) ORDER BY f)
+                FROM unnest(j.formats) f) END,
+            'attempts', j.attempt,
+            'created_at', j.created_at,
+            'started_at', j.started_at,
+            'finished_at', j.finished_at,
+            'duration_s', extract(epoch FROM j.finished_at - j.created_at)
+        ))
+    )
 $$;
 
 --
@@ -569,6 +628,29 @@ CREATE TABLE public.schema_migrations (
 );
 
 --
+-- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.webhook_deliveries (
+    id uuid DEFAULT gen_random_uuid() NOT NULL,
+    job_id uuid NOT NULL,
+    url text NOT NULL,
+    event jsonb NOT NULL,
+    state text DEFAULT 'pending'::text NOT NULL,
+    attempts integer DEFAULT 0 NOT NULL,
+    next_attempt_at timestamp with time zone DEFAULT now() NOT NULL,
+    tries_since timestamp with time zone DEFAULT now() NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    delivered_at timestamp with time zone,
+    last_status integer,
+    last_error text,
+    CONSTRAINT webhook_deliveries_attempts_check CHECK ((attempts >= 0)),
+    CONSTRAINT webhook_deliveries_delivered_has_time CHECK (((state <> 'delivered'::text) OR (delivered_at IS NOT NULL))),
+    CONSTRAINT webhook_deliveries_event_check CHECK ((jsonb_typeof(event) = 'object'::text)),
+    CONSTRAINT webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text, 'dead'::text])))
+);
+
+--
 -- Name: event_rollup event_rollup_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -623,6 +705,20 @@ ALTER TABLE ONLY public.rollup_marks
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: webhook_deliveries webhook_deliveries_one_per_receiver; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_one_per_receiver UNIQUE (job_id, url);
+
+--
+-- Name: webhook_deliveries webhook_deliveries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
 
 --
 -- Name: job_events_at_brin; Type: INDEX; Schema: public; Owner: -
@@ -697,10 +793,28 @@ CREATE INDEX jobs_queue_created_idx ON public.jobs USING btree (queue, created_a
 CREATE INDEX jobs_state_created_idx ON public.jobs USING btree (state, created_at DESC);
 
 --
+-- Name: jobs_submission_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_submission_idx ON public.jobs USING btree (submission_id, created_at DESC) WHERE (submission_id IS NOT NULL);
+
+--
 -- Name: jobs_waiting_idx; Type: INDEX; Schema: public; Owner: -
 --
 
 CREATE INDEX jobs_waiting_idx ON public.jobs USING btree (GREATEST(next_attempt_at, updated_at)) WHERE (state = ANY (ARRAY['queued'::text, 'retrying'::text]));
+
+--
+-- Name: webhook_deliveries_dead_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_dead_idx ON public.webhook_deliveries USING btree (created_at DESC) WHERE (state = 'dead'::text);
+
+--
+-- Name: webhook_deliveries_due_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
 --
 -- Name: job_events job_events_append_only; Type: TRIGGER; Schema: public; Owner: -
@@ -739,6 +853,12 @@ CREATE TRIGGER jobs_log_insert AFTER INSERT ON public.jobs REFERENCING NEW TABLE
 CREATE TRIGGER jobs_log_update AFTER UPDATE ON public.jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.jobs_log_update();
 
 --
+-- Name: jobs jobs_webhook_outbox; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_webhook_outbox AFTER UPDATE OF state ON public.jobs FOR EACH ROW WHEN (((new.webhook_url IS NOT NULL) AND (old.state IS DISTINCT FROM new.state) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION public.jobs_webhook_outbox();
+
+--
 -- Name: results results_engine; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -769,6 +889,13 @@ ALTER TABLE ONLY public.job_events
 
 ALTER TABLE ONLY public.results
     ADD CONSTRAINT results_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+--
+-- Name: webhook_deliveries webhook_deliveries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.webhook_deliveries
+    ADD CONSTRAINT webhook_deliveries_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id) ON DELETE CASCADE;
 
 --
 -- PostgreSQL database dump complete

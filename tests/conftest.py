@@ -16,6 +16,7 @@ pytest_plugins = [
     "tests.fixtures.docling_server",
     "tests.fixtures.docling_rs_server",
     "tests.fixtures.http_source",
+    "tests.fixtures.webhook_receiver",
     "tests.fixtures.brokers",
     "tests.fixtures.workers",
     "tests.fixtures.api_server",

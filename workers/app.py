@@ -39,11 +39,13 @@ from pipeline.support.logs import (
     leave_job_context,
     load_log_settings,
 )
+from pipeline.webhooks.settings import load_webhook_settings
 from workers import runtime
 from workers.publisher import (
     CONVERT_TASK,
     MAX_BROKER_PRIORITY,
     RECONCILE_TASK,
+    WEBHOOKS_TASK,
     uses_redis_transport,
 )
 from workers.settings import TimeLimits, WorkerSettings, load_worker_settings
@@ -59,6 +61,7 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
     cfg = settings or load_worker_settings()
     limits = TimeLimits.from_environment(cfg)
     reconcile = load_reconcile_settings()
+    webhook_poll_s = load_webhook_settings().webhook_poll_s
     app = Celery("doclane", set_as_current=False)
     redis = uses_redis_transport(cfg.broker_url)
     transport_options: dict[str, Any] = {"visibility_timeout": limits.visibility_timeout()}
@@ -121,7 +124,14 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
                 "schedule": reconcile.reconcile_interval_s,
                 # A pass that waited longer than one interval is superseded by the next one.
                 "options": {"queue": CONTROL_QUEUE, "expires": reconcile.reconcile_interval_s},
-            }
+            },
+            # Completion webhooks that are due (new, or due again after a failed try or a
+            # sender that died): the outbox is the truth, so a lost pass loses nothing.
+            "doclane-webhooks": {
+                "task": WEBHOOKS_TASK,
+                "schedule": webhook_poll_s,
+                "options": {"queue": CONTROL_QUEUE, "expires": webhook_poll_s},
+            },
         },
     )
     _register_tasks(app)
@@ -163,6 +173,12 @@ def _register_tasks(app: Celery) -> None:
         return reconcile_once(
             rt.store, rt.publisher, rt.reconcile_settings, inbox_dir=rt.inbox_dir
         ).to_dict()
+
+    # A pass killed by its time limit loses nothing: its claim lapses and the next pass sends.
+    @app.task(name=WEBHOOKS_TASK, shared=False, ignore_result=True, acks_late=False, time_limit=300)
+    def deliver_webhooks() -> dict[str, Any]:
+        """One delivery pass of the completion webhooks (beat sends one every poll interval)."""
+        return runtime.current_runtime().webhooks().deliver_due().to_dict()
 
 
 # ---- process lifecycle (signals are global: connected once, for whichever app runs) --------

@@ -28,6 +28,7 @@ from workers.settings import TimeLimits
 
 CONVERT_TASK = "doclane.convert"
 RECONCILE_TASK = "doclane.reconcile"
+WEBHOOKS_TASK = "doclane.deliver_webhooks"
 
 #: Publishing must not hang a submitter when the broker is down: a few quick tries, then the
 #: job stays queued for the reconciler.

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pipeline.processing import JobProcessor
     from pipeline.resilience import Resilient
     from pipeline.sources import Downloader
+    from pipeline.webhooks import WebhookDispatcher
 
 log = logging.getLogger("doclane.worker")
 
@@ -44,9 +45,21 @@ class WorkerRuntime:
     reconcile_settings: ReconcileSettings
     #: Swept by the reconciler of what killed attempts left behind.
     inbox_dir: Path
+    _webhooks: WebhookDispatcher | None = None
+
+    def webhooks(self) -> WebhookDispatcher:
+        """The completion webhooks' sender, made by the first delivery pass of the process."""
+        if self._webhooks is None:
+            from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
+
+            self._webhooks = WebhookDispatcher(WebhookOutbox(self.store))
+        return self._webhooks
 
     def close(self) -> None:
-        for closer in (self.resilient.close, self.downloader.close, self.store.close):
+        closers = [self.resilient.close, self.downloader.close, self.store.close]
+        if self._webhooks is not None:
+            closers.insert(0, self._webhooks.close)
+        for closer in closers:
             try:
                 closer()
             except Exception:  # shutting down: report, and close the rest

@@ -31,6 +31,7 @@ from pipeline.jobs import JobState
 from pipeline.queues import SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import AdminStore
+from pipeline.store.outbox import WebhookOutbox
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.admin")
@@ -96,6 +97,9 @@ class Stats(BaseModel):
     breakers: list[BreakerState] | None = None
     queues: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
+    #: Completion webhooks not delivered yet: ``pending`` (not tried yet, or being sent),
+    #: ``failing`` (waiting after a failed try), ``dead`` (gave up).
+    webhooks: dict[str, int] | None = None
     #: Parts that could not be asked ("database", "broker", "redis", "workers"), and why.
     unreachable: dict[str, str] = {}
 
@@ -106,6 +110,7 @@ class _JobFigures(BaseModel):
     conversion_time: list[TierTimes]
     batches: Batches
     failures: list[Failures]
+    webhooks: dict[str, int]
 
 
 def collect_stats(
@@ -137,6 +142,7 @@ def collect_stats(
         breakers=answers.get("redis"),
         queues=answers.get("broker"),
         workers=answers.get("workers"),
+        webhooks=figures.webhooks if figures else None,
         unreachable=unreachable,
     )
 
@@ -152,6 +158,12 @@ def fleet_parts(
     if resilience.redis_url.strip():
         parts["workers"] = lambda: read_live_workers(resilience)
     return parts
+
+
+def webhook_counts(store: AdminStore) -> dict[str, int]:
+    """The outbox's deliveries that have not arrived, by how they stand."""
+    counts = WebhookOutbox(store).counts()
+    return {"pending": counts.pending, "failing": counts.failing, "dead": counts.dead}
 
 
 def run_parts(
@@ -222,6 +234,7 @@ def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
         conversion_time=_percentiles(store, window_s),
         batches=batches_since(store, datetime.now(UTC) - timedelta(hours=1)),
         failures=failures,
+        webhooks=webhook_counts(store),
     )
 
 
@@ -286,4 +299,5 @@ __all__ = [
     "collect_stats",
     "fleet_parts",
     "run_parts",
+    "webhook_counts",
 ]

@@ -185,12 +185,16 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
 
     @router.get("/jobs", response_model=JobList)
     def jobs(
+        *,
         state: JobState | None = None,
         error_code: Annotated[str | None, Query(pattern=r"^E\d{3}$")] = None,
         since: Annotated[
             str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
         ] = None,
         queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
+        submission: Annotated[
+            UUID | None, Query(description="The jobs of one submission (its submission_id).")
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
     ) -> JobList:
         """Jobs matching every given filter, newest first."""
@@ -199,7 +203,12 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         except (ValueError, OverflowError) as exc:
             raise HTTPException(422, str(exc)) from exc
         filters = JobFilter(
-            state=state, error_code=error_code, since=moment, queue=queue, limit=limit
+            state=state,
+            error_code=error_code,
+            since=moment,
+            queue=queue,
+            submission=submission,
+            limit=limit,
         )
         return JobList(jobs=list_jobs(ctx.store, filters))
 

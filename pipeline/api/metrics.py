@@ -27,7 +27,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from pipeline.admin import AdminStore, Fleet, run_parts
-from pipeline.admin.stats import batches_since, fleet_parts
+from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
 from pipeline.jobs import JobState
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal
@@ -115,7 +115,26 @@ class FleetCollector(Collector):
             "for the mean batch size).",
         )
         batched.add_metric([], float(batches.documents))
-        return [jobs, conversions, failures, batch, batched, *_event_metrics(events, bounds)]
+        return [
+            jobs,
+            conversions,
+            failures,
+            batch,
+            batched,
+            _webhooks(webhook_counts(self.store)),
+            *_event_metrics(events, bounds),
+        ]
+
+
+def _webhooks(counts: dict[str, int]) -> Metric:
+    deliveries = GaugeMetricFamily(
+        "doclane_webhook_deliveries",
+        "Completion webhooks not delivered yet: pending, failing (after a failed try), dead.",
+        labels=["state"],
+    )
+    for state, n in counts.items():
+        deliveries.add_metric([state], float(n))
+    return deliveries
 
 
 def _event_metrics(events: list[EventTotal], bounds: list[float]) -> list[Metric]:

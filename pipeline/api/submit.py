@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 from typing import Annotated, Any
+from uuid import uuid4
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
@@ -23,7 +24,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.exceptions import HTTPException
 
-from errors import EmptySource, PipelineError, entry
+from errors import EmptySource, PipelineError, UrlRefused, entry
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
 from pipeline.jobs.options import (
@@ -42,6 +43,14 @@ from pipeline.store import JobStore
 _FORMAT = "(md|json|html|text|chunks)"
 FORMATS_PATTERN = rf"^\s*{_FORMAT}\s*(,\s*{_FORMAT}\s*)*$"
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
+#: An http(s) URL with a host name (ASCII: an international name in its xn-- form) or IPv4
+#: address and, if any, a port in range: what ``check_webhook_url`` asks but for the address
+#: policy, which refuses with E104.
+WEBHOOK_PATTERN = (
+    r"^https?://[A-Za-z0-9._~%!$&'()*+,;=-]+"
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?"
+    r"([/?#][^\s\x00]*)?$"
+)
 
 
 class ConversionOptions(BaseModel):
@@ -93,6 +102,13 @@ class SubmitRequest(BaseModel):
     )
     priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
     options: ConversionOptions = Field(default_factory=ConversionOptions)
+    webhook: str | None = Field(
+        default=None,
+        max_length=4096,
+        pattern=WEBHOOK_PATTERN,
+        description="POST a signed event (Standard Webhooks) here when each job ends "
+        "(default: the server's DOCLANE_WEBHOOK_URL).",
+    )
 
 
 class AcceptedOut(BaseModel):
@@ -111,6 +127,8 @@ class RejectedOut(BaseModel):
 
 
 class SubmitResponse(BaseModel):
+    #: ``GET /v1/jobs?submission=`` lists this submission's jobs.
+    submission_id: str
     accepted: list[AcceptedOut]
     rejected: list[RejectedOut]
     skipped: dict[str, int]
@@ -138,6 +156,7 @@ async def submit_json(
         store=store,
         publisher=publisher,
         sources=sources,
+        webhook=asked.webhook,
     )
 
 
@@ -160,7 +179,12 @@ async def submit_upload(
             source=str(exc.detail or "upload"), code=exc.code, message=exc.message
         )
         return SubmitResponse(
-            accepted=[], rejected=[rejected], skipped={}, duplicates=0, publish_failures={}
+            submission_id=str(uuid4()),
+            accepted=[],
+            rejected=[rejected],
+            skipped={},
+            duplicates=0,
+            publish_failures={},
         )
     try:
         formats = _formats(upload.fields.get("to", "md"))
@@ -173,16 +197,21 @@ async def submit_upload(
         if isinstance(exc, HTTPException | PipelineError):
             raise
         raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
-    answer = await run_in_threadpool(
-        _enqueue,
-        [str(upload.path)],
-        formats,
-        priority,
-        options=options,
-        store=store,
-        publisher=publisher,
-        sources=sources,
-    )
+    try:
+        answer = await run_in_threadpool(
+            _enqueue,
+            [str(upload.path)],
+            formats,
+            priority,
+            options=options,
+            store=store,
+            publisher=publisher,
+            sources=sources,
+            webhook=upload.fields.get("webhook") or None,
+        )
+    except UrlRefused:  # the webhook refused the submission before any job was made
+        shutil.rmtree(upload.path.parent, ignore_errors=True)
+        raise
     if not answer.accepted:  # refused (e.g. E102): nothing will read the file
         shutil.rmtree(upload.path.parent, ignore_errors=True)
     return _named_by_file(answer, upload)
@@ -244,6 +273,7 @@ def _enqueue(
     store: JobStore,
     publisher: Publisher,
     sources: SourceSettings,
+    webhook: str | None,
 ) -> SubmitResponse:
     submission: Submission = enqueue(
         items,
@@ -253,5 +283,6 @@ def _enqueue(
         store=store,
         source_settings=sources,
         options=options,
+        webhook_url=webhook,
     )
     return SubmitResponse.model_validate(submission.to_dict())

@@ -30,6 +30,7 @@ _MODULES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("pipeline.cli.jobs_commands", None, ("submit", "status", "result", "cancel", "retry")),
     ("pipeline.cli.admin_commands", None, ("stats", "jobs", "api")),
     ("pipeline.cli.worker_commands", None, ("worker", "beat", "reconcile")),
+    ("pipeline.cli.webhook_commands", None, ("webhooks",)),
 )
 
 #: Settings the root and every module's commands are built with alike.

@@ -8,7 +8,9 @@ serves the same views over HTTP with the status page.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Annotated, Any
+from uuid import UUID
 
 import typer
 
@@ -109,6 +111,8 @@ def render_stats(s: Stats) -> str:
             lines.append(f"  {b.origin}  {b.state} ({b.failures}/{b.fail_max} failures{reset})")
     if s.queues is not None:
         lines.append("queues     " + "  ".join(f"{q.queue} {q.waiting}" for q in s.queues))
+    if s.webhooks is not None:
+        lines.append("webhooks   " + "  ".join(f"{k} {n}" for k, n in s.webhooks.items()))
     if s.workers is not None:
         lines.append(f"workers    {len(s.workers)} alive")
         for w in s.workers:
@@ -128,6 +132,9 @@ def jobs(
         None, "--since", help="Only jobs submitted since: 30m, 1h, 2d, or an ISO time."
     ),
     queue: str | None = typer.Option(None, "--queue", help="Only jobs of this queue."),
+    batch: str | None = typer.Option(
+        None, "--batch", help="Only the jobs of one submission (the id `submit` prints)."
+    ),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many."),
     as_json: bool = AS_JSON,
 ) -> None:
@@ -135,6 +142,11 @@ def jobs(
     filters = job_filter(
         state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json
     )
+    if batch is not None:
+        try:
+            filters = replace(filters, submission=UUID(batch))
+        except ValueError:
+            usage_error(f"not a submission id: {batch!r}", as_json)
     with open_store(as_json, AdminStore) as store:
         found = list_jobs(store, filters)
     if as_json:

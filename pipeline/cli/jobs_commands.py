@@ -71,6 +71,11 @@ def submit(
         help="The environment variable holding the documents' password, on the workers; the "
         "password itself is never stored or shown.",
     ),
+    webhook: str | None = typer.Option(
+        None,
+        "--webhook",
+        help="POST a signed event to this URL when each job ends (default: $DOCLANE_WEBHOOK_URL).",
+    ),
     as_json: bool = AS_JSON,
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
@@ -99,6 +104,7 @@ def submit(
                 publisher=publisher,
                 store=store,
                 options=options,
+                webhook_url=webhook,
             )
         except PipelineError as exc:
             fail(exc, as_json)
@@ -167,6 +173,8 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
     if submission.skipped:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
         typer.echo(f"skipped in folders: {skipped}", err=True)
+    if submission.accepted:
+        typer.echo(f"submission {submission.id}: doclane jobs --batch {submission.id}", err=True)
 
 
 # ---- status ------------------------------------------------------------------------------------
@@ -195,6 +203,8 @@ def status(
     typer.echo(f"job      {job.id}")
     typer.echo(f"state    {_state_text(job)}")
     typer.echo(f"source   {job.source_kind.value} {job.source_uri}")
+    if job.submission_id:
+        typer.echo(f"batch    {job.submission_id} (doclane jobs --batch {job.submission_id})")
     typer.echo(f"queue    {job.queue}   formats {', '.join(job.formats)}   priority {job.priority}")
     typer.echo(
         f"attempt  {job.attempt} ({job.attempts_spent} of {job.max_attempts} charged)"

@@ -107,6 +107,11 @@ class NewJob(BaseModel):
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
     max_attempts: int = Field(default=3, ge=1)
+    #: Where the completion event goes (``pipeline.webhooks``); it may hold a token, so it is
+    #: never dumped or printed, like ``source_fetch_uri``.
+    webhook_url: str | None = Field(default=None, exclude=True, repr=False)
+    #: The submission this job came in with (one per ``enqueue``).
+    submission_id: UUID | None = None
 
     @field_validator("formats", mode="before")
     @classmethod
@@ -147,6 +152,9 @@ class Job(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
+    #: See :class:`NewJob`: excluded from every dump and repr.
+    webhook_url: str | None = Field(default=None, exclude=True, repr=False)
+    submission_id: UUID | None = None
 
     @property
     def fetch_uri(self) -> str:

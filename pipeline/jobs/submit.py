@@ -27,20 +27,30 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import NewJob, SourceKind, normalize_formats
+from pipeline.jobs import CreatedJob, NewJob, SourceKind, normalize_formats
 from pipeline.jobs.options import check_options
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
-from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
+from pipeline.sources import (
+    AddressPolicy,
+    Candidate,
+    Rejected,
+    SourceSettings,
+    expand,
+    load_source_settings,
+)
 from pipeline.store import JobStore
+from pipeline.store.outbox import WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.webhooks.sender import check_webhook_url
+from pipeline.webhooks.settings import load_webhook_settings
 
 log = logging.getLogger("doclane.enqueue")
 
@@ -92,6 +102,8 @@ class Accepted:
 
 @dataclass(slots=True)
 class Submission:
+    #: Every job of this submission carries it: ``doclane jobs --batch ID`` lists them.
+    id: UUID = field(default_factory=uuid4)
     accepted: list[Accepted] = field(default_factory=list)
     #: Sources that did not become jobs, as they may be shown (a URL's secrets masked).
     rejected: list[Rejected] = field(default_factory=list)
@@ -108,6 +120,7 @@ class Submission:
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "submission_id": str(self.id),
             "accepted": [item.to_dict() for item in self.accepted],
             "rejected": [item.to_dict() for item in self.rejected],
             "skipped": dict(self.skipped),
@@ -141,6 +154,7 @@ def enqueue(
     options: dict[str, Any] | None = None,
     cwd: Path | None = None,
     masker: Masker | None = None,
+    webhook_url: str | None = None,
 ) -> Submission:
     """Validate ``sources``, create their jobs, commit, then publish one message per new job.
 
@@ -150,10 +164,17 @@ def enqueue(
     process's, ``process_masker()``): a URL's secrets masked. ``options`` are the job's
     conversion options (:mod:`pipeline.jobs.options`): an invalid one refuses the whole
     submission (E110).
+
+    ``webhook_url`` (default ``DOCLANE_WEBHOOK_URL``) is told when each new job ends
+    (:mod:`pipeline.webhooks`); a URL the address policy refuses refuses the whole submission
+    (E104) before any job is made.
     """
     wanted = check_formats(formats)
     checked_options = check_options(options)
     sources_cfg = source_settings or load_source_settings()
+    webhook = webhook_url or load_webhook_settings().webhook_url
+    if webhook:
+        check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
     shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()
@@ -171,6 +192,8 @@ def enqueue(
             submit=submit,
             options=checked_options,
             shown=shown,
+            webhook_url=webhook,
+            submission_id=submission.id,
         ),
         shown=shown,
     )
@@ -257,6 +280,7 @@ class _Chunks:
             if not made.deduplicated
         ]
         failed = self._publish(messages)
+        self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
             self.submission.accepted.append(
                 Accepted(
@@ -268,6 +292,14 @@ class _Chunks:
                     published=not made.deduplicated and made.job_id not in failed,
                 )
             )
+
+    def _tell_webhook(self, specs: list[NewJob], created: list[CreatedJob]) -> None:
+        """A deduplicated job has ended already: its end will not call this submission's
+        webhook, so the event is written now."""
+        hits = [made.job_id for made in created if made.deduplicated]
+        url = specs[0].webhook_url  # one submission, one webhook: every spec names it
+        if hits and url:
+            WebhookOutbox(self.store).tell_finished(hits, url)
 
     def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
         """Publish one chunk's messages; what failed (or was not tried) by job id."""
@@ -290,6 +322,8 @@ def _new_job(
     submit: SubmitSettings,
     options: dict[str, Any],
     shown: Callable[[str], str],
+    webhook_url: str | None,
+    submission_id: UUID,
 ) -> NewJob:
     info = candidate.info
     masked = shown(info.uri) if info.kind == "url" else info.uri
@@ -305,4 +339,6 @@ def _new_job(
         content_sha256=info.sha256,
         priority=priority,
         max_attempts=submit.max_attempts,
+        webhook_url=webhook_url,
+        submission_id=submission_id,
     )

@@ -79,6 +79,8 @@ class JobFilter:
     error_code: str | None = None
     queue: str | None = None
     since: datetime | None = None
+    #: The jobs of one submission (the id ``doclane submit`` prints).
+    submission: UUID | None = None
     limit: int = 50
     until: datetime | None = None
     before: tuple[datetime, UUID] | None = None
@@ -193,6 +195,7 @@ class AdminStore(JobStore):
             "until": filters.until,
             "before_at": filters.before[0] if filters.before else None,
             "before_id": filters.before[1] if filters.before else None,
+            "submission": filters.submission,
             "limit": filters.limit,
         }
         with self._connection("listing jobs") as conn:

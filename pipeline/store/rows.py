@@ -19,6 +19,7 @@ COPY_JOB_TYPES = [
     *("uuid", "text", "text", "text"),  # id, source kind, shown uri, fetch uri
     *("int8", "text", "text"),  # size, sha256, profile
     *("jsonb", "text[]", "text", "int2", "int4"),  # options, formats, queue, priority, max
+    *("text", "uuid"),  # webhook url, submission id
 ]
 
 _json_dumps = partial(json.dumps, default=str, separators=(",", ":"))
@@ -55,6 +56,8 @@ def copy_row(job_id: UUID, spec: NewJob) -> tuple[Any, ...]:
         spec.queue,
         spec.priority,
         spec.max_attempts,
+        spec.webhook_url,
+        spec.submission_id,
     )
 
 

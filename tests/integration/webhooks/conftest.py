@@ -1,0 +1,48 @@
+"""Fixtures of the webhook tests: an outbox on the test's database, and a dispatcher whose
+retry schedule is tiny (tests never wait for a real backoff) and that may reach loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from pipeline.sources.addresses import AddressPolicy
+from pipeline.store import JobStore
+from pipeline.webhooks import WebhookDispatcher, WebhookOutbox, load_webhook_settings
+from tests.fixtures.webhook_receiver import WebhookReceiver
+
+#: A schedule of milliseconds: a receiver that refuses a few times is retried at once.
+TINY_SCHEDULE: dict[str, Any] = {
+    "webhook_retry_base_s": 0.01,
+    "webhook_retry_max_s": 0.05,
+    "webhook_timeout_s": 5.0,
+    "webhook_claim_s": 30.0,
+}
+
+
+@pytest.fixture
+def outbox(store: JobStore) -> WebhookOutbox:
+    return WebhookOutbox(store)
+
+
+@pytest.fixture
+def make_dispatcher(
+    outbox: WebhookOutbox, webhook_receiver: WebhookReceiver
+) -> Iterator[Callable[..., WebhookDispatcher]]:
+    made: list[WebhookDispatcher] = []
+
+    def make(*, allow_private: bool = True, **overrides: Any) -> WebhookDispatcher:
+        values = {**TINY_SCHEDULE, "webhook_secret": webhook_receiver.secret, **overrides}
+        dispatcher = WebhookDispatcher(
+            outbox,
+            load_webhook_settings(**values),
+            policy=AddressPolicy(allow_private=allow_private),
+        )
+        made.append(dispatcher)
+        return dispatcher
+
+    yield make
+    for dispatcher in made:
+        dispatcher.close()
