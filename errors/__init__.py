@@ -12,7 +12,10 @@ the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
     │   ├── UrlRefused            E104
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
-    │   └── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── ObjectNotFound        E108  s3://: no such bucket or key
+    │   ├── ObjectAccessDenied    E109  s3://: the credentials are refused
+    │   └── ResultsExpired        E110  the results were deleted by retention
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -40,7 +43,8 @@ the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
     │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
-        └── DatabaseUnavailable   E401                                         retryable
+        ├── DatabaseUnavailable   E401                                         retryable
+        └── ResultStoreUnavailable E402 the object store of results failed    retryable
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -69,7 +73,8 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
     │                                               pybreaker would swallow)
     ├── RedisUnreachable       pipeline.admin       so the breakers cannot be shown (not guessed)
-    └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+    ├── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+    └── TooLarge               pipeline.objects     an object's body passed the cap (made E103)
 
 Control flow that never leaves its module is not drawn: ``NotBatchable``
 (``pipeline.processing.batching``, raised and caught there when a batch must fall back to
@@ -100,12 +105,16 @@ from errors._tree import (
     MethodNotFound,
     MissingCapability,
     NotInitialized,
+    ObjectAccessDenied,
+    ObjectNotFound,
     OutputSchemaMismatch,
     ParseError,
     PathOutsideRoots,
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
+    ResultsExpired,
+    ResultStoreUnavailable,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -143,12 +152,16 @@ __all__ = [
     "MethodNotFound",
     "MissingCapability",
     "NotInitialized",
+    "ObjectAccessDenied",
+    "ObjectNotFound",
     "OutputSchemaMismatch",
     "ParseError",
     "PathOutsideRoots",
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
+    "ResultStoreUnavailable",
+    "ResultsExpired",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

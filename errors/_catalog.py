@@ -75,6 +75,27 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
+        "E108",
+        "object not found",
+        "The object store has no such bucket or key.",
+        "Check the s3:// address, and AWS_ENDPOINT_URL for an S3-compatible server.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E109",
+        "object store access denied",
+        "The object store refused doclane's credentials for this bucket or key.",
+        "Grant the key pair in AWS_ACCESS_KEY_ID read and list rights on the bucket.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E110",
+        "results expired",
+        "The job succeeded, but its results are older than the retention and were deleted.",
+        "Submit the document again with --no-dedup, or raise DOCLANE_RESULT_RETENTION.",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",
@@ -232,6 +253,13 @@ _ENTRIES = (
         "database unavailable",
         "The job database could not be reached.",
         "Retried automatically; check PostgreSQL and DOCLANE_DATABASE_URL.",
+        retryable=True,
+    ),
+    CatalogEntry(
+        "E402",
+        "result store unavailable",
+        "The object store that keeps results could not be reached or failed.",
+        "Retried automatically; check DOCLANE_RESULT_STORE, AWS_ENDPOINT_URL and the credentials.",
         retryable=True,
     ),
 )
