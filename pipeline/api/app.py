@@ -78,6 +78,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         401: "no or wrong bearer token",
         404: "no such job, or no such result",
         409: "not possible in the job's state",
+        410: "the job's results expired and were deleted (E110, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
         422: "invalid parameters, or a source refused (E1xx)",
@@ -245,7 +246,7 @@ def _jobs(ctx: ApiContext) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
     )
     def result(job_id: UUID, fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")]) -> Response:
-        """One result of a succeeded job, streamed from the database as stored."""
+        """One result of a succeeded job, streamed from the result store as stored."""
         return stream_result(ctx.store, job_id, fmt)
 
     @router.post("/jobs/{job_id}/cancel", response_model=JobOut)

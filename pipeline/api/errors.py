@@ -63,9 +63,12 @@ def error_response(
 
 
 def catalog_status(exc: PipelineError) -> int:
-    """E103 413; other input errors 422; the database or a server down 503; the rest 502."""
+    """E103 413; E110 410 (the results are gone for good); other input errors 422; the
+    database or a server down 503; the rest 502."""
     if exc.code == "E103":
         return 413
+    if exc.code == "E110":
+        return 410
     if exc.code.startswith("E1"):
         return 422
     if exc.code == "E399":

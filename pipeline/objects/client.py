@@ -83,11 +83,11 @@ class ObjectStore:
         reply = self.client.head_object(Bucket=address.bucket, Key=address.key)
         return ObjectInfo(address.key, reply["ContentLength"], reply["LastModified"])
 
-    def listing(self, address: ObjectAddress) -> Iterator[ObjectInfo]:
-        """Every object whose key starts with the address's key, in key order, a page at a
-        time (a prefix of a million objects is never held in memory)."""
+    def listing(self, address: ObjectAddress, *, start_after: str = "") -> Iterator[ObjectInfo]:
+        """Every object whose key starts with the address's key (after ``start_after``), in key
+        order, a page at a time (a prefix of a million objects is never held in memory)."""
         pages = self.client.get_paginator("list_objects_v2").paginate(
-            Bucket=address.bucket, Prefix=address.key
+            Bucket=address.bucket, Prefix=address.key, StartAfter=start_after
         )
         for page in pages:
             for item in page.get("Contents", []):
