@@ -17,7 +17,7 @@ from pipeline.objects import ObjectStore
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from tests.fixtures.object_store import ObjectServer
-from tests.integration.store.builders import job_in_state
+from tests.integration.store.builders import job_in_state, new_job, sha256_of
 
 
 def _now(raw_sql: psycopg.Connection) -> datetime:
@@ -115,3 +115,16 @@ def test_the_retention_is_a_duration(text: str, expected: timedelta | None) -> N
 def test_a_retention_that_is_no_duration_is_refused() -> None:
     with pytest.raises(ValueError, match="not a duration"):
         load_reconcile_settings(result_retention="thirty days")
+
+
+def test_a_job_whose_results_expired_is_no_dedup_candidate(
+    store: JobStore, raw_sql: psycopg.Connection
+) -> None:
+    digest = sha256_of("the same document")
+    old = _succeeded(store, content_sha256=digest)
+    assert store.create(new_job(content_sha256=digest)).job_id == old.id  # dedup, before
+    store.expire_results(_now(raw_sql), limit=100)
+
+    made = store.create(new_job(content_sha256=digest))
+
+    assert not made.deduplicated and made.job_id != old.id
