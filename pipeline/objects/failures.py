@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
 from errors import (
     InputError,
@@ -66,6 +66,12 @@ def source_error(exc: Exception, address: str) -> InputError:
         return ObjectNotFound(
             f"{address}: the object store refused the request ({code}, HTTP {status})",
             detail={**detail, "transient": False},
+        )
+    if isinstance(exc, NoCredentialsError):
+        return ObjectAccessDenied(
+            f"{address}: no credentials for the object store (set AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY)",
+            detail={"source": address, "reason": "no credentials", "transient": False},
         )
     return SourceUnavailable(
         f"{address}: the object store could not be reached ({type(exc).__name__})",

@@ -166,3 +166,18 @@ def test_a_stopped_server_is_e107_for_now(
     assert getattr(failed.value, "code", None) == "E107"
     assert failed.value.retryable  # type: ignore[attr-defined]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_no_credentials_at_all_is_e109(
+    object_server: ObjectServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", object_server.endpoint)
+
+    expansion = expand(["s3://readable/x.md"], load_source_settings())
+
+    assert [item.code for item in expansion.rejected] == ["E109"]
