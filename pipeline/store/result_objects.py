@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,12 @@ from pipeline.objects import (
     result_store_error,
 )
 
+#: What a result's key looks like under the root: ``<job id>/<attempt>/<format>``. The orphan
+#: sweep never touches another key, so a prefix shared with other objects (sources, a bucket's
+#: root) loses nothing but results nobody committed.
+_RESULT_KEY = re.compile(
+    r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/\d+/[^/]+$"
+)
 #: Characters encoded at a time when hashing or uploading a result.
 SLICE_CHARS = 1 << 20
 #: Bytes of an object read at a time for a reader.
@@ -150,7 +157,7 @@ class ObjectResults:
             for info in self.objects.listing(self.root, start_after=self._orphan_cursor):
                 listed += 1
                 last = info.key
-                if info.modified < cutoff:
+                if info.modified < cutoff and _RESULT_KEY.match(info.key[len(self.root.key) :]):
                     page.append(str(self.root.child(info.key)))
                 if listed >= limit:
                     break

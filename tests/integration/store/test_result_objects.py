@@ -123,13 +123,18 @@ def test_the_orphan_sweep_deletes_what_no_row_names_and_nothing_else(
     assert objects is not None
     objects.put(killed.id, killed.attempt, {"md": "# never committed"})
     orphan = f"results/{killed.id}/{killed.attempt}/md"
+    # Other objects under the prefix are not results: never the sweep's to delete.
+    object_server.client().put_object(Bucket=bucket, Key="results/in/source.md", Body=b"# s")
 
     young = object_store.sweep_result_orphans(min_age=timedelta(hours=1), limit=100)
     swept = object_store.sweep_result_orphans(min_age=timedelta(0), limit=100)
 
     assert young == []
     assert swept == [f"s3://{bucket}/{orphan}"]
-    assert _keys(object_server, bucket) == [f"results/{kept.id}/{kept.attempt}/md"]
+    assert _keys(object_server, bucket) == [
+        f"results/{kept.id}/{kept.attempt}/md",
+        "results/in/source.md",
+    ]
     assert object_store.get_result(kept.id, "md") == "# kept"
 
 
