@@ -19,10 +19,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, BinaryIO, Final, Protocol
 
-import boto3
-from boto3.s3.transfer import TransferConfig
-from botocore.config import Config
-
 from pipeline.objects.address import ObjectAddress
 
 if TYPE_CHECKING:
@@ -55,6 +51,10 @@ class ObjectInfo:
 
 def client_from_environment() -> S3Client:
     """boto3's S3 client as the environment describes it (path-style with an endpoint)."""
+    # boto3 is a tenth of a second to import: loaded by the first process that meets S3.
+    import boto3
+    from botocore.config import Config
+
     endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
     config = Config(
         connect_timeout=5,
@@ -74,6 +74,8 @@ class ObjectStore:
     def __init__(
         self, client: S3Client | None = None, *, multipart_bytes: int = MULTIPART_BYTES
     ) -> None:
+        from boto3.s3.transfer import TransferConfig
+
         self.client = client if client is not None else client_from_environment()
         self._transfer = TransferConfig(
             multipart_threshold=multipart_bytes, multipart_chunksize=multipart_bytes
