@@ -15,7 +15,9 @@ import pytest
 
 from errors import ResultStoreUnavailable
 from pipeline.jobs import Job, JobState
+from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.objects import ObjectStore
+from pipeline.queues import RecordingPublisher
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from tests.fixtures.object_store import ObjectServer
@@ -203,3 +205,37 @@ class _Reading:
         if self.reads == 0:
             self.then()
         return self.data.read(size)
+
+
+def test_a_reconciler_pass_removes_the_orphan_of_a_worker_killed_before_its_commit(
+    object_store: JobStore, object_server: ObjectServer, bucket: str
+) -> None:
+    """Upload done, commit never made (the worker died): the job goes back to the queue with
+    its lease, and the pass deletes the objects its dead attempt left."""
+    job = _running(object_store)
+    objects = object_store.result_objects
+    assert objects is not None
+    objects.put(job.id, job.attempt, {"md": "# uploaded, then killed"})
+    settings = load_reconcile_settings(reconcile_orphan_min_age_s=0)
+
+    report = reconcile_once(object_store, RecordingPublisher(), settings)
+
+    assert report.orphans == [f"s3://{bucket}/results/{job.id}/{job.attempt}/md"]
+    assert _keys(object_server, bucket) == []
+    assert object_store.list_results(job.id) == []
+    assert report.to_dict()["orphan_objects"] == report.orphans
+
+
+def test_a_pass_goes_on_when_the_result_store_is_down(
+    store_settings: StoreSettings, private_object_server: ObjectServer
+) -> None:
+    bucket = private_object_server.new_bucket()
+    settings = store_settings.model_copy(update={"result_store": f"s3://{bucket}/r"})
+    objects = ObjectResults(settings.result_store, ObjectStore(private_object_server.client()))
+    store = JobStore(settings, result_objects=objects)
+    try:
+        private_object_server.stop()
+        report = reconcile_once(store, RecordingPublisher(), load_reconcile_settings())
+        assert report.orphans == [] and report.requeued == []
+    finally:
+        store.close()
