@@ -11,6 +11,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from pipeline.jobs import JobState
+from pipeline.jobs.submit import load_submit_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer
@@ -92,3 +94,43 @@ def cluster_reconcile(cluster: Cluster, env: dict[str, str]) -> list[object]:
         check=True,
     )
     return list(json.loads(done.stdout)["expired_results"])
+
+
+def test_a_result_store_that_is_down_retries_the_job_and_never_succeeds_it_without_results(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    private_object_server: ObjectServer,
+    tmp_path: Path,
+) -> None:
+    server = private_object_server
+    bucket = server.new_bucket()
+    [document] = write_mixed(tmp_path / "docs", 1)
+    cluster = make_cluster(
+        redis_broker,
+        fake_server.url,
+        DOCLANE_RESULT_STORE=f"s3://{bucket}/results",
+        **server.environment(),
+    )
+    server.stop()
+    cluster.start_worker(concurrency=1)
+
+    [job_id] = cluster.submit(
+        [document], submit_settings=load_submit_settings(max_attempts=50)
+    ).job_ids
+    wait_for(
+        lambda: any(e.error_code == "E402" for e in cluster.store.events(job_id)),
+        timeout=60,
+        message="an attempt that met the stopped result store",
+    )
+    job = cluster.store.get_job(job_id)
+    assert job is not None and job.state is not JobState.SUCCEEDED
+    assert cluster.store.list_results(job_id) == []
+    server.start()
+
+    [done] = cluster.wait_terminal([job_id], timeout=120)
+
+    assert done.state is JobState.SUCCEEDED, cluster.logs()
+    keys = [o["Key"] for o in server.client().list_objects_v2(Bucket=bucket)["Contents"]]
+    assert keys == [f"results/{job_id}/{done.attempt}/md"]
+    assert "Notes" in cluster.cli("result", str(job_id)).stdout
