@@ -65,13 +65,22 @@ class ObjectSources:
         emit: Callable[[Candidate | Rejected], None],
         skip: Callable[[str], None],
     ) -> None:
-        """Every object the address names, as candidates and rejections, in key order."""
+        """Every object the address names, as candidates and rejections, in key order. A key
+        with no object but objects under ``key/`` is read as that prefix (``s3://b/in`` as
+        ``s3://b/in/``), as a folder named without its slash is."""
+        shown = source.strip()
         try:
-            address = ObjectAddress.parse(source.strip())
+            address = ObjectAddress.parse(shown)
             if not address.is_prefix:
-                info = self.store.head(address)
-                emit(Candidate(source, self._check(address, info, explicit=True)))
-                return
+                try:
+                    info = self.store.head(address)
+                except ObjectError as exc:
+                    if source_error(exc, shown).code != "E108":
+                        raise
+                    address = address.child(address.key + "/")
+                else:
+                    emit(Candidate(source, self._check(address, info, explicit=True)))
+                    return
             found = False
             for info in self.store.listing(address):
                 found = True
@@ -80,16 +89,16 @@ class ObjectSources:
             emit(Rejected(source, exc))
             return
         except ObjectError as exc:
-            emit(Rejected(source, source_error(exc, source.strip())))
+            emit(Rejected(source, source_error(exc, shown)))
             return
         if not found:
-            shown = source.strip()
+            reason = "no such bucket or key" if not shown.endswith("/") else "empty prefix"
             emit(
                 Rejected(
                     source,
                     ObjectNotFound(
-                        f"{shown}: no object under this prefix",
-                        detail={"source": shown, "reason": "empty prefix", "transient": False},
+                        f"{shown}: {reason}, and no object under it",
+                        detail={"source": shown, "reason": reason, "transient": False},
                     ),
                 )
             )

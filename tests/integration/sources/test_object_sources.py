@@ -55,6 +55,20 @@ def test_a_prefix_expands_to_its_documents_in_key_order(object_server: ObjectSer
     assert expansion.skipped == {"hidden": 1, "unsupported": 1}
 
 
+def test_a_prefix_named_without_its_slash_is_read_as_the_prefix(
+    object_server: ObjectServer,
+) -> None:
+    bucket = object_server.new_bucket()
+    _put(object_server, bucket, "in/a.md", MARKDOWN)
+    _put(object_server, bucket, "inbox/b.md", MARKDOWN + b"b")
+
+    expansion = expand(
+        [f"s3://{bucket}/in"], load_source_settings(), objects=_sources(object_server)
+    )
+
+    assert [item.source for item in expansion] == [f"s3://{bucket}/in/a.md"]
+
+
 def test_one_key_is_one_candidate_and_a_prefix_named_twice_is_listed_once(
     object_server: ObjectServer,
 ) -> None:
