@@ -1,11 +1,12 @@
 """doclane's errors: one catalog, one class tree, one classification function.
 
-Every error doclane raises on purpose about a document or a call is a :class:`PipelineError`
-with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and
-the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
+Every error doclane raises on purpose about a document, a call or a request to doclane is a
+:class:`PipelineError` with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP
+runtime, E4xx store) and the catalog's
+``message``/``user_message``/``action``/``retryable``. The tree::
 
     PipelineError
-    ├── InputError             E1xx  checked locally, before any server call
+    ├── InputError             E1xx  a document or a request, checked before any server call
     │   ├── SourceNotFound        E101
     │   ├── UnsupportedFormat     E102
     │   ├── SourceTooLarge        E103
@@ -13,9 +14,11 @@ the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
     │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
-    │   ├── ObjectNotFound        E108  s3://: no such bucket or key
-    │   ├── ObjectAccessDenied    E109  s3://: the credentials are refused
-    │   └── ResultsExpired        E110  the results were deleted by retention
+    │   ├── JobNotFound           E108  no job has this id (API 404)
+    │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
+    │   ├── ObjectNotFound        E110  s3://: no such bucket or key
+    │   ├── ObjectAccessDenied    E111  s3://: the credentials are refused
+    │   └── ResultsExpired        E112  the results were deleted by retention
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -55,8 +58,6 @@ document: an admin's request, the operator's configuration, a bug, a dependency 
 admin views read. They carry no catalog code; each extends the builtin its callers catch
 (``except ValueError`` keeps working) and lives beside the code that raises it::
 
-    LookupError
-    └── JobNotFound            pipeline.admin       no job has this id (API 404)
     ValueError
     ├── WrongState             pipeline.admin       the job's state does not allow it (API 409)
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
@@ -65,14 +66,14 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
-    ├── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
-    └── WorkersNotAskedYet     pipeline.api         the workers have not answered an inspect yet
+    └── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception
     ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
     │                                               pybreaker would swallow)
-    ├── RedisUnreachable       pipeline.admin       so the breakers cannot be shown (not guessed)
+    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
+    │                                               cannot be shown (not guessed)
     ├── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
     └── TooLarge               pipeline.objects     an object's body passed the cap (made E103)
 
@@ -101,6 +102,7 @@ from errors._tree import (
     InternalError,
     InvalidParams,
     InvalidRequest,
+    JobNotFound,
     McpRuntimeError,
     MethodNotFound,
     MissingCapability,
@@ -115,6 +117,7 @@ from errors._tree import (
     ReplyTooLarge,
     ResultsExpired,
     ResultStoreUnavailable,
+    RoleForbidden,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -148,6 +151,7 @@ __all__ = [
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
+    "JobNotFound",
     "McpRuntimeError",
     "MethodNotFound",
     "MissingCapability",
@@ -162,6 +166,7 @@ __all__ = [
     "ReplyTooLarge",
     "ResultStoreUnavailable",
     "ResultsExpired",
+    "RoleForbidden",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

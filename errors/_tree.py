@@ -131,22 +131,34 @@ class SourceUnavailable(InputError):
     code = "E107"
 
 
+class JobNotFound(InputError):
+    """A request names a job that does not exist (the API answers 404)."""
+
+    code = "E108"
+
+
+class RoleForbidden(InputError):
+    """A request its API token's role does not allow (the API answers 403)."""
+
+    code = "E109"
+
+
 class ObjectNotFound(InputError):
     """An ``s3://`` source names a bucket or key the object store does not have."""
 
-    code = "E108"
+    code = "E110"
 
 
 class ObjectAccessDenied(InputError):
     """The object store refused the credentials doclane holds for an ``s3://`` source."""
 
-    code = "E109"
+    code = "E111"
 
 
 class ResultsExpired(InputError):
     """The job succeeded, but its results were deleted by the retention sweep."""
 
-    code = "E110"
+    code = "E112"
 
 
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------

@@ -1,5 +1,6 @@
-"""The queues: size tiers, the queue each tier's jobs go to, the control queue, and the
-publisher port through which the library wakes a worker without knowing Celery.
+"""The queues: size tiers, the queue each tier's jobs go to, the control queue, the message
+priority levels, and the publisher port through which the library wakes a worker without
+knowing Celery.
 
 A 300-page PDF must neither starve small documents on a shared queue nor be cut off by a timeout
 meant for a one-page memo, so the queue a job goes to (``doclane.small|medium|large``), the
@@ -76,10 +77,26 @@ def tier_of_queue(queue: str) -> SizeTier:
     return "large"
 
 
+#: A job's priority may be any value its column holds (``jobs.priority``, a smallint); higher
+#: runs first. What reaches the broker is its level (:func:`clamp_priority`).
+JOB_PRIORITY_MIN: Final = -32768
+JOB_PRIORITY_MAX: Final = 32767
+#: The message priority levels doclane uses, lowest first: ten, 0..9. Kombu's Redis transport
+#: clamps priorities to 0..9, and RabbitMQ recommends few levels (each one costs it memory and
+#: CPU); the job queues are declared with ``x-max-priority`` of the top level.
+PRIORITY_LEVELS: Final = range(10)
+
+
+def clamp_priority(priority: int) -> int:
+    """The message priority level of a job's ``priority``: 0 (the default) and every negative
+    value share the lowest level, 9 and every larger value (e.g. 100) the highest."""
+    return min(max(priority, PRIORITY_LEVELS[0]), PRIORITY_LEVELS[-1])
+
+
 @dataclass(frozen=True, slots=True)
 class JobMessage:
-    """A wake-up call for one job: which job, on which queue, how urgent (higher runs first),
-    and (optionally) not before when."""
+    """A wake-up call for one job: which job, on which queue, how urgent (the job's priority,
+    higher runs first, sent as its level), and (optionally) not before when."""
 
     job_id: UUID
     queue: str

@@ -6,7 +6,7 @@ revoked: cancelling is a change of the job's row, which a waiting message finds 
 and a running attempt finds at its next lease renewal.
 
 Priorities: a job's ``priority`` (any int, higher runs first) becomes one of ten broker levels
-(:func:`broker_priority`): 0 and below are the lowest level, 9 and above the highest. The broker
+(``pipeline.queues.clamp_priority``, mapped per transport by :func:`broker_priority`). The broker
 orders waiting messages by level, FIFO within a level; a message already taken by a worker is
 never overtaken. The two transports count in opposite directions, so the level is mapped per
 transport (:func:`uses_redis_transport`); ``workers.app`` configures both to honour it.
@@ -23,7 +23,7 @@ from celery.utils.nodenames import anon_nodename
 from kombu.entity import Queue
 from kombu.exceptions import OperationalError
 
-from pipeline.queues import JobMessage
+from pipeline.queues import PRIORITY_LEVELS, JobMessage, clamp_priority
 from workers.settings import TimeLimits
 
 CONVERT_TASK = "doclane.convert"
@@ -38,10 +38,9 @@ PUBLISH_RETRY_POLICY = {
     "interval_max": 1.0,
 }
 
-#: The highest broker priority level doclane uses: ten levels, 0..9. Kombu's Redis transport
-#: clamps priorities to 0..9, and RabbitMQ recommends few levels (each one costs it memory
-#: and CPU); the job queues are declared with ``x-max-priority`` of this value.
-MAX_BROKER_PRIORITY = 9
+#: The highest message priority level (``pipeline.queues.PRIORITY_LEVELS``); the job queues are
+#: declared with ``x-max-priority`` of this value.
+MAX_BROKER_PRIORITY = PRIORITY_LEVELS[-1]
 
 #: Broker URL schemes served by kombu's Redis transport (``redis+socket`` has scheme ``redis``
 #: once its ``+`` part is dropped).
@@ -63,13 +62,12 @@ def uses_redis_transport(broker_url: str | Sequence[str] | None) -> bool:
 def broker_priority(priority: int, *, redis: bool) -> int:
     """The message priority for a job's ``priority`` (higher runs first) on this transport.
 
-    The job's priority is clamped to ``0..MAX_BROKER_PRIORITY``: 0 (the default) and every
-    negative value share the lowest level, 9 and every larger value (e.g. 100) the highest.
-    AMQP's ``x-max-priority`` queues deliver a higher number first, so the level is sent as is;
-    kombu's Redis transport keeps one list per level and pops level 0 first, so the level is
-    reversed there (job priority 9 -> 0, job priority 0 -> 9).
+    The job's priority becomes its level (``pipeline.queues.clamp_priority``). AMQP's
+    ``x-max-priority`` queues deliver a higher number first, so the level is sent as is; kombu's
+    Redis transport keeps one list per level and pops level 0 first, so the level is reversed
+    there (job priority 9 -> 0, job priority 0 -> 9).
     """
-    level = min(max(priority, 0), MAX_BROKER_PRIORITY)
+    level = clamp_priority(priority)
     return MAX_BROKER_PRIORITY - level if redis else level
 
 

@@ -1,5 +1,5 @@
 """``GET /v1/jobs/{id}/result/{format}``: a result streamed from the result store as it is read
-(PostgreSQL, or the object store of ``DOCLANE_RESULT_STORE``); 410 with E110 once it expired.
+(PostgreSQL, or the object store of ``DOCLANE_RESULT_STORE``); 410 with E112 once it expired.
 
 The store's ``write_result`` copies a result's bytes out of the database (binary COPY) into a
 file-like object; here that object hands each piece to the response through a small bounded
@@ -17,7 +17,7 @@ from uuid import UUID
 from fastapi.responses import StreamingResponse
 from starlette.exceptions import HTTPException
 
-from pipeline.admin import JobNotFound
+from pipeline.admin.jobs import no_job
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 
@@ -53,9 +53,9 @@ def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
     if not any(r.format == fmt for r in store.list_results(job_id)):
         job = store.get_job(job_id)
         if job is None:
-            raise JobNotFound(job_id)
+            raise no_job(job_id)
         if job.state is JobState.SUCCEEDED:
-            store.check_not_expired(job_id, fmt)  # E110, answered 410 Gone
+            store.check_not_expired(job_id, fmt)  # E112, answered 410 Gone
             raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
         raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")
     pipe = _Pipe()

@@ -1,32 +1,39 @@
 """``POST /v1/jobs``: sources as JSON, or one uploaded document, through ``enqueue``.
 
 Sources are checked exactly as ``doclane submit`` checks them (``pipeline.jobs.submit``): each
-refused one comes back with its E1xx code and the others go on. An upload is stored into the
-inbox folder first (``pipeline.api.uploads``), then submitted as that file.
+refused one comes back with its E1xx code and the others go on (202). When every source is
+refused nothing was accepted: the answer is an error (422; 413 for E103) whose code is the first
+refusal's and whose detail is the whole answer, each refused source with its code.
+
+An upload is stored into the inbox's uploads folder first (``pipeline.api.uploads``), then
+submitted as that file; the answer names it by its file name, never by its path on the server.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from typing import Annotated, Any
 
 from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError
 from starlette.exceptions import HTTPException
 
-from errors import EmptySource
-from pipeline.api.uploads import BadUpload, receive_upload
+from errors import EmptySource, entry
+from pipeline.api.errors import error_response
+from pipeline.api.uploads import BadUpload, Upload, receive_upload
 from pipeline.jobs.submit import Submission, check_formats, enqueue
-from pipeline.queues import Publisher
+from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, Publisher
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
 
 #: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
 FORMATS_PATTERN = r"^\s*(md|json|html)\s*(,\s*(md|json|html)\s*)*$"
-PRIORITY_RANGE = {"minimum": -32768, "maximum": 32767}
+PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
 
 
 class SubmitRequest(BaseModel):
@@ -39,7 +46,7 @@ class SubmitRequest(BaseModel):
         pattern=FORMATS_PATTERN,
         description="Output formats, comma-separated: md, json, html.",
     )
-    priority: int = Field(default=0, ge=-32768, le=32767)
+    priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
 
 
 class AcceptedOut(BaseModel):
@@ -111,7 +118,7 @@ async def submit_upload(
     try:
         formats = _formats(upload.fields.get("to", "md"))
         priority = int(upload.fields.get("priority", "0") or 0)
-        if not -32768 <= priority <= 32767:
+        if not JOB_PRIORITY_MIN <= priority <= JOB_PRIORITY_MAX:
             raise ValueError(priority)
     except ValueError as exc:
         shutil.rmtree(upload.path.parent, ignore_errors=True)
@@ -127,8 +134,48 @@ async def submit_upload(
         publisher=publisher,
         sources=sources,
     )
-    if not answer.accepted:  # refused (e.g. E102, E105): nothing will read the file
+    if not answer.accepted:  # refused (e.g. E102): nothing will read the file
         shutil.rmtree(upload.path.parent, ignore_errors=True)
+    return _named_by_file(answer, upload)
+
+
+def submission_response(answer: SubmitResponse) -> JSONResponse:
+    """202 with the answer when a source was accepted or none was refused (an empty folder);
+    when every source was refused, an error with the first refusal's code, and the answer (each
+    refused source with its code) as its detail."""
+    body = answer.model_dump(mode="json")
+    if answer.accepted or not answer.rejected:
+        return JSONResponse(body, status_code=202)
+    first = answer.rejected[0]
+    row = entry(first.code)
+    codes = sorted({r.code for r in answer.rejected})
+    message = (
+        first.message
+        if len(answer.rejected) == 1
+        else f"all {len(answer.rejected)} sources were refused ({', '.join(codes)}); the first: "
+        f"{first.message}"
+    )
+    status = 413 if codes == ["E103"] else 422
+    return error_response(
+        status, first.code, row.title, message, row.action, retryable=False, detail=body
+    )
+
+
+def _named_by_file(answer: SubmitResponse, upload: Upload) -> SubmitResponse:
+    """The answer with the upload named by its file name: where the server keeps it is no
+    client's business (and the folder's name would tell one client where others' uploads are)."""
+    folder = upload.path.parent
+    prefixes = {f"{folder}{os.sep}", f"{os.path.realpath(folder)}{os.sep}"}
+
+    def named(text: str) -> str:
+        for prefix in prefixes:
+            text = text.replace(prefix, "")
+        return text
+
+    for accepted in answer.accepted:
+        accepted.source, accepted.uri = named(accepted.source), named(accepted.uri)
+    for refused in answer.rejected:
+        refused.source, refused.message = named(refused.source), named(refused.message)
     return answer
 
 

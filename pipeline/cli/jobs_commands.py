@@ -19,6 +19,7 @@ import typer
 from errors import PipelineError
 from pipeline.jobs import Job, JobEvent, JobState
 from pipeline.jobs.submit import Submission, check_formats, enqueue
+from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import AdminStore, JobStore
 
 from .output import AS_JSON, echo_json, fail, usage_error
@@ -41,8 +42,9 @@ def submit(
     priority: int = typer.Option(
         0,
         "--priority",
-        help="Higher runs first: waiting jobs leave the broker by priority, 0 (default) to 9"
-        " (above 9 counts as 9, below 0 as 0); a running job is never interrupted.",
+        help="Higher runs first: waiting jobs leave the broker by priority,"
+        f" {PRIORITY_LEVELS[0]} (default) to {PRIORITY_LEVELS[-1]} (above counts as the highest,"
+        " below as the lowest); a running job is never interrupted.",
     ),
     no_dedup: bool = typer.Option(
         False, "--no-dedup", help="Convert again even if the same content already succeeded."

@@ -15,6 +15,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
+
 
 class JobState(StrEnum):
     QUEUED = "queued"
@@ -103,7 +105,7 @@ class NewJob(BaseModel):
     options: dict[str, Any] = Field(default_factory=dict)
     size_bytes: int | None = Field(default=None, ge=0)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    priority: int = Field(default=0, ge=-32768, le=32767)
+    priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
     max_attempts: int = Field(default=3, ge=1)
 
     @field_validator("formats", mode="before")

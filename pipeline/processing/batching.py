@@ -235,6 +235,31 @@ class BatchRunner:
                 self._note(member, "converted in a batch", **note)
 
     def _convert(self, batch: _Batch) -> None:
+        """The batch's one call, and what it comes to for each member."""
+        unit, tries = self._unit(batch), RetryRecord()
+        try:
+            converted = self.runner.run(unit, label=batch.id, record=tries)
+        except NotBatchable as exc:
+            log.info("batch %s: %s; every document goes alone", batch.id, exc.message)
+            for member in batch.active:
+                self._release(member, f"not batched: {exc.message}")
+            return
+        except CallCancelled as stopped:
+            for member in batch.active:
+                member.outcome = lost(member.job, stopped.message)
+            return
+        except Exception as exc:
+            for member in batch.active:
+                error = job_masker(member.job).error(classify(exc))
+                member.outcome = self.failures.failure(
+                    member.job, error, reached_server=tries.reached_server
+                )
+            return
+        self._settle(batch, converted)
+
+    def _unit(self, batch: _Batch) -> Callable[[McpClient], BatchConversion]:
+        """The unit of work the resilience layer runs on each try: the batch's folder converted
+        through the directory tool, each call reported to the trail of the members it concerns."""
         active = batch.active
         folder = self.path_map.to_server_path(str(batch.folder))
         total = sum(m.source.info.size_bytes or 0 for m in active if m.source is not None)
@@ -242,7 +267,6 @@ class BatchRunner:
         by_name = {m.name: m for m in active}
         with os.scandir(batch.folder) as entries:  # the order the server lists it in, likely
             listing = [entry.name for entry in entries]
-        tries = RetryRecord()
 
         def report(record: McpCallRecord, name: str | None) -> None:
             for member in [by_name[name]] if name is not None else active:
@@ -266,32 +290,19 @@ class BatchRunner:
                 listing=listing,
             )
 
-        try:
-            converted = self.runner.run(unit, label=batch.id, record=tries)
-        except NotBatchable as exc:
-            log.info("batch %s: %s; every document goes alone", batch.id, exc.message)
-            for member in active:
-                self._release(member, f"not batched: {exc.message}")
-            return
-        except CallCancelled as stopped:
-            for member in active:
-                member.outcome = lost(member.job, stopped.message)
-            return
-        except Exception as exc:
-            reached = any(code != "E309" for code in tries.codes)
-            for member in active:
-                error = job_masker(member.job).error(classify(exc))
-                member.outcome = self.failures.failure(member.job, error, reached_server=reached)
-            return
+        return unit
+
+    def _settle(self, batch: _Batch, converted: BatchConversion) -> None:
+        """Each member's outcome once the call returned: stored, given back, or lost."""
         log.info(
             "batch %s: %d key(s) for %d document(s), %d proven (%s by elimination)",
             batch.id,
             converted.keys,
-            len(active),
+            len(batch.active),
             len(converted.converted),
             converted.eliminated or "none",
         )
-        for member in active:
+        for member in batch.active:
             conversion = converted.converted.get(member.name)
             if member.keeper.lost:
                 member.outcome = lost(member.job, "cancelled or taken during the batch")

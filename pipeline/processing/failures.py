@@ -12,7 +12,7 @@
   for it the same way, so a database hiccup never costs a conversion.
 - A non-retryable error fails the job.
 
-Every write is guarded by the attempt: one that lost its job writes nothing (ABANDONED).
+Every write is guarded by the attempt: one that lost its job writes nothing (``LOST``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from uuid import UUID
 
 import backoff
 
-from errors import DatabaseUnavailable, PipelineError
+from errors import CircuitOpen, DatabaseUnavailable, PipelineError
 from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
@@ -97,7 +97,8 @@ class FailurePolicy:
         return patient()
 
     def _record(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
-        if error.code == "E309" and not reached_server:
+        circuit_open = isinstance(error, CircuitOpen)
+        if circuit_open and not reached_server:
             delay = after_reset(error.retry_after or self.settings.circuit_retry_s)
             state = self.store.schedule_retry(
                 job.id, job.attempt, error, delay=delay, spend_attempt=False
@@ -108,7 +109,7 @@ class FailurePolicy:
             return uncharged_retry(job.id, job.attempt, error, delay)
         if error.retryable:
             delay = max(self._backoff(job), error.retry_after or 0.0)
-            if error.code == "E309":  # charged: a try reached a server before the circuits opened
+            if circuit_open:  # charged: a try reached a server before the circuits opened
                 delay = max(delay, after_reset(error.retry_after or self.settings.circuit_retry_s))
             state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay)
             if state is None:
@@ -154,8 +155,8 @@ def uncharged_retry(
 
 
 def lost(job: Job, where: str) -> Outcome:
-    log.warning("attempt abandoned (%s): the job was cancelled or requeued", where)
-    return Outcome(OutcomeKind.ABANDONED, job.id, job.attempt, message=where)
+    log.warning("attempt lost its job (%s): the job was cancelled or requeued", where)
+    return Outcome(OutcomeKind.LOST, job.id, job.attempt, message=where)
 
 
 def after_reset(reset_in: float) -> float:

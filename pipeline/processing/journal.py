@@ -38,7 +38,8 @@ log = logging.getLogger("doclane.processor")
 
 
 class AttemptLost(UnexpectedError):
-    """This attempt no longer owns its job (cancelled or requeued): stop, write nothing.
+    """This attempt lost its job (cancelled or requeued): stop, write nothing. The attempt's
+    outcome is then ``OutcomeKind.LOST``.
 
     A subclass of E399 so that the retry and breaker layers, which classify whatever passes
     through them, treat it as final and harmless; the processor catches it by class.

@@ -16,9 +16,12 @@ class OutcomeKind(StrEnum):
     RETRY = "retry"
     #: Nothing to claim: the job is finished, cancelled, unknown or running elsewhere.
     SKIPPED = "skipped"
-    #: The attempt lost its claim while running (cancelled, or its lease expired and it was
-    #: requeued): nothing was written, someone else owns the job now.
-    ABANDONED = "abandoned"
+    #: The attempt lost its job while running: the job was cancelled, or its lease expired and
+    #: the reconciler requeued it (the job's row says which: ``cancelled``, or ``queued`` with a
+    #: higher ``attempt`` once claimed again). Nothing more is written for the attempt; the
+    #: same idea is :class:`.journal.AttemptLost` (raised by a write that found it) and
+    #: :attr:`.lease.LeaseKeeper.lost` (found by a renewal).
+    LOST = "lost"
 
 
 @dataclass(frozen=True, slots=True)

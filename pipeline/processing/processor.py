@@ -6,7 +6,7 @@ may have changed or vanished since submission; E1xx fails the job without callin
 fetches a URL source itself unless the server fetches URLs, converts through the resilience
 layer (retry outside, breaker inside, one origin per unit), and stores the results and the
 ``succeeded`` state in one transaction. Every write after the claim is guarded by the attempt,
-so an attempt that lost its claim (cancelled, or requeued because it looked dead) writes nothing.
+so an attempt that lost its job (cancelled, or requeued because it looked dead) writes nothing.
 
 What it returns tells the glue what to do with the message: acknowledge it, or publish it again
 after ``countdown_s`` (a retryable error, an open circuit, an unreachable database).
@@ -194,8 +194,7 @@ class JobProcessor:
             return self.failures.hand_back(job, exc)
         except Exception as exc:
             error = job_masker(job).error(self._as_catalog(exc))
-            reached = any(code != "E309" for code in tries.codes)
-            return self.failures.failure(job, error, reached_server=reached)
+            return self.failures.failure(job, error, reached_server=tries.reached_server)
         log.info(
             "succeeded in %.2fs with profile %s (%s)",
             time.monotonic() - started,

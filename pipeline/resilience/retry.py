@@ -1,13 +1,15 @@
 """Exponential retry with full jitter, deciding by the error catalog and nothing else.
 
 The ``backoff`` library does the waiting; this module only tells it when to give up: at once
-for anything the catalog says is not retryable, and at once for an open circuit (E309), because
-waiting out a breaker's reset inside a worker would hold the worker hostage: the caller (Celery)
-reschedules after ``retry_after`` instead, without spending an attempt.
+for anything the catalog says is not retryable, and at once for an open circuit (E309,
+:class:`errors.CircuitOpen`), because waiting out a breaker's reset inside a worker would hold
+the worker hostage: the caller (Celery) reschedules after ``retry_after`` instead, without
+spending an attempt.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +17,7 @@ from typing import Any, TypeVar
 
 import backoff
 
-from errors import PipelineError, classify
+from errors import CircuitOpen, PipelineError, classify
 
 from .settings import ResilienceSettings
 
@@ -26,7 +28,7 @@ log = logging.getLogger("doclane.resilience.retry")
 def gives_up(exc: Exception) -> bool:
     """True when another try cannot help: a final error, or an open circuit."""
     error = classify(exc)
-    return not error.retryable or error.code == "E309"
+    return not error.retryable or isinstance(error, CircuitOpen)
 
 
 @dataclass
@@ -37,6 +39,17 @@ class RetryRecord:
     #: Per failed try that was followed by a wait: (error code, backoff ceiling, actual wait).
     waits: list[tuple[str, float, float]] = field(default_factory=list)
     codes: list[str] = field(default_factory=list)
+    #: Whether any try reached a server: every try does but one refused by an open circuit
+    #: (:class:`errors.CircuitOpen`), which was answered before anything was sent. A job whose
+    #: tries all met open circuits was never tried, so its attempt is not charged.
+    reached_server: bool = False
+
+    def try_ended(self, error: PipelineError | None) -> None:
+        """The try counted in ``tries`` ended in ``error`` (``None``: it succeeded)."""
+        if error is not None:
+            self.codes.append(error.code)
+        if not isinstance(error, CircuitOpen):
+            self.reached_server = True
 
 
 def retry_call(
@@ -51,21 +64,58 @@ def retry_call(
     Waits are full-jitter draws below ceilings of base, 2·base, 4·base ... (capped at
     ``retry_max_s``). A foreign exception that escapes ``func`` leaves as its catalog error.
     """
-    rec = record if record is not None else RetryRecord()
-    ceilings: list[float] = []
+    trace = _Trace(record if record is not None else RetryRecord(), label)
+    retrying = backoff.on_exception(
+        backoff.expo,
+        Exception,
+        max_tries=settings.retry_max_tries,
+        jitter=trace.jitter,
+        giveup=gives_up,
+        on_backoff=trace.on_backoff,
+        on_giveup=trace.on_giveup,
+        logger=None,
+        factor=settings.retry_base_s,
+        max_value=settings.retry_max_s,
+    )(functools.partial(trace.one_try, func))
+    try:
+        return retrying()
+    except PipelineError:
+        raise
+    except Exception as exc:
+        raise classify(exc) from exc
 
-    def jitter(ceiling: float) -> float:
-        ceilings.append(ceiling)
+
+class _Trace:
+    """``backoff``'s hooks for one :func:`retry_call`: each try counted in the record, each wait
+    recorded with the ceiling its jitter was drawn below, and both logged."""
+
+    def __init__(self, record: RetryRecord, label: str) -> None:
+        self.record = record
+        self.label = label
+        self.ceilings: list[float] = []
+
+    def one_try(self, func: Callable[[], T]) -> T:
+        self.record.tries += 1
+        try:
+            result = func()
+        except Exception as exc:
+            self.record.try_ended(classify(exc))
+            raise
+        self.record.try_ended(None)
+        return result
+
+    def jitter(self, ceiling: float) -> float:
+        self.ceilings.append(ceiling)
         return float(backoff.full_jitter(ceiling))
 
-    def on_backoff(details: Any) -> None:
+    def on_backoff(self, details: Any) -> None:
         error = classify(details["exception"])
         wait = float(details["wait"])
-        ceiling = ceilings[-1] if ceilings else wait
-        rec.waits.append((error.code, ceiling, wait))
+        ceiling = self.ceilings[-1] if self.ceilings else wait
+        self.record.waits.append((error.code, ceiling, wait))
         log.warning(
             "%s: try %d failed with %s (%s); waiting %.2fs (ceiling %.2fs)",
-            label,
+            self.label,
             details["tries"],
             error.code,
             error.message,
@@ -74,42 +124,15 @@ def retry_call(
             extra={"error_code": error.code, "wait_s": wait, "try": details["tries"]},
         )
 
-    def on_giveup(details: Any) -> None:
+    def on_giveup(self, details: Any) -> None:
         error = classify(details["exception"])
         why = "not retryable" if gives_up(details["exception"]) else "out of tries"
         log.warning(
             "%s: giving up after try %d with %s (%s, %s)",
-            label,
+            self.label,
             details["tries"],
             error.code,
             error.message,
             why,
             extra={"error_code": error.code, "try": details["tries"]},
         )
-
-    def attempt() -> T:
-        rec.tries += 1
-        try:
-            return func()
-        except Exception as exc:
-            rec.codes.append(classify(exc).code)
-            raise
-
-    retrying = backoff.on_exception(
-        backoff.expo,
-        Exception,
-        max_tries=settings.retry_max_tries,
-        jitter=jitter,
-        giveup=gives_up,
-        on_backoff=on_backoff,
-        on_giveup=on_giveup,
-        logger=None,
-        factor=settings.retry_base_s,
-        max_value=settings.retry_max_s,
-    )(attempt)
-    try:
-        return retrying()
-    except PipelineError:
-        raise
-    except Exception as exc:
-        raise classify(exc) from exc

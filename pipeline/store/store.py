@@ -36,7 +36,6 @@ from psycopg_pool import ConnectionPool
 
 from errors import PipelineError, ResultsExpired
 from pipeline.jobs import (
-    TERMINAL_STATES,
     Cancellation,
     CreatedJob,
     ExpiredLeases,
@@ -527,7 +526,7 @@ class JobStore:
 
     def get_result(self, job_id: UUID, fmt: str) -> str | None:
         """One result's content as a ``str`` (from PostgreSQL: one copy in memory besides the
-        driver's buffer); ``None`` when there is no such result, E110 when it expired."""
+        driver's buffer); ``None`` when there is no such result, E112 when it expired."""
         params = {"job_id": job_id, "format": fmt}
         with self._connection("reading a result") as conn:
             row = conn.execute(query("result_location"), params).fetchone()
@@ -545,7 +544,7 @@ class JobStore:
         """Write one result's UTF-8 bytes to ``out`` without decoding it into a ``str``, from
         wherever it is kept: PostgreSQL's (binary COPY, from the driver's buffer to ``out``)
         or the object store's (streamed). Bytes written; ``None`` when there is no such result;
-        :class:`errors.ResultsExpired` (E110) when the retention sweep deleted it."""
+        :class:`errors.ResultsExpired` (E112) when the retention sweep deleted it."""
         params = {"job_id": job_id, "format": fmt}
         with self._connection("reading a result") as conn:
             row = conn.execute(query("result_location"), params).fetchone()
@@ -563,7 +562,7 @@ class JobStore:
         return self.result_objects or ObjectResults(uri)
 
     def check_not_expired(self, job_id: UUID, fmt: str | None = None) -> None:
-        """E110 when the retention sweep deleted this job's results (``fmt``: that one)."""
+        """E112 when the retention sweep deleted this job's results (``fmt``: that one)."""
         rows = self._fetch_rows("reading a result", query("result_expiry"), {"job_id": job_id})
         if rows and (fmt is None or fmt in rows[0]["formats"]):
             at = rows[0]["expired_at"]
@@ -610,45 +609,11 @@ class JobStore:
         rows = self._fetch_rows("counting jobs", query("count_in_flight"), {})
         return counts_by_state(rows, [s for s in JobState if not s.terminal])
 
-    def count_finished_since(self, since: datetime) -> dict[JobState, int]:
-        """Succeeded, failed and cancelled jobs that finished at or after ``since``."""
-        rows = self._fetch_rows("counting jobs", query("count_finished_since"), {"since": since})
-        return counts_by_state(rows, sorted(TERMINAL_STATES))
-
-    def count_by_state(self) -> dict[JobState, int]:
-        """All-time totals of every state. This reads the whole table (about 0.14 s per
-        million jobs); dashboards want :meth:`count_in_flight` and :meth:`count_finished_since`."""
-        rows = self._fetch_rows("counting jobs", query("count_by_state"), {})
-        return counts_by_state(rows, list(JobState))
-
     def failures_by_error_code(self, since: datetime) -> dict[str, int]:
         rows = self._fetch_rows(
             "counting failures", query("failures_by_error_code"), {"since": since}
         )
         return {r["error_code"]: r["jobs"] for r in rows}
-
-    def recent_jobs(
-        self,
-        *,
-        queue: str | None = None,
-        state: JobState | None = None,
-        error_code: str | None = None,
-        limit: int = 50,
-    ) -> list[Job]:
-        """Newest jobs, optionally of one queue, one state or one error code (one filter: each
-        has its own index)."""
-        filters = {"queue": queue, "state": state, "error_code": error_code}
-        given = {name: str(value) for name, value in filters.items() if value is not None}
-        if len(given) > 1:
-            raise ValueError("recent_jobs() takes at most one of queue, state, error_code")
-        name = {
-            "queue": "recent_jobs_of_queue",
-            "state": "recent_jobs_in_state",
-            "error_code": "recent_jobs_with_error",
-        }.get(next(iter(given), ""), "recent_jobs")
-        params: dict[str, Any] = {"limit": limit, **given}
-        rows = self._fetch_rows("listing jobs", query(name), params)
-        return [Job.model_validate(row) for row in rows]
 
     def ping(self) -> None:
         """Raise E401 unless the database answers."""

@@ -1,6 +1,6 @@
 -- Batches: a worker that claimed a small file job takes more due jobs that can share its call
--- to the server's directory tool. Each taken job gets its own claim (attempt, lease) exactly as
--- claim_job gives one; their broker messages later find nothing to claim.
+-- to the server's directory tool. Each taken job gets its own claim (attempt, lease) from the
+-- same function claim_job calls; their broker messages later find nothing to claim.
 
 -- name: batch_candidates
 -- Never-tried queued file jobs of the same queue, profile, options and formats, small enough,
@@ -16,15 +16,9 @@ LIMIT %(limit)s
 FOR UPDATE SKIP LOCKED
 
 -- name: claim_batch_members
-UPDATE jobs
-SET state = 'running',
-    attempt = attempt + 1,
-    attempts_spent = attempts_spent + 1,
-    lease_owner = %(worker)s,
-    lease_expires_at = now() + make_interval(secs => %(lease_s)s),
-    stage = NULL
-WHERE id = ANY(%(job_ids)s::uuid[]) AND state = 'queued'
-RETURNING *
+-- The chosen candidates, locked as queued above, claimed by the one claim (migration 0012) as
+-- claim_job claims a job; the batch writes their stages itself.
+SELECT * FROM claim_jobs(%(job_ids)s::uuid[], %(worker)s, %(lease_s)s, NULL)
 
 -- name: release_job
 -- running -> queued, the claim's attempt refunded: a batch member whose result could not be

@@ -32,21 +32,11 @@ SELECT id, state FROM jobs
 WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancelled')
 
 -- name: claim_job
--- queued|retrying -> running: a new attempt (the fencing token) and a lease. A job that is
--- running elsewhere, finished or cancelled matches nothing; so does a retrying job before its
--- next_attempt_at (a duplicate message must not skip the backoff). The attempt starts by
--- validating its source: the stage is set here, a round trip fewer than a write of its own.
-UPDATE jobs
-SET state = 'running',
-    attempt = attempt + 1,
-    attempts_spent = attempts_spent + 1,
-    lease_owner = %(worker)s,
-    lease_expires_at = now() + make_interval(secs => %(lease_s)s),
-    stage = 'validating'
-WHERE id = %(job_id)s
-  AND (state = 'queued'
-       OR (state = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= now())))
-RETURNING *
+-- A new attempt (the fencing token) and a lease, by the one claim (migration 0012 says which
+-- jobs may be claimed and what a claim writes); no row when the job may not be claimed now.
+-- The attempt starts by validating its source: the stage is set here, a round trip fewer than
+-- a write of its own.
+SELECT * FROM claim_jobs(ARRAY[%(job_id)s]::uuid[], %(worker)s, %(lease_s)s, 'validating')
 
 -- name: seconds_until_due
 -- How long a retrying job still waits (by the database's clock, the one claim_job reads).

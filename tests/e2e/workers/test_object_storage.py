@@ -16,9 +16,9 @@ from pipeline.jobs.submit import load_submit_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer
+from tests.fixtures.samples import write_mixed
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
-from tests.integration.workers.samples import write_mixed
 
 
 def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire(
@@ -76,7 +76,7 @@ def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire
         message="a reconciler pass that expires the results",
     )
     gone = cluster.cli_json("result", md_job["job_id"], check=False)
-    assert gone["error"]["code"] == "E110", gone
+    assert gone["error"]["code"] == "E112", gone
     assert cluster.cli_json("status", md_job["job_id"])["job"]["state"] == "succeeded"
     left = client.list_objects_v2(Bucket=bucket, Prefix="results/").get("Contents", [])
     assert left == []  # every result was older than the retention: every object deleted

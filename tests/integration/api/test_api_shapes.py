@@ -109,7 +109,7 @@ def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> Non
         assert set(body["error"]) == {"code", "title", "message", "action", "retryable", "detail"}
 
 
-def test_a_result_expired_by_retention_is_410_with_e110(
+def test_a_result_expired_by_retention_is_410_with_e112(
     api: ApiServer, make_store: Callable[[], JobStore]
 ) -> None:
     store = make_store()
@@ -121,5 +121,5 @@ def test_a_result_expired_by_retention_is_410_with_e110(
     gone = api.get(f"/v1/jobs/{job.id}/result/md")
 
     assert gone.status_code == 410
-    assert gone.json()["error"]["code"] == "E110"
+    assert gone.json()["error"]["code"] == "E112"
     assert api.get(f"/v1/jobs/{job.id}").json()["job"]["state"] == "succeeded"

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.store import AdminStore, JobStore, StoreSettings
 from tests.integration.store.builders import job_in_state
 
 
@@ -20,3 +20,11 @@ def job_factory(store: JobStore) -> Callable[..., Job]:
         return job_in_state(store, state, **overrides)
 
     return make
+
+
+@pytest.fixture
+def admin(store_settings: StoreSettings) -> Iterator[AdminStore]:
+    """The admin's store on the test's database."""
+    store = AdminStore(store_settings)
+    yield store
+    store.close()

@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.store import AdminStore, JobStore
 
 
 def test_counts_by_state_include_every_state(
-    job_factory: Callable[..., Job], store: JobStore
+    job_factory: Callable[..., Job], store: JobStore, admin: AdminStore
 ) -> None:
     for state, how_many in ((JobState.QUEUED, 3), (JobState.FAILED, 2), (JobState.RUNNING, 1)):
         for _ in range(how_many):
@@ -22,7 +22,7 @@ def test_counts_by_state_include_every_state(
         JobState.RUNNING: 1,
         JobState.RETRYING: 0,
     }
-    counts = store.count_by_state()
+    counts = admin.count_by_state()
     assert counts == {
         JobState.QUEUED: 3,
         JobState.RUNNING: 1,
@@ -34,19 +34,19 @@ def test_counts_by_state_include_every_state(
 
 
 def test_outcomes_counted_in_a_time_window(
-    job_factory: Callable[..., Job], store: JobStore
+    job_factory: Callable[..., Job], admin: AdminStore
 ) -> None:
     done = job_factory(JobState.SUCCEEDED)
     job_factory(JobState.CANCELLED)
     job_factory(JobState.QUEUED)
     assert done.finished_at is not None
     since = done.finished_at - timedelta(seconds=1)
-    assert store.count_finished_since(since) == {
+    assert admin.count_finished_since(since) == {
         JobState.SUCCEEDED: 1,
         JobState.FAILED: 0,
         JobState.CANCELLED: 1,
     }
-    assert sum(store.count_finished_since(since + timedelta(hours=1)).values()) == 0
+    assert sum(admin.count_finished_since(since + timedelta(hours=1)).values()) == 0
 
 
 def test_failures_by_error_code_since_a_time(
@@ -60,16 +60,16 @@ def test_failures_by_error_code_since_a_time(
 
 
 def test_recent_jobs_newest_first_with_one_filter(
-    job_factory: Callable[..., Job], store: JobStore
+    job_factory: Callable[..., Job], admin: AdminStore
 ) -> None:
     small = [job_factory(JobState.QUEUED, queue="doclane.small") for _ in range(3)]
     large = job_factory(JobState.FAILED, queue="doclane.large")
-    assert [j.id for j in store.recent_jobs(queue="doclane.small", limit=2)] == [
+    assert [j.id for j in admin.recent_jobs(queue="doclane.small", limit=2)] == [
         small[2].id,
         small[1].id,
     ]
-    assert [j.id for j in store.recent_jobs(state=JobState.FAILED)] == [large.id]
-    assert [j.id for j in store.recent_jobs(error_code="E306")] == [large.id]
-    assert [j.id for j in store.recent_jobs(limit=1)] == [large.id]
+    assert [j.id for j in admin.recent_jobs(state=JobState.FAILED)] == [large.id]
+    assert [j.id for j in admin.recent_jobs(error_code="E306")] == [large.id]
+    assert [j.id for j in admin.recent_jobs(limit=1)] == [large.id]
     with pytest.raises(ValueError, match="at most one"):
-        store.recent_jobs(queue="doclane.small", state=JobState.QUEUED)
+        admin.recent_jobs(queue="doclane.small", state=JobState.QUEUED)

@@ -10,7 +10,7 @@ import pytest
 
 from errors import DatabaseUnavailable, SourceNotFound
 from pipeline.jobs import JobState, NewJob, SourceKind
-from pipeline.store import AdminStore, JobFilter, StoreSettings, load_store_settings
+from pipeline.store import AdminStore, JobFilter, load_store_settings
 
 _OLD_FINISHED = """
 INSERT INTO jobs (source_kind, source_uri, profile, formats, queue, state, attempt,
@@ -22,13 +22,6 @@ SELECT 'file', '/old/' || i, 'auto', '{md}', 'doclane.small', %(state)s, 1, 1, %
        now() - interval '2 days'
 FROM generate_series(1, %(n)s) i
 """
-
-
-@pytest.fixture
-def admin(store_settings: StoreSettings) -> AdminStore:
-    store = AdminStore(store_settings)
-    yield store  # type: ignore[misc]
-    store.close()
 
 
 def _job(n: int, queue: str = "doclane.small") -> NewJob:

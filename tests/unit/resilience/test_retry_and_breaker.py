@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 
@@ -84,6 +85,31 @@ def test_a_foreign_exception_leaves_as_its_catalog_error() -> None:
     with pytest.raises(errors.UnexpectedError) as caught:
         retry_call(failing(KeyError("x")), FAST)
     assert isinstance(caught.value.__cause__, KeyError)
+
+
+class RefusedByTheDoor(errors.CircuitOpen):
+    """An open circuit under another code: the type says nothing was sent, not the code."""
+
+    code = "E399"
+
+
+@pytest.mark.parametrize(
+    ("problems", "reached"),
+    [
+        ([errors.CircuitOpen("open", retry_after=5)], False),
+        ([RefusedByTheDoor("the pool had no endpoint left")], False),
+        ([errors.ServerUnavailable("down"), errors.CircuitOpen("open")], True),
+        ([errors.ServerUnavailable("down")], True),
+        ([], True),
+    ],
+)
+def test_a_record_says_whether_a_try_reached_a_server_by_the_errors_type(
+    problems: list[Exception], reached: bool
+) -> None:
+    record = RetryRecord()
+    with contextlib.suppress(errors.PipelineError):
+        retry_call(failing(*problems), FAST, record=record)
+    assert record.reached_server is reached
 
 
 # ---- breaker ---------------------------------------------------------------------------------

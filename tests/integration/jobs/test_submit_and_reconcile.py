@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,9 +17,9 @@ from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.sources import load_source_settings
-from pipeline.store import JobStore
+from pipeline.store import AdminStore, JobStore, StoreSettings
+from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.samples import write_mixed, write_sample
 
 
 class CheckingPublisher(RecordingPublisher):
@@ -273,10 +273,18 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
     assert not stray_part.exists()
 
 
+@pytest.fixture
+def admin_store(store_settings: StoreSettings) -> Iterator[AdminStore]:
+    """Another connection's view of the rows: the admin's whole-table counts."""
+    admin = AdminStore(store_settings)
+    yield admin
+    admin.close()
+
+
 class CountingPublisher(RecordingPublisher):
     """Notes, at each message, how many of the submission's rows another connection sees."""
 
-    def __init__(self, other: JobStore) -> None:
+    def __init__(self, other: AdminStore) -> None:
         super().__init__()
         self.other = other
         self.rows_seen: list[int] = []
@@ -287,7 +295,7 @@ class CountingPublisher(RecordingPublisher):
 
 
 def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
-    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
+    store: JobStore, admin_store: AdminStore, tmp_path: Path
 ) -> None:
     """Workers start on the first 64 sources while the rest are still being hashed: each
     chunk's rows are committed, then published, then the next chunk is made."""
@@ -296,7 +304,7 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
         (docs / f"{n // 100}").mkdir(parents=True, exist_ok=True)
         (docs / f"{n // 100}" / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
     (docs / "1" / "doc-150-empty.md").write_bytes(b"")  # a refusal amid the chunks
-    publisher = CountingPublisher(make_store())
+    publisher = CountingPublisher(admin_store)
 
     submission = enqueue([str(docs)], publisher=publisher, store=store)
 
@@ -344,7 +352,7 @@ class FailingSecondChunk(JobStore):
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
-    store: JobStore, tmp_path: Path
+    store: JobStore, admin_store: AdminStore, tmp_path: Path
 ) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -358,7 +366,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
 
     assert "64 job(s) of this submission were made before it" in caught.value.message
     assert caught.value.detail == {"jobs_made_before": 64}
-    counts = store.count_by_state()
+    counts = admin_store.count_by_state()
     assert counts[JobState.QUEUED] == sum(counts.values()) == 64
     assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
     failing.close()

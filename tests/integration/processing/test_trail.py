@@ -12,8 +12,8 @@ from typing import Any
 
 from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import OutcomeKind
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.fixtures.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -105,7 +105,7 @@ def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
 
     outcome = bench.processor.process(job_id)
 
-    assert outcome.kind is OutcomeKind.ABANDONED
+    assert outcome.kind is OutcomeKind.LOST
     job = bench.store.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
     assert bench.store.list_results(job_id) == []

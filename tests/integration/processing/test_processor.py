@@ -16,8 +16,8 @@ from pipeline.jobs import EventKind, JobState
 from pipeline.mcp import McpClient
 from pipeline.processing import OutcomeKind
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.fixtures.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -268,7 +268,7 @@ def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
 
     outcome = bench.processor.process(job_id)
 
-    assert outcome.kind is OutcomeKind.ABANDONED
+    assert outcome.kind is OutcomeKind.LOST
     job = bench.store.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
     assert bench.store.list_results(job_id) == []

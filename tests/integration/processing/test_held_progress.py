@@ -26,9 +26,9 @@ from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.processing import journal as journal_module
 from pipeline.store import JobStore
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -152,7 +152,7 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
     thread.join(timeout=60)
 
     assert not thread.is_alive(), "the attempt did not stop"
-    assert [o.kind for o in outcomes] == [OutcomeKind.ABANDONED]
+    assert [o.kind for o in outcomes] == [OutcomeKind.LOST]
     assert spy.stages == [Stage.CONVERTING]
     [withdrawn] = wait_for(lambda: bench.server.stats()["cancelled"], message="cancelled sent")
     assert "withdrawn" in withdrawn["reason"]

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 
@@ -71,7 +71,7 @@ def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(
 
     assert not worker.is_alive(), "the attempt did not stop"
     [outcome] = outcomes
-    assert outcome.kind is OutcomeKind.ABANDONED
+    assert outcome.kind is OutcomeKind.LOST
     [withdrawn] = wait_for(lambda: bench.server.stats()["cancelled"], message="cancelled sent")
     assert "withdrawn" in withdrawn["reason"]
     job = bench.store.get_job(job_id)
