@@ -353,6 +353,26 @@ END;
 $$;
 
 --
+-- Name: result_engine(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.result_engine() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF NEW.engine IS NULL THEN
+        SELECT detail->>'engine' INTO NEW.engine
+          FROM job_events
+         WHERE job_id = NEW.job_id AND attempt = NEW.attempt AND kind = 'note'
+           AND detail ? 'engine'
+         ORDER BY id DESC
+         LIMIT 1;
+    END IF;
+    RETURN NEW;
+END;
+$$;
+
+--
 -- Name: results_guard_insert(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -517,6 +537,7 @@ CREATE TABLE public.results (
     content text,
     size_bytes bigint GENERATED ALWAYS AS (octet_length(content)) STORED,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
+    engine text,
     object_uri text,
     object_size bigint,
     object_sha256 text,
@@ -533,6 +554,12 @@ ALTER TABLE ONLY public.results ALTER COLUMN content SET COMPRESSION lz4;
 --
 
 COMMENT ON COLUMN public.results.attempt IS 'The attempt that produced this result (the one that succeeded).';
+
+--
+-- Name: COLUMN results.engine; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.results.engine IS 'The engine that converted the document, as its server named itself (NULL: not recorded).';
 
 --
 -- Name: rollup_marks; Type: TABLE; Schema: public; Owner: -
@@ -739,6 +766,12 @@ CREATE TRIGGER jobs_log_insert AFTER INSERT ON public.jobs REFERENCING NEW TABLE
 --
 
 CREATE TRIGGER jobs_log_update AFTER UPDATE ON public.jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.jobs_log_update();
+
+--
+-- Name: results results_engine; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER results_engine BEFORE INSERT ON public.results FOR EACH ROW EXECUTE FUNCTION public.result_engine();
 
 --
 -- Name: results results_guard_insert; Type: TRIGGER; Schema: public; Owner: -

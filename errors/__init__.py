@@ -16,9 +16,10 @@ runtime, E4xx store) and the catalog's
     │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
     │   ├── JobNotFound           E108  no job has this id (API 404)
     │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
-    │   ├── ObjectNotFound        E110  s3://: no such bucket or key
-    │   ├── ObjectAccessDenied    E111  s3://: the credentials are refused
-    │   └── ResultsExpired        E112  the results were deleted by retention
+    │   ├── InvalidOption         E110  a conversion option (page range, password variable)
+    │   ├── ObjectNotFound        E111  s3://: no such bucket or key
+    │   ├── ObjectAccessDenied    E112  s3://: the credentials are refused
+    │   └── ResultsExpired        E113  the results were deleted by retention
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -41,6 +42,7 @@ runtime, E4xx store) and the catalog's
     │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
     │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
+    │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
     │       ├── CallCancelled           the caller withdrew the call (never recorded)
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
@@ -100,6 +102,7 @@ from errors._tree import (
     ExportFailed,
     InputError,
     InternalError,
+    InvalidOption,
     InvalidParams,
     InvalidRequest,
     JobNotFound,
@@ -118,6 +121,7 @@ from errors._tree import (
     ResultsExpired,
     ResultStoreUnavailable,
     RoleForbidden,
+    ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -149,6 +153,7 @@ __all__ = [
     "ExportFailed",
     "InputError",
     "InternalError",
+    "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
     "JobNotFound",
@@ -167,6 +172,7 @@ __all__ = [
     "ResultStoreUnavailable",
     "ResultsExpired",
     "RoleForbidden",
+    "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

@@ -75,21 +75,21 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
-        "E110",
+        "E111",
         "object not found",
         "The object store has no such bucket or key.",
         "Check the s3:// address, and AWS_ENDPOINT_URL for an S3-compatible server.",
         retryable=False,
     ),
     CatalogEntry(
-        "E111",
+        "E112",
         "object store access denied",
         "The object store refused doclane's credentials for this bucket or key.",
         "Grant the key pair in AWS_ACCESS_KEY_ID read and list rights on the bucket.",
         retryable=False,
     ),
     CatalogEntry(
-        "E112",
+        "E113",
         "results expired",
         "The job succeeded, but its results are older than the retention and were deleted.",
         "Submit the document again with --no-dedup, or raise DOCLANE_RESULT_RETENTION.",
@@ -242,6 +242,15 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
+        "E315",
+        "document outside the server's reach",
+        "The conversion server cannot read the document doclane gave it: it is outside the "
+        "server's roots, or not at that path on the server.",
+        "Start the server with a root holding the document's folder (docling-rs-mcp --root DIR), "
+        "or share the folder with the server and set DOCLANE_PATH_MAP.",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E399",
         "unexpected error",
         "doclane hit an error it does not know how to classify.",
@@ -267,6 +276,14 @@ _ENTRIES = (
         "not allowed for this token's role",
         "The API token is valid but its role does not allow this request.",
         "Use a token whose role allows it (DOCLANE_API_TOKENS: read, submit, admin).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E110",
+        "invalid conversion option",
+        "A conversion option of the job is not valid.",
+        "Fix the option (a page range such as 1-5 or 3; a password's environment variable "
+        "name, set on the workers).",
         retryable=False,
     ),
     CatalogEntry(

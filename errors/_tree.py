@@ -143,22 +143,28 @@ class RoleForbidden(InputError):
     code = "E109"
 
 
+class InvalidOption(InputError):
+    """A conversion option of the job (a page range, a password's variable) is not valid."""
+
+    code = "E110"
+
+
 class ObjectNotFound(InputError):
     """An ``s3://`` source names a bucket or key the object store does not have."""
 
-    code = "E110"
+    code = "E111"
 
 
 class ObjectAccessDenied(InputError):
     """The object store refused the credentials doclane holds for an ``s3://`` source."""
 
-    code = "E111"
+    code = "E112"
 
 
 class ResultsExpired(InputError):
     """The job succeeded, but its results were deleted by the retention sweep."""
 
-    code = "E112"
+    code = "E113"
 
 
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
@@ -265,6 +271,16 @@ class AuthorizationUnavailable(McpRuntimeError):
     """
 
     code = "E314"
+
+
+class ServerCannotReach(McpRuntimeError):
+    """The server refused a document doclane could read: outside its roots, or not there.
+
+    A deployment's configuration, not the document's fault nor the server's sickness: final,
+    and the breaker is left alone.
+    """
+
+    code = "E315"
 
 
 class UnexpectedError(McpRuntimeError):

@@ -14,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.redis_server",
     "tests.fixtures.database",
     "tests.fixtures.docling_server",
+    "tests.fixtures.docling_rs_server",
     "tests.fixtures.http_source",
     "tests.fixtures.brokers",
     "tests.fixtures.workers",

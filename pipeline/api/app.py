@@ -42,6 +42,7 @@ from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     FORMATS_PATTERN,
+    OPTION_FIELDS,
     PRIORITY_RANGE,
     SubmitRequest,
     SubmitResponse,
@@ -76,7 +77,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         403: "the token's role does not allow this request (E109)",
         404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
-        410: "the job's results expired and were deleted (E112, DOCLANE_RESULT_RETENTION)",
+        410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
         422: "invalid parameters, or every source refused (E1xx)",
@@ -114,6 +115,7 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "file": {"type": "string", "format": "binary"},
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                    **OPTION_FIELDS,
                 },
             }
         },

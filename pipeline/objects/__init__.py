@@ -10,7 +10,7 @@
     store.delete("docs", keys)
 
 Import rules: ``errors``, boto3/botocore only. Callers translate botocore's exceptions with
-:func:`source_error` (E110, E111, E107) or :func:`result_store_error` (E402).
+:func:`source_error` (E111, E112, E107) or :func:`result_store_error` (E402).
 """
 
 from __future__ import annotations

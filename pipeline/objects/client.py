@@ -7,7 +7,7 @@ doclane never holds or prints a secret of its own. With an endpoint set, buckets
 by path (``http://host:port/bucket/key``), which every S3-compatible server serves.
 
 Methods raise botocore's exceptions; the callers translate them (``failures.py``), because the
-same failure means E110 for a source and E402 for the result store.
+same failure means E111 for a source and E402 for the result store.
 """
 
 from __future__ import annotations

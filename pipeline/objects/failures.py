@@ -46,7 +46,7 @@ def http_status(exc: ClientError) -> int:
 
 
 def source_error(exc: Exception, address: str) -> InputError:
-    """What a failed read of an ``s3://`` source means: E110, E111 or E107 (for now)."""
+    """What a failed read of an ``s3://`` source means: E111, E112 or E107 (for now)."""
     if isinstance(exc, ClientError):
         code, status = s3_code(exc), http_status(exc)
         detail = {"source": address, "s3_code": code, "http_status": status}

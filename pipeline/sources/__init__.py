@@ -8,7 +8,7 @@ name the source and the reason::
     validate_file(path, settings) -> SourceInfo        # E101 E102 E103 E105 E106
     check_url(url, settings) -> SourceInfo             # E104 (scheme, address), E101/E107 (DNS)
     Downloader(settings).download(url, inbox) -> SourceInfo   # + E103 E106 E102 on the body
-    ObjectSources(settings).fetch("s3://bucket/key", inbox, path_map)  # E110 E111 E107 + same
+    ObjectSources(settings).fetch("s3://bucket/key", inbox, path_map)  # E111 E112 E107 + same
     settings.path_mapper().to_server_path(p) / .to_worker_path(p)
 
 Import rules: ``errors``, httpx/httpcore, pydantic-settings and ``pipeline.objects`` only; no

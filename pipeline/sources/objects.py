@@ -75,7 +75,7 @@ class ObjectSources:
                 try:
                     info = self.store.head(address)
                 except ObjectError as exc:
-                    if source_error(exc, shown).code != "E110":
+                    if source_error(exc, shown).code != "E111":
                         raise
                     address = address.child(address.key + "/")
                 else:
@@ -139,7 +139,7 @@ class ObjectSources:
         )
 
     def fetch(self, uri: str, inbox: Path, path_map: PathMap) -> SourceInfo:
-        """Stream the object into ``inbox`` (capped, hashed, checked); E110, E111, E107, E103,
+        """Stream the object into ``inbox`` (capped, hashed, checked); E111, E112, E107, E103,
         E102 or E106 as for a download."""
         address = ObjectAddress.parse(uri)
         inbox.mkdir(parents=True, exist_ok=True)

@@ -526,7 +526,7 @@ class JobStore:
 
     def get_result(self, job_id: UUID, fmt: str) -> str | None:
         """One result's content as a ``str`` (from PostgreSQL: one copy in memory besides the
-        driver's buffer); ``None`` when there is no such result, E112 when it expired."""
+        driver's buffer); ``None`` when there is no such result, E113 when it expired."""
         params = {"job_id": job_id, "format": fmt}
         with self._connection("reading a result") as conn:
             row = conn.execute(query("result_location"), params).fetchone()
@@ -544,7 +544,7 @@ class JobStore:
         """Write one result's UTF-8 bytes to ``out`` without decoding it into a ``str``, from
         wherever it is kept: PostgreSQL's (binary COPY, from the driver's buffer to ``out``)
         or the object store's (streamed). Bytes written; ``None`` when there is no such result;
-        :class:`errors.ResultsExpired` (E112) when the retention sweep deleted it."""
+        :class:`errors.ResultsExpired` (E113) when the retention sweep deleted it."""
         params = {"job_id": job_id, "format": fmt}
         with self._connection("reading a result") as conn:
             row = conn.execute(query("result_location"), params).fetchone()
@@ -562,7 +562,7 @@ class JobStore:
         return self.result_objects or ObjectResults(uri)
 
     def check_not_expired(self, job_id: UUID, fmt: str | None = None) -> None:
-        """E112 when the retention sweep deleted this job's results (``fmt``: that one)."""
+        """E113 when the retention sweep deleted this job's results (``fmt``: that one)."""
         rows = self._fetch_rows("reading a result", query("result_expiry"), {"job_id": job_id})
         if rows and (fmt is None or fmt in rows[0]["formats"]):
             at = rows[0]["expired_at"]

@@ -17,9 +17,15 @@ from tests.deploy.conftest import ALL_PROFILES, ROOT, compose
 
 #: The services an operator runs the fleet with (docs/operations.md), and the profiled ones.
 CORE_SERVICES = {"postgres", "redis", "docling-mcp", "migrate", "worker", "beat", "api", "flower"}
-PROFILED_SERVICES = {"docling-serve": "serve", "worker-stdio": "stdio", "worker-large": "tiers"}
+PROFILED_SERVICES = {
+    "docling-serve": "serve",
+    "worker-stdio": "stdio",
+    "worker-large": "tiers",
+    "docling-rs-mcp": "rs",
+    "worker-rs": "rs",
+}
 #: The services that run doclane itself and must see the shared folder.
-DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large")
+DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large", "worker-rs")
 SHARED_MOUNT = "/srv/doclane"
 
 
@@ -267,6 +273,21 @@ def test_the_stdio_stanza_runs_without_a_docling_mcp_service(rendered: dict[str,
     assert "docling-mcp" not in _depends(stdio)
     assert stdio["environment"]["DOCLING_MCP_COMMAND"] == "docling-mcp-server --transport stdio"
     assert stdio["build"]["target"] == "worker-stdio"
+
+
+def test_the_rs_stanza_sends_its_servers_token_to_its_server(rendered: dict[str, Any]) -> None:
+    services = rendered["services"]
+    worker, server = services["worker-rs"], services["docling-rs-mcp"]
+    assert _depends(worker).get("docling-rs-mcp") == "service_healthy"
+    assert "docling-mcp" not in _depends(worker)
+    env = worker["environment"]
+    assert env["DOCLING_MCP_ORIGIN"] == "http://docling-rs-mcp:3001"
+    assert env["DOCLING_MCP_AUTH"] == "bearer"
+    assert env["DOCLING_MCP_TOKEN"] == server["environment"]["DOCLING_RS_MCP_TOKEN"]
+    command = server["command"]
+    assert command[command.index("--root") + 1] == SHARED_MOUNT  # it reads the shared folder
+    assert _volume_targets(server)[SHARED_MOUNT] == _volume_targets(worker)[SHARED_MOUNT]
+    assert not server.get("ports"), "reachable on the compose network only"
 
 
 def test_build_contexts_dockerfiles_and_targets_exist() -> None:

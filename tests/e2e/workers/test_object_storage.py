@@ -76,7 +76,7 @@ def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire
         message="a reconciler pass that expires the results",
     )
     gone = cluster.cli_json("result", md_job["job_id"], check=False)
-    assert gone["error"]["code"] == "E112", gone
+    assert gone["error"]["code"] == "E113", gone
     assert cluster.cli_json("status", md_job["job_id"])["job"]["state"] == "succeeded"
     left = client.list_objects_v2(Bucket=bucket, Prefix="results/").get("Contents", [])
     assert left == []  # every result was older than the retention: every object deleted

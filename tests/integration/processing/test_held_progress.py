@@ -125,6 +125,9 @@ def test_a_job_still_running_when_the_hold_ends_shows_its_stage_and_server(
         )
         assert running.state is JobState.RUNNING
         assert running.server_origin == bench.server.origin
+        # The held stage may be written before the call reaches the server: release the hang
+        # only once the server holds it, or the call would hang until its own deadline.
+        wait_for(lambda: bench.server.stats()["hanging_calls"] == 1, message="the call hangs")
     finally:
         bench.server.reset()  # the hanging call ends with an error; the retry converts
         thread.join(timeout=60)

@@ -85,9 +85,9 @@ def test_one_key_is_one_candidate_and_a_prefix_named_twice_is_listed_once(
 @pytest.mark.parametrize(
     ("address", "code"),
     [
-        ("s3://{bucket}/missing.md", "E110"),
-        ("s3://{bucket}/empty-prefix/", "E110"),
-        ("s3://no-such-bucket-doclane/x.md", "E110"),
+        ("s3://{bucket}/missing.md", "E111"),
+        ("s3://{bucket}/empty-prefix/", "E111"),
+        ("s3://no-such-bucket-doclane/x.md", "E111"),
         ("s3://{bucket}/big.md", "E103"),
         ("s3://Bad_Bucket/x.md", "E104"),
     ],
@@ -119,7 +119,7 @@ def test_access_denied_is_e109_and_never_shows_the_secret(object_server: ObjectS
         [f"s3://{bucket}/in/", f"s3://{bucket}/in/a.md"], load_source_settings(), objects=reader
     )
 
-    assert [item.code for item in expansion.rejected] == ["E111", "E111"]
+    assert [item.code for item in expansion.rejected] == ["E112", "E112"]
     for item in expansion.rejected:
         shown = item.message + str(item.error.to_dict())
         assert object_server.reader.secret_key not in shown
@@ -162,7 +162,7 @@ def test_a_fetch_over_the_limit_or_of_a_missing_key_leaves_nothing(
         sources.fetch(f"s3://{bucket}/gone.md", scratch, sources.settings.path_mapper())
 
     assert getattr(too_large.value, "code", None) == "E103"
-    assert getattr(missing.value, "code", None) == "E110"
+    assert getattr(missing.value, "code", None) == "E111"
     assert list(scratch.iterdir()) == []
 
 
@@ -194,4 +194,4 @@ def test_no_credentials_at_all_is_e109(
 
     expansion = expand(["s3://readable/x.md"], load_source_settings())
 
-    assert [item.code for item in expansion.rejected] == ["E111"]
+    assert [item.code for item in expansion.rejected] == ["E112"]

@@ -1,6 +1,6 @@
 """Retention (``DOCLANE_RESULT_RETENTION``): the reconciler's sweep deletes results older than
 the cutoff, in bounded batches, and nothing younger; the job keeps its state and history, and
-reading its result answers E112."""
+reading its result answers E113."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_old_results_go_young_ones_stay_and_the_job_says_expired(
     assert store.get_result(young.id, "md") == "# result md"
     with pytest.raises(ResultsExpired) as gone:
         store.get_result(old.id, "md")
-    assert gone.value.code == "E112"
+    assert gone.value.code == "E113"
     after = store.get_job(old.id)
     assert after is not None and after.state is JobState.SUCCEEDED
     notes = [e.detail for e in store.events(old.id) if e.kind is EventKind.NOTE]
