@@ -576,6 +576,16 @@ CREATE TABLE public.job_state_transitions (
 COMMENT ON TABLE public.job_state_transitions IS 'The legal job state transitions; jobs_guard_update() refuses every other change of state.';
 
 --
+-- Name: result_expiries; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.result_expiries (
+    job_id uuid NOT NULL,
+    expired_at timestamp with time zone DEFAULT now() NOT NULL,
+    formats text[] NOT NULL
+);
+
+--
 -- Name: results; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -583,12 +593,18 @@ CREATE TABLE public.results (
     job_id uuid NOT NULL,
     format text NOT NULL,
     attempt integer NOT NULL,
-    content text NOT NULL,
+    content text,
     size_bytes bigint GENERATED ALWAYS AS (octet_length(content)) STORED,
     created_at timestamp with time zone DEFAULT now() NOT NULL,
     engine text,
+    object_uri text,
+    object_size bigint,
+    object_sha256 text,
     CONSTRAINT results_attempt_check CHECK ((attempt > 0)),
-    CONSTRAINT results_format_check CHECK ((format <> ''::text))
+    CONSTRAINT results_content_or_object CHECK ((((content IS NOT NULL) AND (object_uri IS NULL)) OR ((content IS NULL) AND (object_uri IS NOT NULL) AND (object_size IS NOT NULL) AND (object_sha256 IS NOT NULL)))),
+    CONSTRAINT results_format_check CHECK ((format <> ''::text)),
+    CONSTRAINT results_object_sha256_check CHECK ((object_sha256 ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT results_object_size_check CHECK ((object_size >= 0))
 );
 ALTER TABLE ONLY public.results ALTER COLUMN content SET COMPRESSION lz4;
 
@@ -684,6 +700,13 @@ ALTER TABLE ONLY public.job_state_transitions
 
 ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+--
+-- Name: result_expiries result_expiries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.result_expiries
+    ADD CONSTRAINT result_expiries_pkey PRIMARY KEY (job_id);
 
 --
 -- Name: results results_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -805,6 +828,18 @@ CREATE INDEX jobs_submission_idx ON public.jobs USING btree (submission_id, crea
 CREATE INDEX jobs_waiting_idx ON public.jobs USING btree (GREATEST(next_attempt_at, updated_at)) WHERE (state = ANY (ARRAY['queued'::text, 'retrying'::text]));
 
 --
+-- Name: results_created_at_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX results_created_at_idx ON public.results USING btree (created_at);
+
+--
+-- Name: results_object_uri_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX results_object_uri_idx ON public.results USING btree (object_uri) WHERE (object_uri IS NOT NULL);
+
+--
 -- Name: webhook_deliveries_dead_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -882,6 +917,13 @@ CREATE TRIGGER results_refuse_update BEFORE UPDATE ON public.results FOR EACH RO
 
 ALTER TABLE ONLY public.job_events
     ADD CONSTRAINT job_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+--
+-- Name: result_expiries result_expiries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.result_expiries
+    ADD CONSTRAINT result_expiries_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
 
 --
 -- Name: results results_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

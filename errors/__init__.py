@@ -16,7 +16,10 @@ runtime, E4xx store) and the catalog's
     │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
     │   ├── JobNotFound           E108  no job has this id (API 404)
     │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
-    │   └── InvalidOption         E110  a conversion option (page range, password variable)
+    │   ├── InvalidOption         E110  a conversion option (page range, password variable)
+    │   ├── ObjectNotFound        E111  s3://: no such bucket or key
+    │   ├── ObjectAccessDenied    E112  s3://: the credentials are refused
+    │   └── ResultsExpired        E113  the results were deleted by retention
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -45,7 +48,8 @@ runtime, E4xx store) and the catalog's
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
     │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
-        └── DatabaseUnavailable   E401                                         retryable
+        ├── DatabaseUnavailable   E401                                         retryable
+        └── ResultStoreUnavailable E402 the object store of results failed    retryable
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -76,7 +80,8 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     │                                               pybreaker would swallow)
     ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
     │                                               cannot be shown (not guessed)
-    └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+    ├── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
+    └── TooLarge               pipeline.objects     an object's body passed the cap (made E103)
 
 Control flow that never leaves its module is not drawn: ``NotBatchable``
 (``pipeline.processing.batching``, raised and caught there when a batch must fall back to
@@ -109,12 +114,16 @@ from errors._tree import (
     MethodNotFound,
     MissingCapability,
     NotInitialized,
+    ObjectAccessDenied,
+    ObjectNotFound,
     OutputSchemaMismatch,
     ParseError,
     PathOutsideRoots,
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
+    ResultsExpired,
+    ResultStoreUnavailable,
     RoleForbidden,
     ServerCannotReach,
     ServerUnavailable,
@@ -156,12 +165,16 @@ __all__ = [
     "MethodNotFound",
     "MissingCapability",
     "NotInitialized",
+    "ObjectAccessDenied",
+    "ObjectNotFound",
     "OutputSchemaMismatch",
     "ParseError",
     "PathOutsideRoots",
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
+    "ResultStoreUnavailable",
+    "ResultsExpired",
     "RoleForbidden",
     "ServerCannotReach",
     "ServerUnavailable",

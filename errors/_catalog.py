@@ -75,6 +75,27 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
+        "E111",
+        "object not found",
+        "The object store has no such bucket or key.",
+        "Check the s3:// address, and AWS_ENDPOINT_URL for an S3-compatible server.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E112",
+        "object store access denied",
+        "The object store refused doclane's credentials for this bucket or key.",
+        "Grant the key pair in AWS_ACCESS_KEY_ID read and list rights on the bucket.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E113",
+        "results expired",
+        "The job succeeded, but its results are older than the retention and were deleted.",
+        "Submit the document again with --no-dedup, or raise DOCLANE_RESULT_RETENTION.",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",
@@ -264,6 +285,13 @@ _ENTRIES = (
         "Fix the option (a page range such as 1-5 or 3; a password's environment variable "
         "name, set on the workers).",
         retryable=False,
+    ),
+    CatalogEntry(
+        "E402",
+        "result store unavailable",
+        "The object store that keeps results could not be reached or failed.",
+        "Retried automatically; check DOCLANE_RESULT_STORE, AWS_ENDPOINT_URL and the credentials.",
+        retryable=True,
     ),
 )
 

@@ -149,6 +149,24 @@ class InvalidOption(InputError):
     code = "E110"
 
 
+class ObjectNotFound(InputError):
+    """An ``s3://`` source names a bucket or key the object store does not have."""
+
+    code = "E111"
+
+
+class ObjectAccessDenied(InputError):
+    """The object store refused the credentials doclane holds for an ``s3://`` source."""
+
+    code = "E112"
+
+
+class ResultsExpired(InputError):
+    """The job succeeded, but its results were deleted by the retention sweep."""
+
+    code = "E113"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""
@@ -287,6 +305,12 @@ class StoreError(PipelineError):
 
 class DatabaseUnavailable(StoreError):
     code = "E401"
+
+
+class ResultStoreUnavailable(StoreError):
+    """The object store that keeps results (``DOCLANE_RESULT_STORE=s3://...``) failed."""
+
+    code = "E402"
 
 
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:

@@ -20,4 +20,5 @@ pytest_plugins = [
     "tests.fixtures.brokers",
     "tests.fixtures.workers",
     "tests.fixtures.api_server",
+    "tests.fixtures.object_store",
 ]

@@ -77,6 +77,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         403: "the token's role does not allow this request (E109)",
         404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
+        410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
         422: "invalid parameters, or every source refused (E1xx)",
@@ -223,7 +224,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
     )
     def result(job_id: UUID, fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")]) -> Response:
-        """One result of a succeeded job, streamed from the database as stored."""
+        """One result of a succeeded job, streamed from the result store as stored."""
         return stream_result(ctx.store, job_id, fmt)
 
     @router.post(

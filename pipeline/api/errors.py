@@ -64,12 +64,12 @@ def error_response(
 
 
 #: Catalog codes whose HTTP status is not their family's.
-_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403}
+_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403, "E113": 410}
 
 
 def catalog_status(exc: PipelineError) -> int:
-    """E103 413, E108 404, E109 403; other input errors 422; the database or a server down
-    503; the rest 502."""
+    """E103 413, E108 404, E109 403, E113 410 (the results are gone for good); other input
+    errors 422; the database or a server down 503; the rest 502."""
     if exc.code in _STATUS_OF_CODE:
         return _STATUS_OF_CODE[exc.code]
     if exc.code.startswith("E1"):

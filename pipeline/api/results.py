@@ -1,4 +1,5 @@
-"""``GET /v1/jobs/{id}/result/{format}``: a result streamed from PostgreSQL as it is read.
+"""``GET /v1/jobs/{id}/result/{format}``: a result streamed from the result store as it is read
+(PostgreSQL, or the object store of ``DOCLANE_RESULT_STORE``); 410 with E113 once it expired.
 
 The store's ``write_result`` copies a result's bytes out of the database (binary COPY) into a
 file-like object; here that object hands each piece to the response through a small bounded
@@ -56,6 +57,7 @@ def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
         if job is None:
             raise no_job(job_id)
         if job.state is JobState.SUCCEEDED:
+            store.check_not_expired(job_id, fmt)  # E113, answered 410 Gone
             raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
         raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")
     pipe = _Pipe()

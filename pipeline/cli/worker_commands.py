@@ -57,7 +57,8 @@ def beat_command(
 
 @app.command()
 def reconcile(as_json: bool = AS_JSON) -> None:
-    """One reconciler pass now: requeue expired leases, republish lost messages."""
+    """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
+    results and orphaned result objects."""
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
     if as_json:
@@ -67,7 +68,8 @@ def reconcile(as_json: bool = AS_JSON) -> None:
         typer.echo(
             f"requeued {len(report.requeued)} expired lease(s), failed {len(report.failed)} "
             f"on their last attempt, published {len(report.republished)} message(s), "
-            f"swept {len(report.swept)} leftover download(s)"
+            f"swept {len(report.swept)} leftover download(s), expired {len(report.expired)} "
+            f"result(s), deleted {len(report.orphans)} orphaned result object(s)"
             + (f", {failures} publish failure(s)" if failures else "")
         )
     if report.publish_failures:

@@ -15,7 +15,10 @@ pass does two sweeps, each a bounded batch that is safe to run from several proc
    a retrying job before its due time), and the loser of a race finds nothing to claim.
 
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
-left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox.
+left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
+older than ``DOCLANE_RESULT_RETENTION`` (their jobs keep their rows and history and say
+"expired"); and deletes result objects no row names (uploaded by a worker killed before its
+commit), once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``. Each is a bounded batch.
 
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
 """
@@ -23,21 +26,39 @@ Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` r
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from errors import ResultStoreUnavailable
 from pipeline.jobs.publishing import publish_all
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
 from pipeline.store import JobStore
 
 log = logging.getLogger("doclane.reconcile")
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_duration(value: Any) -> Any:
+    """``30d`` -> 30 days; ``off``/empty -> None; anything else is left to pydantic."""
+    if isinstance(value, str):
+        if value.strip().lower() in ("", "off", "none"):
+            return None
+        match = _DURATION.match(value.lower())
+        if match is None:
+            raise ValueError(f"not a duration: {value!r} (say 30d, 12h, 90m, 45s or 2w)")
+        return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+    return value
 
 
 class ReconcileSettings(BaseSettings):
@@ -54,6 +75,12 @@ class ReconcileSettings(BaseSettings):
     reconcile_batch: int = Field(default=1000, ge=1)
     #: A scratch folder or partial download younger than this is never swept.
     reconcile_scratch_min_age_s: float = Field(default=60.0, ge=0)
+    #: An object under DOCLANE_RESULT_STORE's prefix that no result names is deleted once it is
+    #: older than this (younger, its job's commit may still be coming).
+    reconcile_orphan_min_age_s: float = Field(default=3600.0, ge=0)
+    #: Results older than this are deleted, a batch per pass (their jobs say "expired"):
+    #: a duration such as ``30d``, ``12h``, ``90m`` (s, m, h, d, w); empty or ``off``: kept.
+    result_retention: Annotated[timedelta | None, BeforeValidator(parse_duration)] = None
 
 
 def load_reconcile_settings(**overrides: Any) -> ReconcileSettings:
@@ -70,6 +97,10 @@ class ReconcileReport:
     busy_queues: list[str] = field(default_factory=list)
     #: Scratch folders and partial downloads of attempts that no longer run, removed.
     swept: list[Path] = field(default_factory=list)
+    #: Result objects no row names (a commit that never came), deleted.
+    orphans: list[str] = field(default_factory=list)
+    #: Results older than DOCLANE_RESULT_RETENTION, deleted: (job id, format).
+    expired: list[tuple[UUID, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -83,6 +114,8 @@ class ReconcileReport:
             "publish_failures": {str(k): v for k, v in self.publish_failures.items()},
             "busy_queues": list(self.busy_queues),
             "swept": [str(p) for p in self.swept],
+            "orphan_objects": list(self.orphans),
+            "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
         }
 
 
@@ -100,6 +133,26 @@ def _busy_queues(publisher: Publisher) -> list[str]:
     return busy
 
 
+def _sweep_results(store: JobStore, cfg: ReconcileSettings, report: ReconcileReport) -> None:
+    """Retention, then orphaned result objects, a bounded batch each; an object store that
+    fails (E402) is logged and tried again next pass, never stopping the job sweeps."""
+    try:
+        if cfg.result_retention is not None:
+            cutoff = datetime.now(UTC) - cfg.result_retention
+            report.expired = store.expire_results(cutoff, limit=cfg.reconcile_batch)
+        report.orphans = store.sweep_result_orphans(
+            min_age=timedelta(seconds=cfg.reconcile_orphan_min_age_s), limit=cfg.reconcile_batch
+        )
+    except ResultStoreUnavailable as exc:
+        log.warning("result sweeps skipped this pass: %s", exc)
+    if report.expired or report.orphans:
+        log.info(
+            "results: %d expired, %d orphaned object(s) deleted",
+            len(report.expired),
+            len(report.orphans),
+        )
+
+
 def reconcile_once(
     store: JobStore,
     publisher: Publisher,
@@ -115,6 +168,7 @@ def reconcile_once(
         report.swept = sweep_scratch(
             inbox_dir, store.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
         )
+    _sweep_results(store, cfg, report)
     expired = store.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)

@@ -3,7 +3,8 @@
 The file may have changed or vanished since submission, so it is validated again (E1xx fails
 the job without calling a server). A URL is fetched by the worker itself into a scratch folder
 of this attempt (``inbox/job-<id>-<attempt>/``) unless the server fetches URLs
-(``DOCLANE_URL_MODE=server``); the folder is removed when the attempt ends, and the reconciler
+(``DOCLANE_URL_MODE=server``; an ``s3://`` object is always fetched by the worker); the
+folder is removed when the attempt ends, and the reconciler
 sweeps the ones a killed worker left behind.
 """
 
@@ -15,8 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeline.jobs import Job, SourceKind
+from pipeline.objects import is_object_address
 from pipeline.processing.journal import AttemptJournal
-from pipeline.sources import Downloader, SourceInfo, SourceSettings, check_url, validate_file
+from pipeline.sources import (
+    Downloader,
+    ObjectSources,
+    SourceInfo,
+    SourceSettings,
+    check_url,
+    validate_file,
+)
 from pipeline.sources.pathmap import PathMap
 
 log = logging.getLogger("doclane.processor")
@@ -48,10 +57,13 @@ class SourcePreparer:
         settings: SourceSettings,
         path_map: PathMap,
         downloader: Downloader | None = None,
+        objects: ObjectSources | None = None,
     ) -> None:
         self.settings = settings
         self.path_map = path_map
         self.downloader = downloader
+        #: Built on the first ``s3://`` job, so a fleet without one needs no credentials.
+        self.objects = objects
 
     def prepare(self, job: Job, journal: AttemptJournal) -> PreparedSource:
         """The source as the server must see it; E1xx when it is refused."""
@@ -62,6 +74,8 @@ class SourcePreparer:
                 journal.source(info)
             return PreparedSource(info)
         url = job.fetch_uri
+        if is_object_address(url):
+            return self._fetch_object(job, url, journal)
         if self.settings.url_mode == "server":
             return PreparedSource(check_url(url, self.settings))
         scratch = scratch_folder(self.settings.inbox_dir, job)
@@ -75,5 +89,19 @@ class SourcePreparer:
             if downloader is not self.downloader:
                 downloader.close()
         log.info("downloaded %s: %s bytes", job.source_uri, info.size_bytes)
+        journal.source(info)
+        return PreparedSource(info, scratch=scratch)
+
+    def _fetch_object(self, job: Job, uri: str, journal: AttemptJournal) -> PreparedSource:
+        """An ``s3://`` object, into this attempt's scratch folder as a download would be."""
+        scratch = scratch_folder(self.settings.inbox_dir, job)
+        if self.objects is None:
+            self.objects = ObjectSources(self.settings)
+        try:
+            info = self.objects.fetch(uri, scratch, self.path_map)
+        except BaseException:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        log.info("fetched %s: %s bytes", job.source_uri, info.size_bytes)
         journal.source(info)
         return PreparedSource(info, scratch=scratch)

@@ -8,9 +8,11 @@ name the source and the reason::
     validate_file(path, settings) -> SourceInfo        # E101 E102 E103 E105 E106
     check_url(url, settings) -> SourceInfo             # E104 (scheme, address), E101/E107 (DNS)
     Downloader(settings).download(url, inbox) -> SourceInfo   # + E103 E106 E102 on the body
+    ObjectSources(settings).fetch("s3://bucket/key", inbox, path_map)  # E111 E112 E107 + same
     settings.path_mapper().to_server_path(p) / .to_worker_path(p)
 
-Import rules: ``errors``, httpx/httpcore and pydantic-settings only; no store, no Celery.
+Import rules: ``errors``, httpx/httpcore, pydantic-settings and ``pipeline.objects`` only; no
+store, no Celery.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pipeline.sources.expand import expand
 from pipeline.sources.formats import DocumentFormat, format_for_name
 from pipeline.sources.local import validate_file
 from pipeline.sources.models import Candidate, Expansion, Rejected, SourceInfo
+from pipeline.sources.objects import ObjectSources
 from pipeline.sources.pathmap import PathMap, PathMapError, PathMapping
 from pipeline.sources.settings import SourceSettings, UrlMode, load_source_settings
 from pipeline.sources.urls import check_url, looks_like_url
@@ -40,6 +43,7 @@ __all__ = [
     "DocumentFormat",
     "Downloader",
     "Expansion",
+    "ObjectSources",
     "PathMap",
     "PathMapError",
     "PathMapping",

@@ -26,6 +26,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import BinaryIO, Final
@@ -47,6 +48,7 @@ from pipeline.sources.addresses import AddressPolicy, Resolver, system_resolver
 from pipeline.sources.formats import (
     HEAD_BYTES,
     UTF8_FORMATS,
+    DocumentFormat,
     FormatMismatch,
     detect_download_format,
 )
@@ -201,37 +203,14 @@ class Downloader:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > maximum:
             check_size(int(declared), maximum, url)
-        fd, temp_name = tempfile.mkstemp(dir=inbox, prefix=PARTIAL_PREFIX, suffix=PARTIAL_SUFFIX)
-        temp = Path(temp_name)
-        try:
-            # mkstemp makes it 0600; the server (often another user or container) must read it.
-            os.fchmod(fd, DOWNLOAD_MODE)
-            with os.fdopen(fd, "w+b") as part:
-                digest, size = self._stream_body(url, response, part, maximum, deadline)
-                check_size(size, maximum, url)
-                part.seek(0)
-                head = part.read(HEAD_BYTES)
-                try:
-                    fmt = detect_download_format(
-                        head,
-                        part,
-                        content_type=response.headers.get("content-type"),
-                        url_path=response.url.path,
-                    )
-                except FormatMismatch as exc:
-                    raise UnsupportedFormat(
-                        f"{url}: {exc}", detail={"source": url, "reason": str(exc)}
-                    ) from None
-                if fmt in UTF8_FORMATS:
-                    part.seek(0)
-                    hash_stream(part, fmt, maximum, url)  # the whole text must be UTF-8
-                part.flush()
-                os.fsync(part.fileno())
-            final = inbox / f"{digest[:16]}-{_safe_stem(response.url)}{fmt.suffix}"
-            os.replace(temp, final)
-        except BaseException:
-            temp.unlink(missing_ok=True)
-            raise
+        final, fmt, digest, size = keep_download(
+            inbox,
+            url,
+            lambda part: self._stream_body(url, response, part, maximum, deadline),
+            maximum=maximum,
+            content_type=response.headers.get("content-type"),
+            name_path=response.url.path,
+        )
         return SourceInfo(
             kind="url",
             uri=url,
@@ -267,6 +246,49 @@ class Downloader:
         except httpx.HTTPError as exc:
             raise _unreadable(url, f"the body could not be read ({exc})", exc) from exc
         return digest.hexdigest(), size
+
+
+def keep_download(
+    inbox: Path,
+    label: str,
+    fill: Callable[[BinaryIO], tuple[str, int]],
+    *,
+    maximum: int,
+    content_type: str | None,
+    name_path: str,
+) -> tuple[Path, DocumentFormat, str, int]:
+    """Fill a hidden partial file in ``inbox`` (``fill`` writes the body and returns its sha256
+    and size), check it is a document, and rename it to its content-addressed name:
+    (final path, format, sha256, size). Nothing partial is left behind, whatever fails."""
+    fd, temp_name = tempfile.mkstemp(dir=inbox, prefix=PARTIAL_PREFIX, suffix=PARTIAL_SUFFIX)
+    temp = Path(temp_name)
+    try:
+        # mkstemp makes it 0600; the server (often another user or container) must read it.
+        os.fchmod(fd, DOWNLOAD_MODE)
+        with os.fdopen(fd, "w+b") as part:
+            digest, size = fill(part)
+            check_size(size, maximum, label)
+            part.seek(0)
+            head = part.read(HEAD_BYTES)
+            try:
+                fmt = detect_download_format(
+                    head, part, content_type=content_type, url_path=name_path
+                )
+            except FormatMismatch as exc:
+                raise UnsupportedFormat(
+                    f"{label}: {exc}", detail={"source": label, "reason": str(exc)}
+                ) from None
+            if fmt in UTF8_FORMATS:
+                part.seek(0)
+                hash_stream(part, fmt, maximum, label)  # the whole text must be UTF-8
+            part.flush()
+            os.fsync(part.fileno())
+        final = inbox / f"{digest[:16]}-{safe_stem(name_path)}{fmt.suffix}"
+        os.replace(temp, final)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return final, fmt, digest, size
 
 
 def download(
@@ -312,8 +334,8 @@ def _peer_address(response: httpx.Response) -> str | None:
     return str(peer[0]) if peer else None
 
 
-def _safe_stem(url: httpx.URL) -> str:
-    """A readable, harmless name from the URL's last path segment ("report" for /a/report.pdf)."""
-    stem = PurePosixPath(unquote(url.path)).stem
+def safe_stem(path: str) -> str:
+    """A readable, harmless name from a URL path's last segment ("report" for /a/report.pdf)."""
+    stem = PurePosixPath(unquote(path)).stem
     cleaned = _SAFE_NAME.sub("-", stem).strip(".-")[:60]
     return cleaned or "download"

@@ -1,4 +1,5 @@
-"""Expanding a submission (files, folders, globs, URLs) into sources that may become jobs.
+"""Expanding a submission (files, folders, globs, URLs, ``s3://`` objects and prefixes) into
+sources that may become jobs.
 
 What the submitter names explicitly is judged strictly: a named ``notes.txt`` is rejected with
 E102, because they asked for it. What a folder or a glob merely contains is judged leniently:
@@ -24,10 +25,12 @@ from typing import Final
 import httpx
 
 from errors import InputError, SourceNotFound
+from pipeline.objects import is_object_address
 from pipeline.sources.addresses import Resolver
 from pipeline.sources.formats import format_for_name
 from pipeline.sources.local import check_allowed_roots, validate_file
 from pipeline.sources.models import Candidate, Expansion, Rejected
+from pipeline.sources.objects import ObjectSources
 from pipeline.sources.pathmap import PathMap
 from pipeline.sources.settings import SourceSettings
 from pipeline.sources.urls import check_url, looks_like_url
@@ -47,8 +50,11 @@ class _Expander:
         resolver: Resolver | None,
         path_map: PathMap,
         on_item: Callable[[Candidate | Rejected], None] | None = None,
+        *,
+        objects: ObjectSources | None = None,
     ) -> None:
         self.settings = settings
+        self.objects = objects if objects is not None else ObjectSources(settings)
         self.cwd = cwd
         self.resolver = resolver
         self.path_map = path_map
@@ -69,6 +75,9 @@ class _Expander:
                     detail={"source": shown, "reason": "NUL byte"},
                 ),
             )
+        elif is_object_address(text):
+            if self._first("object:" + text):
+                self.objects.expand(source, self._emit, self.result.skip)
         elif looks_like_url(text):
             self._url(source, text)
         else:
@@ -198,6 +207,7 @@ def expand(
     resolver: Resolver | None = None,
     path_map: PathMap | None = None,
     on_item: Callable[[Candidate | Rejected], None] | None = None,
+    objects: ObjectSources | None = None,
 ) -> Expansion:
     """Turn what a submitter named into candidates and rejections, one rejection never stopping
     the rest. Files are fully validated (and hashed); URLs are pre-checked (scheme, addresses).
@@ -205,6 +215,8 @@ def expand(
     With ``on_item`` each candidate or rejection is handed over as soon as it is known, in the
     same order, and not kept (the result then only counts what was skipped and found twice):
     a submitter of a million files has the first ones converting while it hashes the rest.
+    ``s3://`` sources go through ``objects`` (by default one built from the AWS_* environment
+    the first time one is named).
     """
     expander = _Expander(
         settings,
@@ -212,6 +224,7 @@ def expand(
         resolver,
         path_map if path_map is not None else settings.path_mapper(),
         on_item,
+        objects=objects,
     )
     for source in sources:
         expander.source(source)

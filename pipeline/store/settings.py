@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.store.migrations import packaged_migrations_dir
@@ -44,6 +44,22 @@ class StoreSettings(BaseSettings):
     #: Where the numbered SQL files are: by default those shipped with doclane (the checkout's
     #: migrations/ folder, or its installed copy).
     migrations_dir: Path = DEFAULT_MIGRATIONS_DIR
+    #: Where results are kept: ``postgres`` (in the results table) or ``s3://bucket/prefix``
+    #: (one object per result, its key, size and sha256 in PostgreSQL; credentials and endpoint
+    #: from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_DEFAULT_REGION, AWS_ENDPOINT_URL).
+    result_store: str = "postgres"
+
+    @field_validator("result_store")
+    @classmethod
+    def _check_result_store(cls, value: str) -> str:
+        from pipeline.objects import ObjectAddress, is_object_address
+
+        if value == "postgres":
+            return value
+        if not is_object_address(value):
+            raise ValueError("DOCLANE_RESULT_STORE is `postgres` or `s3://bucket/prefix`")
+        ObjectAddress.parse(value)  # E104 (a ValueError's sibling) names what is wrong
+        return value
 
     def conninfo(self) -> str:
         return self.database_url.get_secret_value()

@@ -22,8 +22,10 @@ from every method; the pool replaces dead connections once the database is back.
 
 from __future__ import annotations
 
+import io
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime, timedelta
 from typing import Any, BinaryIO
 from uuid import UUID, uuid4
@@ -32,7 +34,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from errors import PipelineError
+from errors import PipelineError, ResultsExpired
 from pipeline.jobs import (
     Cancellation,
     CreatedJob,
@@ -47,6 +49,7 @@ from pipeline.jobs import (
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.large_values import copy_results_in, copy_single_value
 from pipeline.store.queries import query
+from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import (
     COPY_JOB_TYPES,
     CallEvent,
@@ -60,6 +63,8 @@ from pipeline.store.rows import (
     jsonb,
 )
 from pipeline.store.settings import StoreSettings, load_store_settings
+
+log = logging.getLogger("doclane.store")
 
 #: Results up to this many characters in all go to ``finish_attempt`` as parameters, one
 #: statement; larger ones by COPY a slice at a time (a parameter holds the whole text twice).
@@ -79,14 +84,27 @@ class JobStore:
     """Jobs, results and their trail in PostgreSQL, through one connection pool."""
 
     def __init__(
-        self, settings: StoreSettings | None = None, *, explain_missing_schema: bool = False
+        self,
+        settings: StoreSettings | None = None,
+        *,
+        explain_missing_schema: bool = False,
+        result_objects: ObjectResults | None = None,
     ) -> None:
         """With ``explain_missing_schema``, a call that meets no doclane table or function
         raises E401 saying to run ``doclane db migrate`` (what the commands people type want)
-        instead of psycopg's own error."""
+        instead of psycopg's own error. ``result_objects`` is where results go when
+        ``DOCLANE_RESULT_STORE`` names an object store (by default built from it on first use)."""
         self.settings = settings or load_store_settings()
         self._pool: ConnectionPool = create_pool(self.settings)
         self._explain_missing_schema = explain_missing_schema
+        self._result_objects = result_objects
+
+    @property
+    def result_objects(self) -> ObjectResults | None:
+        """The object half of the result store, or None when results live in PostgreSQL."""
+        if self._result_objects is None and self.settings.result_store != "postgres":
+            self._result_objects = ObjectResults(self.settings.result_store)
+        return self._result_objects
 
     def close(self) -> None:
         self._pool.close()
@@ -289,6 +307,10 @@ class JobStore:
         """
         if not results:
             raise ValueError("finish() needs the results of the job's formats")
+        if self.result_objects is not None:
+            return self._finish_with_objects(
+                self.result_objects, job_id, attempt, results, calls=calls, note=note, origin=origin
+            )
         if sum(len(content) for content in results.values()) <= INLINE_RESULTS_MAX_CHARS:
             return self._finish_inline(
                 job_id, attempt, results, calls=calls, note=note, origin=origin
@@ -306,6 +328,50 @@ class JobStore:
             _check_formats(job_id, row[0], results)
             with conn.cursor().copy(query("copy_results")) as copy:
                 copy_results_in(copy, job_id, attempt, results)
+        return True
+
+    def _finish_with_objects(
+        self,
+        objects: ObjectResults,
+        job_id: UUID,
+        attempt: int,
+        results: Mapping[str, str],
+        *,
+        calls: Sequence[CallEvent],
+        note: Mapping[str, Any] | None,
+        origin: str | None,
+    ) -> bool:
+        """:meth:`finish` with the results uploaded first, then committed by address (see
+        ``result_objects``): "succeeded" is never committed before its objects exist."""
+        stored = objects.put(job_id, attempt, results)
+        params: dict[str, Any] = {"job_id": job_id, "attempt": attempt, "origin": origin}
+        with self._connection("storing results") as conn, conn.transaction():
+            with conn.pipeline():
+                self._insert_calls(conn, job_id, attempt, calls)
+                if note is not None:
+                    detail = {"job_id": job_id, "attempt": attempt, "detail": jsonb(note)}
+                    conn.execute(query("insert_note"), detail)
+                row = conn.execute(query("mark_succeeded"), params).fetchone()
+            if row is not None:
+                _check_formats(job_id, row[0], results)
+                conn.cursor().executemany(
+                    query("insert_result_object"),
+                    [
+                        {
+                            "job_id": job_id,
+                            "attempt": attempt,
+                            "format": item.format,
+                            "object_uri": item.uri,
+                            "object_size": item.size,
+                            "object_sha256": item.sha256,
+                        }
+                        for item in stored
+                    ],
+                )
+        if row is None:  # a stale attempt: what it uploaded is nobody's (else the sweep's)
+            with suppress(PipelineError):
+                objects.delete([item.uri for item in stored])
+            return False
         return True
 
     def _finish_inline(
@@ -459,22 +525,83 @@ class JobStore:
         return [ResultInfo.model_validate(row) for row in rows]
 
     def get_result(self, job_id: UUID, fmt: str) -> str | None:
-        """One result's content as a ``str`` (one copy in memory besides the driver's buffer)."""
+        """One result's content as a ``str`` (from PostgreSQL: one copy in memory besides the
+        driver's buffer); ``None`` when there is no such result, E113 when it expired."""
+        params = {"job_id": job_id, "format": fmt}
         with self._connection("reading a result") as conn:
-            row = conn.execute(query("get_result"), {"job_id": job_id, "format": fmt}).fetchone()
-        return row[0] if row else None
+            row = conn.execute(query("result_location"), params).fetchone()
+            if row is not None and row[0] is None:
+                content = conn.execute(query("get_result"), params).fetchone()
+                return content[0] if content else None
+        if row is None:
+            self.check_not_expired(job_id, fmt)
+            return None
+        out = io.BytesIO()
+        self._objects_for(row[0]).write(row[0], out)
+        return out.getvalue().decode()
 
     def write_result(self, job_id: UUID, fmt: str, out: BinaryIO) -> int | None:
-        """Write one result's UTF-8 bytes to ``out`` without decoding it into a ``str``: the
-        content goes from the driver's buffer to ``out`` (binary COPY). Bytes written, or
-        ``None`` when there is no such result."""
+        """Write one result's UTF-8 bytes to ``out`` without decoding it into a ``str``, from
+        wherever it is kept: PostgreSQL's (binary COPY, from the driver's buffer to ``out``)
+        or the object store's (streamed). Bytes written; ``None`` when there is no such result;
+        :class:`errors.ResultsExpired` (E113) when the retention sweep deleted it."""
         params = {"job_id": job_id, "format": fmt}
-        with (
-            self._connection("reading a result") as conn,
-            conn.cursor() as cur,
-            cur.copy(query("copy_result_out"), params) as copy,
-        ):
-            return copy_single_value(copy, out)
+        with self._connection("reading a result") as conn:
+            row = conn.execute(query("result_location"), params).fetchone()
+            if row is None:
+                self.check_not_expired(job_id, fmt)
+                return None
+            if row[0] is None:
+                with conn.cursor() as cur, cur.copy(query("copy_result_out"), params) as copy:
+                    return copy_single_value(copy, out)
+        return self._objects_for(row[0]).write(row[0], out)
+
+    def _objects_for(self, uri: str) -> ObjectResults:
+        """The result store's objects; one under another root (kept before the setting
+        changed) is still read, through a store built for it."""
+        return self.result_objects or ObjectResults(uri)
+
+    def check_not_expired(self, job_id: UUID, fmt: str | None = None) -> None:
+        """E113 when the retention sweep deleted this job's results (``fmt``: that one)."""
+        rows = self._fetch_rows("reading a result", query("result_expiry"), {"job_id": job_id})
+        if rows and (fmt is None or fmt in rows[0]["formats"]):
+            at = rows[0]["expired_at"]
+            raise ResultsExpired(
+                f"job {job_id}: its results expired on {at:%Y-%m-%d %H:%M} UTC "
+                "(DOCLANE_RESULT_RETENTION) and were deleted",
+                detail={"job_id": str(job_id), "expired_at": at.isoformat()},
+            )
+
+    def expire_results(self, cutoff: datetime, *, limit: int) -> list[tuple[UUID, str]]:
+        """The retention sweep's batch: up to ``limit`` results created before ``cutoff``
+        deleted, oldest first, and their jobs marked expired (a note in each history). Objects
+        are deleted after the commit; one that cannot be is left to the orphan sweep, since no
+        row names it any more. The (job id, format) pairs deleted."""
+        params = {"cutoff": cutoff, "limit": limit}
+        rows = self._fetch_rows("expiring results", query("expire_results"), params)
+        uris = [row["object_uri"] for row in rows if row["object_uri"]]
+        if uris:
+            try:
+                self._objects_for(uris[0]).delete(uris)
+            except PipelineError as exc:
+                log.warning("expired objects stay for the orphan sweep: %s", exc)
+        return [(row["job_id"], row["format"]) for row in rows]
+
+    def sweep_result_orphans(self, *, min_age: timedelta, limit: int) -> list[str]:
+        """Delete objects under the result store's prefix that no row names and that are older
+        than ``min_age`` (uploads whose commit never came), among ``limit`` listed keys."""
+        objects = self.result_objects
+        if objects is None:
+            return []
+
+        def referenced(uris: list[str]) -> set[str]:
+            found = self._fetch_rows("finding orphans", query("referenced_objects"), {"uris": uris})
+            return {row["object_uri"] for row in found}
+
+        orphans = objects.orphans(referenced, min_age=min_age, limit=limit)
+        if orphans:
+            objects.delete(orphans)
+        return orphans
 
     # ---- admin --------------------------------------------------------------------------------
     def count_in_flight(self) -> dict[JobState, int]:

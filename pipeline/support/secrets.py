@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -154,9 +155,18 @@ class Masker:
         return error
 
 
+#: Secrets boto3 reads from the environment for the object store: known by value, so a text that
+#: quotes one (an exception, a debug line) never shows it.
+OBJECT_STORE_SECRETS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+
+
 def load_masker(settings: SecretSettings | None = None) -> Masker:
-    """A masker from ``settings`` (by default, the environment as it is now)."""
-    return Masker((settings or load_secret_settings()).secret_query_params)
+    """A masker from ``settings`` (by default, the environment as it is now), knowing the
+    object store's secrets of the environment by value."""
+    masker = Masker((settings or load_secret_settings()).secret_query_params)
+    for name in OBJECT_STORE_SECRETS:
+        masker = masker.knowing(os.environ.get(name))
+    return masker
 
 
 def mask_known(text: str, known: Mapping[str, str]) -> str:

@@ -50,3 +50,12 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_cli_and_the_worker_load_no_boto3_until_they_meet_s3() -> None:
+    probe = (
+        "import sys, pipeline.cli, pipeline.store, pipeline.sources, workers.app; "
+        "print(sorted(m for m in ('boto3', 'boto3.s3.transfer') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

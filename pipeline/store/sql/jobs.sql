@@ -11,11 +11,13 @@ FROM STDIN (FORMAT binary)
 
 -- name: find_succeeded_by_content
 -- Dedup candidates: the newest succeeded job per (content, profile, options, formats) among
--- the given hashes; the caller matches profile, options and formats exactly.
+-- the given hashes; the caller matches profile, options and formats exactly. A job whose
+-- results expired (retention) has nothing to give: it is no candidate.
 SELECT DISTINCT ON (content_sha256, profile, options, formats)
        id, content_sha256, profile, options, formats
 FROM jobs
 WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
+  AND NOT EXISTS (SELECT 1 FROM result_expiries x WHERE x.job_id = jobs.id)
 ORDER BY content_sha256, profile, options, formats, finished_at DESC
 
 -- name: get_job

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from pipeline.jobs import JobState
+from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
+from tests.integration.store.builders import job_in_state
 
 
 @pytest.fixture
@@ -103,6 +107,22 @@ def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> Non
         body = response.json()
         assert (response.status_code, body["error"]["code"]) == (status, code), body
         assert set(body["error"]) == {"code", "title", "message", "action", "retryable", "detail"}
+
+
+def test_a_result_expired_by_retention_is_410_with_e113(
+    api: ApiServer, make_store: Callable[[], JobStore]
+) -> None:
+    store = make_store()
+    job = job_in_state(store, JobState.SUCCEEDED)
+    assert api.get(f"/v1/jobs/{job.id}/result/md").text == "# result md"
+    later = datetime.now(UTC) + timedelta(minutes=5)  # every result is older than this
+    assert store.expire_results(later, limit=10) == [(job.id, "md")]
+
+    gone = api.get(f"/v1/jobs/{job.id}/result/md")
+
+    assert gone.status_code == 410
+    assert gone.json()["error"]["code"] == "E113"
+    assert api.get(f"/v1/jobs/{job.id}").json()["job"]["state"] == "succeeded"
 
 
 # ---- conversion options: checked (E110), stored normalized, a password only by its name

@@ -189,7 +189,7 @@ def test_a_host_with_one_private_address_among_public_ones_is_refused(settings):
         ("JavaScript:alert(1)", "javascript"),
         ("file:///etc/passwd", "file"),
         ("ftp://example.org/a.docx", "ftp"),
-        ("s3://bucket/a.docx", "s3"),
+        ("gs://bucket/a.docx", "gs"),
     ],
 )
 def test_a_source_of_any_scheme_but_http_is_E104_naming_the_scheme(tmp_path, source, scheme):

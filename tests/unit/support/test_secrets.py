@@ -106,3 +106,14 @@ def test_a_connection_string_loses_its_password(conninfo: str, password: str) ->
 
 def test_an_unparseable_connection_string_shows_nothing_of_itself() -> None:
     assert mask_conninfo("postgresql://x:pw@[bad") == "<unparseable database url>"
+
+
+def test_the_object_store_secret_of_the_environment_is_masked_by_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
+
+    shown = load_masker().text("boto3 said: bad key wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY here")
+
+    assert "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY" not in shown
+    assert shown == "boto3 said: bad key ********** here"
