@@ -256,6 +256,9 @@ def test_the_console_filters_by_submission_and_uploads_with_options(
     _upload(page, [docs / "refused.md"], pages="1,3")
     expect(_row(page, "refused.md").locator("[data-state]")).to_have_text("refused")
     expect(_row(page, "refused.md").locator("[data-error]")).to_contain_text("E110")
+    # the webhook field goes with the upload: the cloud's metadata address is refused (E104)
+    _upload(page, [docs / "refused.md"], webhook="http://169.254.169.254/hook")
+    expect(_row(page, "refused.md").locator("[data-error]")).to_contain_text("E104")
 
     # ---- a page range is stored on the job; the fake (docling-mcp) server cannot honour it,
     # so the job fails with E305, said on its row and on its page

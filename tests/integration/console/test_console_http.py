@@ -202,6 +202,10 @@ def test_the_list_filters_by_submission_page_by_page(api: ApiServer, tmp_path: P
     narrowed = client.get("/console/jobs", params={"submission": big, "queue": "doclane.large"})
     assert "<tr data-job-id" not in narrowed.text  # filters combine (the documents are small)
 
+    assert 'id="bulk-retry"' in client.get("/console/jobs", params={"state": "failed"}).text
+    one_submission = {"state": "failed", "submission": big}  # bulk retry cannot take a submission
+    assert 'id="bulk-retry"' not in client.get("/console/jobs", params=one_submission).text
+
     job_page = client.get(f"/console/jobs/{big_jobs[0]}")
     assert f'href="/console/jobs?submission={big}"' in job_page.text
 
