@@ -242,6 +242,7 @@ def test_an_upload_carries_its_conversion_options(
     shown = client.get(f"/console/jobs/{accepted['job_id']}").text
     assert 'data-option="pages">pages <b>2-5</b>' in shown
     assert 'data-option="password_env">password_env <b>REPORT_PASSWORD</b>' in shown
+    assert 'data-option="text_layer_only">text_layer_only <b>yes</b>' in shown
 
     for field, value in (("pages", "1,3"), ("ocr_lang", "en de"), ("text_layer_only", "maybe")):
         refused = client.post(
