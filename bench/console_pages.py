@@ -7,6 +7,8 @@ the jobs it opens a history and a markdown result, then asks the console itself,
 network between), signed in, for:
 
 - the list: newest first; page 200 (by the keyset cursor); failed jobs; one error code; a queue;
+  one submission, its first page and its page 20 (every job is given a submission: one an hour,
+  about 1,400 jobs each at a million);
 - a job's page: a failed job (its error explained, its history), a succeeded one (its
   markdown rendered and sanitised, as text, its downloads).
 
@@ -31,12 +33,12 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, in_scratch_database
-from pipeline.admin import load_admin_settings
+from pipeline.admin import list_jobs, load_admin_settings
 from pipeline.api import ApiContext, create_app, load_api_settings
 from pipeline.queues import JobMessage
 from pipeline.resilience import load_resilience_settings
 from pipeline.sources import load_source_settings
-from pipeline.store import AdminStore, apply_migrations, load_store_settings
+from pipeline.store import AdminStore, JobFilter, apply_migrations, load_store_settings
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """
@@ -59,6 +61,12 @@ MARKDOWN = "\n\n".join(
     "| a | b |\n|---|---|\n| 1 | 2 |"
     for n in range(600)
 )
+
+
+#: Every job in a submission of its hour (jobs_submission_idx is what the filter reads).
+SUBMISSIONS = """
+UPDATE jobs SET submission_id = md5('submission ' || date_trunc('hour', created_at))::uuid
+"""
 
 
 class _NoPublisher:
@@ -85,21 +93,23 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             conn.execute(
                 LOAD_JOBS, {"jobs": args.jobs, "active": min(args.active, args.jobs // 10)}
             )
+            conn.execute(SUBMISSIONS)
             failed, succeeded = _opened_jobs(conn)
         conn.execute("VACUUM ANALYZE jobs")
     load_s = time.perf_counter() - started
     store = AdminStore(load_store_settings(database_url=url))
     try:
         with _console(store) as client:
-            first = client.get("/console/jobs").text
-            deep = _page_after(client, first, pages=200)
+            submission = f"/console/jobs?submission={_newest_submission(store)}"
             pages = {
                 "list: newest": "/console/jobs",
-                "list: page 200": deep,
+                "list: page 200": _page_after(client, "/console/jobs", pages=200),
                 "list: failed": "/console/jobs?state=failed",
                 "list: failed E303": "/console/jobs?state=failed&error_code=E303",
                 "list: error code E303": "/console/jobs?error_code=E303",
                 "list: queue doclane.large": "/console/jobs?queue=doclane.large",
+                "list: a submission": submission,
+                "list: a submission, page 20": _page_after(client, submission, pages=20),
                 "job: failed, its history": f"/console/jobs/{failed}",
                 "job: succeeded, its markdown": f"/console/jobs/{succeeded}",
             }
@@ -156,9 +166,14 @@ class _console:
         self.client.close()
 
 
-def _page_after(client: TestClient, html: str, *, pages: int) -> str:
-    """The URL of the list's page ``pages`` deep (or its last), followed link by link."""
-    path = "/console/jobs"
+def _newest_submission(store: AdminStore) -> str:
+    [newest] = list_jobs(store, JobFilter(limit=1))
+    return str(newest.submission_id)
+
+
+def _page_after(client: TestClient, path: str, *, pages: int) -> str:
+    """The URL of the list's page ``pages`` deep from ``path`` (or its last), link by link."""
+    html = client.get(path).text
     marker = 'id="next-page" rel="next"'
     for _ in range(pages - 1):
         if marker not in html:

@@ -31,12 +31,21 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         since: str = "",
         until: str = "",
         before: str = "",
+        submission: str = "",
         job: str = "",
     ) -> Response:
         session = sessions.current(request)
         if job.strip():  # "go to a job": its id pasted into the search box
             return _go_to(job.strip())
-        asked = ListQuery(state, error_code.strip().upper(), queue, since.strip(), until, before)
+        asked = ListQuery(
+            state=state,
+            error_code=error_code.strip().upper(),
+            queue=queue,
+            since=since.strip(),
+            until=until,
+            before=before,
+            submission=submission.strip().lower(),
+        )
         try:
             found = list_jobs(ctx.store, asked.to_filter())
             problem = ""

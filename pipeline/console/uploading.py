@@ -3,8 +3,10 @@
 The upload page sends each dropped file as its own request (the API takes one document a
 request) to ``POST /console/upload``, which is ``POST /v1/jobs``'s multipart upload itself
 (``pipeline.api.submit.submit_upload``: streamed into the inbox, the size cap checked as bytes
-arrive), behind the session and its CSRF token (a header: the body is the document). The page
-then polls ``GET /console/live`` for its jobs' states, as the list and job pages do.
+arrive), behind the session and its CSRF token (a header: the body is the document). Its other
+fields (formats, priority, conversion options, a webhook) are that upload's fields, checked there
+as the API checks them (a bad option is E110, shown on the file's row). The page then polls
+``GET /console/live`` for its jobs' states, as the list and job pages do.
 """
 
 from __future__ import annotations
@@ -20,13 +22,24 @@ from starlette.exceptions import HTTPException
 from pipeline.api.submit import submit_upload
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
-from pipeline.profiles import KNOWN_FORMATS
+from pipeline.profiles import KNOWN_FORMATS, load_profile_settings
 
 if TYPE_CHECKING:
     from pipeline.api.app import ApiContext
 
 #: The most jobs one poll asks about (a page of the list, or one upload's files).
 MAX_LIVE_IDS = 200
+
+#: Profiles whose servers take no conversion options (they refuse such a job with E305).
+_NO_OPTIONS = frozenset({"docling-mcp", "per-format"})
+
+
+def options_refused_by() -> str | None:
+    """The profile this deployment forces (``DOCLANE_PROFILE``) when it takes no conversion
+    options, else None. Only a forced profile is known here: ``auto`` picks by the server's tools,
+    which the workers read, so the page offers the options and a refusal comes back as E305."""
+    profile = load_profile_settings().profile
+    return profile if profile in _NO_OPTIONS else None
 
 
 def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
@@ -38,6 +51,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             "upload.html",
             session=session,
             formats=sorted(KNOWN_FORMATS),
+            options_refused_by=options_refused_by(),
             max_bytes=int(ctx.sources.max_source_bytes),
         )
 

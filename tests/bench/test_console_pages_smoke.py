@@ -12,6 +12,7 @@ def test_console_pages_smoke() -> None:
     assert set(out["pages_ms"]) == {
         "list: newest", "list: page 200", "list: failed", "list: failed E303",
         "list: error code E303", "list: queue doclane.large",
+        "list: a submission", "list: a submission, page 20",
         "job: failed, its history", "job: succeeded, its markdown",
     }  # fmt: skip
     assert all(0 < t["median"] <= t["worst"] for t in out["pages_ms"].values())

@@ -10,6 +10,7 @@ job and the upload page there (``scripts/console_screenshots.py`` writes docs/co
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -68,8 +69,11 @@ def _sign_in(page: Page, token: str) -> None:
     page.click("button[type=submit]")
 
 
-def _upload(page: Page, files: list[Path]) -> None:
+def _upload(page: Page, files: list[Path], **options: str) -> None:
+    """Send documents from the upload page, with conversion options typed in by their names."""
     page.goto("/console/upload")
+    for name, value in options.items():
+        page.fill(f"input[name={name}]", value)
     page.set_input_files("#files", [str(f) for f in files])
     page.click("#send")
 
@@ -78,17 +82,23 @@ def _row(page: Page, name: str) -> object:
     return page.locator("#uploads tbody tr", has_text=name)
 
 
-def test_the_console_end_to_end(
+@pytest.fixture
+def fleet(
     make_cluster: Callable[..., Cluster],
     make_api_server: Callable[..., ApiServer],
     redis_broker: Broker,
     fake_server: FakeServer,
-    browser: Browser,
-    tmp_path: Path,
-) -> None:
+) -> tuple[Cluster, ApiServer]:
+    """One worker on the fake server, and a ``doclane api`` over the same database."""
     cluster = make_cluster(redis_broker, fake_server.url)
     cluster.start_worker(concurrency=1)
-    api = make_api_server(cluster.env)
+    return cluster, make_api_server(cluster.env)
+
+
+def test_the_console_end_to_end(
+    fleet: tuple[Cluster, ApiServer], fake_server: FakeServer, browser: Browser, tmp_path: Path
+) -> None:
+    cluster, api = fleet
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "notes.md").write_text("# Console notes\n\nHello from **the browser**.\n")
@@ -224,3 +234,55 @@ def _job_id_of(api: ApiServer, name: str) -> UUID:
     """The first job submitted for an uploaded document of this name."""
     jobs = [j for j in _jobs(api) if j["source_uri"].endswith("/" + name)]
     return UUID(min(jobs, key=lambda j: str(j["created_at"]))["id"])
+
+
+def test_the_console_filters_by_submission_and_uploads_with_options(
+    fleet: tuple[Cluster, ApiServer], browser: Browser, tmp_path: Path
+) -> None:
+    cluster, api = fleet
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for name in ("paged", "refused", "batch-1", "batch-2"):
+        (docs / f"{name}.md").write_text(f"# {name}\n\nA page or two of {name}.\n")
+    batch = api.post(
+        "/v1/jobs", json={"sources": [str(docs / "batch-1.md"), str(docs / "batch-2.md")]}
+    ).json()
+    context = browser.new_context(base_url=api.url, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto("/console/upload")
+    _sign_in(page, api.token)
+
+    # ---- a bad page range is refused on the page, with its code, and makes no job
+    _upload(page, [docs / "refused.md"], pages="1,3")
+    expect(_row(page, "refused.md").locator("[data-state]")).to_have_text("refused")
+    expect(_row(page, "refused.md").locator("[data-error]")).to_contain_text("E110")
+    # the webhook field goes with the upload: the cloud's metadata address is refused (E104)
+    _upload(page, [docs / "refused.md"], webhook="http://169.254.169.254/hook")
+    expect(_row(page, "refused.md").locator("[data-error]")).to_contain_text("E104")
+
+    # ---- a page range is stored on the job; the fake (docling-mcp) server cannot honour it,
+    # so the job fails with E305, said on its row and on its page
+    _upload(page, [docs / "paged.md"], pages="2 - 1", ocr_lang="en")
+    row = _row(page, "paged.md")
+    expect(row.locator("[data-state]")).to_have_text("failed", timeout=WAIT_MS)
+    expect(row.locator("[data-error]")).to_have_text("E305")
+    row.locator("a").click()
+    expect(page.locator("#options [data-option=pages]")).to_have_text("pages 1-2")
+    expect(page.locator("#options [data-option=ocr_lang]")).to_have_text("ocr_lang en")
+    expect(page.locator("#error")).to_contain_text("E305")
+    expect(page.locator("#error .message")).to_contain_text("cannot honour conversion options")
+    [paged] = cluster.jobs([_job_id_of(api, "paged.md")])
+    assert paged.options == {"pages": "1-2", "ocr_lang": "en"}
+    assert len(_jobs(api)) == 3  # the batch's two and paged: the refused upload made none
+
+    # ---- a job's page links to its submission's jobs; the list filters by a typed submission
+    page.click("#submission")
+    expect(page.locator("#jobs tbody tr")).to_have_count(1)
+    expect(page.locator(f"#jobs tr[data-job-id='{paged.id}']")).to_be_visible()
+    page.fill("input[name=submission]", batch["submission_id"])
+    page.click("#filters button[type=submit]")
+    expect(page).to_have_url(re.compile(rf"[?&]submission={batch['submission_id']}(&|$)"))
+    expect(page.locator("#jobs tbody tr[data-job-id]")).to_have_count(2)
+    for accepted in batch["accepted"]:
+        expect(page.locator(f"#jobs tr[data-job-id='{accepted['job_id']}']")).to_be_visible()
+    context.close()

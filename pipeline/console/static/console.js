@@ -92,6 +92,13 @@ async function send(form, file) {
   const formats = [...form.querySelectorAll("input[name=to]:checked")].map((el) => el.value);
   body.append("to", formats.join(",") || "md");
   body.append("priority", form.querySelector("input[name=priority]").value || "0");
+  // Sent as typed: the server checks them as POST /v1/jobs does (E110 names a bad one).
+  for (const name of ["pages", "ocr_lang", "password_env", "webhook"]) {
+    const input = form.querySelector(`input[name=${name}]`);
+    if (input && !input.disabled && input.value.trim()) body.append(name, input.value.trim());
+  }
+  const textOnly = form.querySelector("input[name=text_layer_only]");
+  if (textOnly && !textOnly.disabled && textOnly.checked) body.append("text_layer_only", "true");
   try {
     const answer = await fetch("/console/upload", {
       method: "POST",

@@ -24,13 +24,8 @@ VIEWER = "viewer-token-0123456789"
 
 
 @pytest.fixture
-def api(
-    make_api_server: Callable[..., ApiServer],
-    migrated_database_url: str,
-    redis_broker: Broker,
-    tmp_path: Path,
-) -> ApiServer:
-    env = {
+def api_env(migrated_database_url: str, redis_broker: Broker, tmp_path: Path) -> dict[str, str]:
+    return {
         "DOCLANE_API_TOKENS": f"viewer:read:{VIEWER}",
         **os.environ,
         "DOCLANE_DATABASE_URL": migrated_database_url,
@@ -38,7 +33,11 @@ def api(
         "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
         "DOCLANE_INSPECT_TIMEOUT_S": "0.3",
     }
-    return make_api_server(env)
+
+
+@pytest.fixture
+def api(make_api_server: Callable[..., ApiServer], api_env: dict[str, str]) -> ApiServer:
+    return make_api_server(api_env)
 
 
 def _signed_in(api: ApiServer, token: str | None = None) -> httpx.Client:
@@ -165,3 +164,98 @@ def test_a_read_token_reads_and_changes_nothing(api: ApiServer, tmp_path: Path) 
     assert api.get(f"/v1/jobs/{job_id}").json()["job"]["state"] == "queued"
     admin = _signed_in(api)
     assert 'id="cancel"' in admin.get(f"/console/jobs/{job_id}").text
+
+
+def _listed(client: httpx.Client, path: str) -> list[str]:
+    """The job ids of a list, followed page by page along its next links."""
+    seen: list[str] = []
+    next_path: str | None = path
+    while next_path:
+        page = client.get(next_path)
+        assert page.status_code == 200 and 'id="problem"' not in page.text, page.text
+        seen += re.findall(r'<tr data-job-id="([0-9a-f-]{36})"', page.text)
+        found = re.search(r'<a href="([^"]+)" id="next-page"', page.text)
+        next_path = found.group(1).replace("&amp;", "&") if found else None
+    return seen
+
+
+def test_the_list_filters_by_submission_page_by_page(api: ApiServer, tmp_path: Path) -> None:
+    submissions: dict[str, list[str]] = {}
+    for name, count in (("big", 60), ("other", 3), ("small", 4)):
+        docs = []
+        for n in range(count):
+            doc = tmp_path / f"{name}-{n:03}.md"
+            doc.write_text(f"# {name} {n}\n")
+            docs.append(str(doc))
+        answer = api.post("/v1/jobs", json={"sources": docs}).json()
+        submissions[name] = [answer["submission_id"], *(a["job_id"] for a in answer["accepted"])]
+    client = _signed_in(api)
+    for name, (submission, *job_ids) in submissions.items():
+        seen = _listed(client, f"/console/jobs?submission={submission}")
+        assert sorted(seen) == sorted(job_ids), name
+        listed = api.get("/v1/jobs", params={"submission": submission, "limit": 1000}).json()
+        assert seen == [j["id"] for j in listed["jobs"]]  # newest first, as the API lists them
+    big, *big_jobs = submissions["big"]
+    first = client.get("/console/jobs", params={"submission": big.upper()})
+    assert f'name="submission" value="{big}"' in first.text  # the field keeps the filter
+    assert f"submission={big}" in first.text.split('id="next-page"')[0].rsplit("<a", 1)[1]
+    narrowed = client.get("/console/jobs", params={"submission": big, "queue": "doclane.large"})
+    assert "<tr data-job-id" not in narrowed.text  # filters combine (the documents are small)
+
+    assert 'id="bulk-retry"' in client.get("/console/jobs", params={"state": "failed"}).text
+    one_submission = {"state": "failed", "submission": big}  # bulk retry cannot take a submission
+    assert 'id="bulk-retry"' not in client.get("/console/jobs", params=one_submission).text
+
+    job_page = client.get(f"/console/jobs/{big_jobs[0]}")
+    assert f'href="/console/jobs?submission={big}"' in job_page.text
+
+    bad = client.get("/console/jobs", params={"submission": "not-an-id"})
+    assert bad.status_code == 200 and 'id="problem"' in bad.text
+    assert "<tr data-job-id" not in bad.text
+
+
+def test_an_upload_carries_its_conversion_options(
+    api: ApiServer, make_api_server: Callable[..., ApiServer], api_env: dict[str, str]
+) -> None:
+    client = _signed_in(api)
+    form = client.get("/console/upload").text
+    assert '<fieldset id="options">' in form and 'name="pages"' in form
+    assert 'value="text"' in form and 'value="chunks"' in form
+    files = {"file": ("report.md", b"# Report\n", "text/markdown")}
+    options = {"pages": " 5 - 2 ", "ocr_lang": "en,de", "text_layer_only": "true"}
+    sent = client.post(
+        "/console/upload",
+        files=files,
+        data={"to": "text,chunks", **options, "password_env": "REPORT_PASSWORD"},
+        headers={"X-CSRF-Token": _csrf(client)},
+    )
+    assert sent.status_code == 202, sent.text
+    [accepted] = sent.json()["accepted"]
+    job = api.get(f"/v1/jobs/{accepted['job_id']}").json()["job"]
+    assert job["formats"] == ["chunks", "text"]
+    assert job["options"] == {
+        "pages": "2-5",
+        "ocr_lang": "en,de",
+        "text_layer_only": True,
+        "password_env": "REPORT_PASSWORD",
+    }
+    shown = client.get(f"/console/jobs/{accepted['job_id']}").text
+    assert 'data-option="pages">pages <b>2-5</b>' in shown
+    assert 'data-option="password_env">password_env <b>REPORT_PASSWORD</b>' in shown
+    assert 'data-option="text_layer_only">text_layer_only <b>yes</b>' in shown
+
+    for field, value in (("pages", "1,3"), ("ocr_lang", "en de"), ("text_layer_only", "maybe")):
+        refused = client.post(
+            "/console/upload",
+            files={"file": ("other.md", b"# Other\n", "text/markdown")},
+            data={field: value},
+            headers={"X-CSRF-Token": _csrf(client), "Accept": "application/json"},
+        )
+        assert refused.status_code == 422, (field, refused.text)
+        assert refused.json()["error"]["code"] == "E110", field
+    assert len(api.get("/v1/jobs").json()["jobs"]) == 1  # nothing refused became a job
+
+    # A deployment that forces a profile without options does not offer them.
+    forced = make_api_server(api_env, DOCLANE_PROFILE="per-format")
+    page = _signed_in(forced).get("/console/upload").text
+    assert '<fieldset id="options" disabled>' in page and 'id="options-refused"' in page
