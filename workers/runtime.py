@@ -46,7 +46,9 @@ class WorkerRuntime:
     inbox_dir: Path
 
     def close(self) -> None:
-        for closer in (self.resilient.close, self.downloader.close, self.store.close):
+        closers = (self.processor.close, self.resilient.close, self.downloader.close,
+                   self.store.close)  # fmt: skip
+        for closer in closers:
             try:
                 closer()
             except Exception:  # shutting down: report, and close the rest

@@ -31,7 +31,7 @@ from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
-from pipeline.store import CallEvent, JobStore
+from pipeline.store import AttemptResults, CallEvent, JobStore
 from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.processor")
@@ -198,20 +198,36 @@ class AttemptJournal:
         A held stage is dropped: the job is done, which says more. May be called again after
         ``DatabaseUnavailable`` (nothing was written then).
         """
-        job = self.job
-        note = conversion_note(conversion)
         with self._lock:
-            self._end_hold()
+            end = self._results(conversion)
             done = self.store.finish(
-                job.id,
-                job.attempt,
-                conversion.outputs,
-                calls=self._pending,
-                note=note,
-                origin=self.origin,
+                end.job_id,
+                end.attempt,
+                end.results,
+                calls=end.calls,
+                note=end.note,
+                origin=end.origin,
             )
             self._pending = []
         return done
+
+    def results(self, conversion: Conversion) -> AttemptResults:
+        """What :meth:`finish` stores, for a round that stores many attempts' together
+        (``JobStore.finish_together``). The held stage is dropped as :meth:`finish` drops it."""
+        with self._lock:
+            return self._results(conversion)
+
+    def _results(self, conversion: Conversion) -> AttemptResults:
+        self._end_hold()
+        job = self.job
+        return AttemptResults(
+            job.id,
+            job.attempt,
+            conversion.outputs,
+            calls=list(self._pending),
+            note=conversion_note(conversion),
+            origin=self.origin,
+        )
 
     def source(self, info: SourceInfo) -> None:
         """What the worker learnt about a source (a URL's real size and hash)."""
