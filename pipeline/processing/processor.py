@@ -129,8 +129,9 @@ class JobProcessor:
         """Run one attempt of ``job_id``; never raises for anything a job can run into."""
         with job_context(str(job_id)):
             try:
-                job = self.store.claim(job_id, self.worker_id, self.settings.lease_s)
-                wait_s = None if job is not None else self.store.seconds_until_due(job_id)
+                job, wait_s = self.store.claim_or_wait(
+                    job_id, self.worker_id, self.settings.lease_s
+                )
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
                 return uncharged_retry(job_id, None, exc, jittered(self.settings.db_retry_s))

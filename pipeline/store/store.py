@@ -150,6 +150,21 @@ class JobStore:
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self._fetch_job("claiming a job", query("claim_job"), params)
 
+    def claim_or_wait(
+        self, job_id: UUID, worker: str, lease_s: float
+    ) -> tuple[Job | None, float | None]:
+        """:meth:`claim`, and when nothing was claimed :meth:`seconds_until_due`, in one round
+        trip: a round's companions each leave a message that finds nothing to claim, and
+        that message must cost as little as it can."""
+        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+        with self._connection("claiming a job") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_job"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            row, wait = claim.fetchone(), due.fetchone()
+        if row is not None:
+            return Job.model_validate(row), None
+        return None, float(wait[0]) if wait else None
+
     def claim_companions(
         self,
         lead: Job,

@@ -54,6 +54,22 @@ def test_a_retrying_job_can_be_claimed_again(
     assert claimed.started_at == job.started_at  # the job's first start is kept
 
 
+def test_claim_or_wait_claims_or_says_how_long_a_retrying_job_waits(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    """The processor's claim: one round trip whether it claims, finds the job taken, or finds
+    it waiting for its backoff."""
+    queued, running, waiting = (job_factory(s) for s in (JobState.QUEUED, JobState.RUNNING,
+                                                         JobState.RETRYING))  # fmt: skip
+    claimed, wait = store.claim_or_wait(queued.id, "worker-a", lease_s=60)
+    assert claimed is not None and (claimed.id, claimed.attempt, wait) == (queued.id, 1, None)
+    assert store.claim_or_wait(running.id, "worker-a", lease_s=60) == (None, None)
+    assert store.get_job(running.id) == running
+    nothing, wait = store.claim_or_wait(waiting.id, "worker-a", lease_s=60)
+    assert nothing is None and wait is not None and wait > 0
+    assert store.get_job(waiting.id) == waiting, "a job not due is not claimed"
+
+
 def test_concurrent_claims_have_exactly_one_winner(
     make_store: Callable[[], JobStore], store: JobStore, job_factory: Callable[..., Job]
 ) -> None:
