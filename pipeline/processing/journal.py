@@ -92,11 +92,20 @@ class AttemptJournal:
         #: The server this attempt talks to, as the last stage said (the results record it).
         self.origin: str | None = None
         self._held: Stage | None = None
+        self._hold_s = hold_progress_s
         self._hold_until = time.monotonic() + hold_progress_s if hold_progress_s > 0 else 0.0
         self._timer: TimerEntry | None = None
         #: Taken by every write of held state, so that the timer thread's write of a held stage
         #: and the attempt's own next write never cross (the trail keeps its order).
         self._lock = threading.Lock()
+
+    def hold_from_now(self) -> None:
+        """Start the progress hold again: a round's job that waited for a free round thread
+        starts its conversion now, and its hold counts from there (while it waited, its row
+        said what was true: claimed, validating)."""
+        with self._lock:
+            if self._hold_s > 0 and self._held is None and self._timer is None:
+                self._hold_until = time.monotonic() + self._hold_s
 
     def stage(self, stage: Stage, *, origin: str | None = None) -> None:
         """Record progress; AttemptLost when the job is no longer this attempt's."""

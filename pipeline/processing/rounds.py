@@ -148,6 +148,7 @@ class RoundRunner:
 
     def _convert_one(self, attempt: Attempt) -> Conversion | Outcome:
         with job_context(str(attempt.job.id), attempt.job.attempt):
+            attempt.journal.hold_from_now()
             return self.steps.converted(attempt)
 
     def _settle_converted(
