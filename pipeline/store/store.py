@@ -387,12 +387,8 @@ class JobStore:
         stored: dict[int, bool] = {}
         together = [n for n, small in enumerate(inline) if small]
         if together:
-            with (
-                _formats_mismatch(),
-                self._connection("storing a round's results") as conn,
-                conn.transaction(),
-            ):
-                with conn.pipeline():
+            with _formats_mismatch(), self._connection("storing a round's results") as conn:
+                with conn.pipeline(), conn.transaction():  # BEGIN, the finishes, COMMIT at once
                     cursors = [
                         conn.execute(query("finish_attempt"), ends[n].params()) for n in together
                     ]
