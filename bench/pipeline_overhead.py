@@ -201,6 +201,7 @@ def pipeline_run(
     profile_worker: bool,
     checkout: Path | None = None,
     round_docs: int = 1,
+    server_concurrency: str = "2",
 ) -> PipelineRun:
     """``checkout``: run another checkout's worker and submit (its code first on the path)."""
     broker.flush()
@@ -214,6 +215,7 @@ def pipeline_run(
             DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
             DOCLANE_INBOX_DIR=str(scratch / "inbox"),
             DOCLANE_ROUND_MAX_DOCS=str(round_docs),
+            DOCLANE_SERVER_CONCURRENCY=server_concurrency,
         )
         if checkout is not None:
             env["PYTHONPATH"] = str(checkout)
@@ -366,6 +368,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--round-docs", default="1", help="DOCLANE_ROUND_MAX_DOCS of the runs, in turn (1,8,32)."
     )
+    parser.add_argument(
+        "--server-concurrency", default="2", help="DOCLANE_SERVER_CONCURRENCY of a round."
+    )
     parser.add_argument("--smoke", action="store_true", help="Tiny counts (CI).")
     parser.add_argument("--profile-worker", action="store_true", help="py-spy the pool.")
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
@@ -417,6 +422,7 @@ def main() -> None:
                         profile_worker=args.profile_worker,
                         checkout=checkout,
                         round_docs=n,
+                        server_concurrency=args.server_concurrency,
                     )
                 )
                 print(f"{tag}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
