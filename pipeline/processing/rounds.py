@@ -131,20 +131,28 @@ class RoundRunner:
         """Every member's conversion, at most the server's concurrency at once.
 
         A deadline that interrupts the wait (the lead's task time limit) cancels every call
-        still in flight; their jobs fail with E303 as a lone job at its limit does."""
+        still in flight; their jobs fail with E303 as a lone job at its limit does, and the
+        jobs already converted are stored."""
         threads = self._pool()
         futures: list[Future[Conversion | Outcome]] = [
             threads.submit(self._convert_one, member.attempt) for member in members
         ]
         try:
             wait(futures)
-        except BaseException as stop:
-            for member in members:
-                member.attempt.scope.cancel("the round reached its time limit")
-            wait(futures)
-            self._settle_converted(members, futures, stop)
+        except Exception as limit:  # the task's soft time limit: what is converted is stored
+            self._cancel_all(members, futures)
+            self._settle_converted(members, futures, limit)
+            return
+        except BaseException:  # the process is stopping: nothing more is written
+            self._cancel_all(members, futures)
             raise
         self._settle_converted(members, futures, None)
+
+    @staticmethod
+    def _cancel_all(members: list[_Member], futures: list[Future[Conversion | Outcome]]) -> None:
+        for member in members:
+            member.attempt.scope.cancel("the round reached its time limit")
+        wait(futures)
 
     def _convert_one(self, attempt: Attempt) -> Conversion | Outcome:
         with job_context(str(attempt.job.id), attempt.job.attempt):

@@ -7,6 +7,7 @@ every small job leads or joins a round.
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -62,9 +63,22 @@ def assert_only_one_cancelled(bench: Bench, ids: list[UUID], cancelled: UUID) ->
     job = bench.store.get_job(cancelled)
     assert job is not None and job.state is JobState.CANCELLED
     assert bench.store.list_results(cancelled) == []
+    assert_others_succeeded(bench, ids, cancelled)
+
+
+def assert_others_succeeded(bench: Bench, ids: list[UUID], but: UUID) -> None:
     for number, job_id in enumerate(ids, start=1):
-        if job_id != cancelled:
+        if job_id != but:
             assert_succeeded_once(bench, job_id, number)
+
+
+def hanging_job(bench: Bench, ids: list[UUID]) -> UUID | None:
+    """The one job whose call hangs, once every other job of the round is converted."""
+    jobs = bench.store.get_jobs(ids)
+    stuck = [j.id for j in jobs if j.state is JobState.RUNNING and j.stage is Stage.CONVERTING]
+    others = [j for j in jobs if j.id not in stuck]
+    done = all(j.stage is Stage.EXPORTING for j in others)  # converted, awaiting the round
+    return stuck[0] if len(stuck) == 1 and done else None
 
 
 @pytest.fixture
@@ -144,9 +158,7 @@ def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Benc
     failed = bench.store.get_job(broken)
     assert failed is not None and failed.state is JobState.FAILED and failed.error_code == "E306"
     assert bench.store.list_results(broken) == []
-    for number, job_id in enumerate(ids, start=1):
-        if job_id != broken:
-            assert_succeeded_once(bench, job_id, number)
+    assert_others_succeeded(bench, ids, broken)
     assert bench.publisher.messages == [], "a final failure needs no next message"
 
 
@@ -176,9 +188,7 @@ def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
     assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
     assert job.attempts_spent == 1, "charged: it was its own try"
     assert [m.job_id for m in bench.publisher.messages] == [unlucky]
-    for number, job_id in enumerate(ids, start=1):
-        if job_id != unlucky:
-            assert_succeeded_once(bench, job_id, number)
+    assert_others_succeeded(bench, ids, unlucky)
 
 
 def test_a_job_cancelled_mid_round_stops_alone(
@@ -192,14 +202,7 @@ def test_a_job_cancelled_mid_round_stops_alone(
     bench.server.configure(fail_next=1, fail_with="hang", fail_tools=[CONVERT])
     running: Future[Outcome] = background.submit(bench.processor.process, ids[0])
 
-    def the_hanging_job() -> UUID | None:
-        jobs = bench.store.get_jobs(ids)
-        stuck = [j.id for j in jobs if j.state is JobState.RUNNING and j.stage is Stage.CONVERTING]
-        others = [j for j in jobs if j.id not in stuck]
-        done = all(j.stage is Stage.EXPORTING for j in others)  # converted, awaiting the round
-        return stuck[0] if len(stuck) == 1 and done else None
-
-    hanging = wait_for(the_hanging_job, timeout=30, message="one call of the round hanging")
+    hanging = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
     assert bench.store.cancel(hanging) is not None
     outcome = running.result(timeout=60)
 
@@ -227,3 +230,45 @@ def test_a_job_cancelled_after_its_conversion_is_fenced_out_of_the_round_commit(
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     assert_only_one_cancelled(bench, ids, victim)
+
+
+class DeadlineReached(Exception):
+    """What a task's soft time limit raises in the thread that waits for the round."""
+
+
+def test_a_round_at_its_time_limit_stores_what_is_converted(
+    make_bench: Callable[..., Bench], background: ThreadPoolExecutor
+) -> None:
+    """The soft time limit interrupts the thread waiting for the round (as Celery's signal
+    does): the call still in flight is withdrawn and its job fails with E303, charged, as a lone
+    job at its limit; the documents already converted are stored."""
+    bench = round_bench(make_bench, server_concurrency=3)
+    ids = submit_samples(bench, 4)
+    bench.server.configure(fail_next=1, fail_with="hang", fail_tools=[CONVERT])
+
+    def raise_deadline(signum: int, frame: object) -> None:
+        raise DeadlineReached("soft time limit")
+
+    previous = signal.signal(signal.SIGUSR1, raise_deadline)
+    try:
+        found: Future[UUID] = background.submit(_interrupt_when_hanging, bench, ids)
+        outcome = bench.processor.process(ids[0])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    hanging = found.result(timeout=30)
+
+    job = bench.store.get_job(hanging)
+    assert job is not None and job.state is JobState.RETRYING and job.error_code == "E303"
+    assert bench.store.list_results(hanging) == []
+    assert_others_succeeded(bench, ids, hanging)
+    assert outcome.kind is (OutcomeKind.RETRY if hanging == ids[0] else OutcomeKind.SUCCEEDED)
+
+
+def _interrupt_when_hanging(bench: Bench, ids: list[UUID]) -> UUID:
+    """SIGUSR1 to the main thread once a call of the round hangs, as Celery's pool signals a
+    task at its soft time limit."""
+    job_id = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
+    main = threading.main_thread().ident
+    assert main is not None
+    signal.pthread_kill(main, signal.SIGUSR1)
+    return job_id
