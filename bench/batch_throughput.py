@@ -1,7 +1,7 @@
 """Real conversions side by side: one document per call, the pipeline with and without batches.
 
-Issue 12's figure (batches at least 5x one document per call) and issue 15's third (the pipeline
-at least 0.95x direct calls with batches off, 5x with batches on, markdown byte-identical), on
+The goals of docs/benchmarks.md's batch figures (batches at least 5x one document per call; the
+pipeline at least 0.95x direct calls with batches off, 5x with batches on, markdown identical), on
 the real-world corpus of ``bench/corpus.py`` and one local docling-mcp 3.3.0 (local mode):
 
 1. ``direct``: doclane's own MCP client, sequentially, one document per call: convert, then

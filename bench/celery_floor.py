@@ -1,4 +1,4 @@
-"""What Celery alone costs per task, configured as doclane's workers are (issue 15, figure 2's why).
+"""What Celery alone costs per task, configured as doclane's workers are (figure 2).
 
 A task that does nothing but note the time in Redis, on a Celery app with the broker options of
 ``workers/app.py`` (Redis without acknowledgement emulation, ten priority levels per queue,

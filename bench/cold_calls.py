@@ -1,4 +1,4 @@
-"""The same MCP calls cost more CPU when the machine idles between them (issue 15, figure 2's why).
+"""The same MCP calls cost more CPU when the machine idles between them (figure 2).
 
 One fake Docling MCP server; doclane's client makes convert+export pairs, alternating two ways:
 back to back (as the pipeline bench's client loop does), and with a pause after each pair (as a

@@ -1,4 +1,4 @@
-"""Are the same MCP calls slower inside a worker? (issue 15, "Real conversions")
+"""Are the same MCP calls slower inside a worker? (docs/benchmarks.md, "Real conversions")
 
 The issue measured each job's MCP calls at 596 ms on average inside ``doclane worker -c 1``
 against 544 ms made directly by doclane's client, on the same corpus and server. This bench

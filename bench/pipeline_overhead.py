@@ -1,4 +1,4 @@
-"""What the pipeline adds on top of an instant tool (issue 15, figure 2).
+"""What the pipeline adds on top of an instant tool (docs/benchmarks.md, figure 2).
 
 One fake Docling MCP server (tests/fakes) that answers at once; in one run, alternating:
 

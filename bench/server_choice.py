@@ -1,4 +1,4 @@
-"""What choosing a server costs a unit of work, by the number of servers (issue 15, figure 8's why).
+"""What choosing a server costs a unit of work, by the number of servers (figure 8).
 
 Every conversion is a unit on one origin: the pool reads the origins' circuits, takes an
 in-flight lease where the fleet has the fewest, the chosen breaker admits the unit, and the

@@ -17,6 +17,15 @@ The servers of a pool share one cache folder (the one the worker reads the batch
 the corpus is a fixed subset, the first ``--per-format`` (18) documents of each format by name;
 ``--rounds N`` runs every mode N times in turn and reports the median round.
 
+and docling.rs's server (docling-rs-mcp 2.52.7, ``bench/rs_server.py``), batches off (it has no
+directory tool, and a call costs milliseconds):
+
+- ``rs-http-c2``: ``doclane worker -c 2`` over one docling-rs-mcp over HTTP;
+- ``rs-stdio-c2``: a docling-rs-mcp child per worker process, ``-c 2``;
+- ``rs-direct``, ``rs-direct-x2``: doclane's MCP client and docling-rs profile calling it
+  directly, one client sequentially, and two clients at once (the baselines these are held to:
+  every markdown must equal ``rs-direct``'s, column ``md=rs``);
+
 and two baselines without doclane's pipeline:
 
 - ``direct``: doclane's MCP client calling one local docling-mcp sequentially (convert + export);
@@ -52,6 +61,7 @@ from typing import Any
 
 from bench import corpus as corpus_module
 from bench import harness
+from bench import rs_server as rs
 from bench.harness import conversions
 from bench.harness import docling_serve as ds
 from bench.harness.conversions import Run
@@ -194,8 +204,51 @@ def plan(args: argparse.Namespace) -> list[tuple[str, Callable[[], Run]]]:
                     )
 
             modes.append((name, one))
+    modes += rs_modes(args)
     wanted = args.modes
     return [(name, fn) for name, fn in modes if not wanted or _wanted(name, wanted)]
+
+
+def rs_modes(args: argparse.Namespace) -> list[tuple[str, Callable[[], Run]]]:
+    """docling-rs-mcp's modes: direct clients, and the pipeline over HTTP and stdio (-c 2)."""
+    files: list[Path] = args.files
+
+    def server() -> rs.RsServer:
+        return rs.RsServer(args.scratch / "rs", root=args.scratch)
+
+    def direct(mode: str, clients: int) -> Run:
+        rs_server = server()
+        rs_server.work.mkdir(exist_ok=True)
+        rs_server.start()
+        try:
+            return rs.direct(mode, files, rs_server, clients)
+        finally:
+            rs_server.stop()
+
+    def pipeline(mode: str, stdio: bool) -> Run:
+        rs_server = server()
+        rs_server.work.mkdir(exist_ok=True)
+        if stdio:
+            rs_server.cache_dir.mkdir(exist_ok=True)
+            env = {"DOCLING_MCP_ORIGIN": "", "DOCLING_MCP_COMMAND": rs_server.stdio_command()}
+        else:
+            rs_server.start()
+            env = {"DOCLING_MCP_ORIGIN": rs_server.url}
+        env["DOCLANE_PROFILE"] = "docling-rs"
+        try:
+            return conversions.pipeline(
+                mode, files[0].parent, len(files), rs_server, args.scratch,  # type: ignore[arg-type]
+                batch_docs=1, concurrency=2, broker=args.broker, env=env,
+            )  # fmt: skip
+        finally:
+            rs_server.stop()
+
+    return [
+        ("rs-direct", lambda: direct("rs-direct", 1)),
+        ("rs-direct-x2", lambda: direct("rs-direct-x2", 2)),
+        ("rs-http-c2", lambda: pipeline("rs-http-c2", stdio=False)),
+        ("rs-stdio-c2", lambda: pipeline("rs-stdio-c2", stdio=True)),
+    ]
 
 
 def _wanted(name: str, wanted: list[str]) -> bool:
@@ -203,7 +256,9 @@ def _wanted(name: str, wanted: list[str]) -> bool:
     return any(name == w or (w.endswith("-on") and name.startswith(w[:-2] + "on")) for w in wanted)
 
 
-def row(run: Run, direct: Run | None, serve: Run | None) -> dict[str, Any]:
+def row(
+    run: Run, direct: Run | None, serve: Run | None, rs_direct: Run | None = None
+) -> dict[str, Any]:
     def same(base: Run | None) -> int | None:
         if base is None or base is run:
             return None
@@ -225,8 +280,10 @@ def row(run: Run, direct: Run | None, serve: Run | None) -> dict[str, Any]:
         "not_finished": run.others,
         "md_same_as_direct": same(direct),
         "md_same_as_serve": same(serve),
+        "md_same_as_rs_direct": same(rs_direct),
         "md_differs_from_direct": differs(direct),
         "md_differs_from_serve": differs(serve),
+        "md_differs_from_rs_direct": differs(rs_direct),
         "batch_calls": len(run.batches),
         "failures": run.failures,
     }
@@ -240,16 +297,25 @@ def show(rows: list[dict[str, Any]], documents: int, refused: dict[str, str]) ->
 
     print(f"{documents} documents ({len(refused)} set aside: doclane submit refuses them)")
     head = f"{'mode':<22} {'docs/s':>7} {'x serve':>7} {'x direct':>8} {'ok':>4}"
-    print(f"{head} {'md=direct':>9} {'md=serve':>8} {'batches':>7}  rounds (docs/s); failures")
+    print(
+        f"{head} {'md=direct':>9} {'md=serve':>8} {'md=rs':>6} {'batches':>7}  "
+        "rounds (docs/s); failures"
+    )
     for r in rows:
         print(
             f"{r['mode']:<22} {r['docs_per_s']:>7.2f} {num(r['x_serve']):>7} "
             f"{num(r['x_direct']):>8} {r['succeeded']:>4} {num(r['md_same_as_direct_min']):>9} "
-            f"{num(r['md_same_as_serve_min']):>8} {r['batch_calls']:>7}  "
+            f"{num(r['md_same_as_serve_min']):>8} {num(r['md_same_as_rs_direct_min']):>6} "
+            f"{r['batch_calls']:>7}  "
             f"{r['docs_per_s_rounds']}; {r['failed_by_code']}"
         )
     for r in rows:
-        for what in ("md_differs_from_direct", "md_differs_from_serve", "not_finished"):
+        for what in (
+            "md_differs_from_direct",
+            "md_differs_from_serve",
+            "md_differs_from_rs_direct",
+            "not_finished",
+        ):
             if r[what]:
                 print(f"{r['mode']} {what}: {r[what]}")
 
@@ -313,6 +379,10 @@ def main() -> None:
             f"{harness.DOCLING_MCP_BIN} is missing: source scripts/lib.sh; ensure_docling_mcp"
         )
     needs_serve = not args.modes or any(m.startswith(("d-", "e-")) for m in args.modes)
+    if (not args.modes or any(m.startswith("rs-") for m in args.modes)) and not Path(
+        rs.RS_BIN
+    ).exists():
+        raise SystemExit(f"{rs.RS_BIN} is missing: source scripts/lib.sh; ensure_docling_rs_mcp")
     if needs_serve and not ds.installed():
         if args.no_install:
             raise SystemExit(f"{ds.BINARY} is missing: source scripts/lib.sh; ensure_docling_serve")
@@ -340,11 +410,12 @@ def main() -> None:
     for name, run in medians.items():
         rows.append(
             {
-                **row(run, direct, serve),
+                **row(run, direct, serve, medians.get("rs-direct")),
                 "docs_per_s_rounds": [round(r.rate, 2) for r in runs[name]],
                 # Every round's markdown, not only the median's, must match (deterministic).
                 "md_same_as_serve_min": min_same(runs[name], runs.get("e-serve")),
                 "md_same_as_direct_min": min_same(runs[name], runs.get("direct")),
+                "md_same_as_rs_direct_min": min_same(runs[name], runs.get("rs-direct")),
             }
         )
     if args.json:

@@ -25,6 +25,7 @@ COPY pyproject.toml README.md /src/
 COPY errors /src/errors
 COPY pipeline /src/pipeline
 COPY workers /src/workers
+COPY migrations /src/migrations
 RUN /opt/doclane/bin/pip install --no-deps --constraint /tmp/requirements.txt /src
 
 
@@ -39,13 +40,11 @@ RUN groupadd --system --gid "${DOCLANE_UID}" doclane \
  && mkdir -p /srv/doclane/inbox /srv/doclane/server-cache \
  && chown -R doclane:doclane /srv/doclane
 
+# The numbered SQL files `doclane db migrate` applies are in it: they ship with the package.
 COPY --from=build /opt/doclane /opt/doclane
-# The numbered SQL files `doclane db migrate` applies; a regular install does not carry them.
-COPY migrations /app/migrations
 
 ENV PATH=/opt/doclane/bin:$PATH \
-    PYTHONUNBUFFERED=1 \
-    DOCLANE_MIGRATIONS_DIR=/app/migrations
+    PYTHONUNBUFFERED=1
 
 WORKDIR /app
 USER doclane

@@ -68,15 +68,14 @@ COPY pyproject.toml README.md /src/
 COPY errors /src/errors
 COPY pipeline /src/pipeline
 COPY workers /src/workers
-COPY migrations /app/migrations
+COPY migrations /src/migrations
 RUN python -m venv /opt/doclane \
  && /opt/doclane/bin/pip install --requirement /tmp/requirements.txt \
  && /opt/doclane/bin/pip install --no-deps /src \
  && rm -rf /src /tmp/requirements.txt
 
 # docling-mcp-server stays on PATH (from /opt/docling); doclane comes first.
-ENV PATH=/opt/doclane/bin:/opt/docling/bin:$PATH \
-    DOCLANE_MIGRATIONS_DIR=/app/migrations
+ENV PATH=/opt/doclane/bin:/opt/docling/bin:$PATH
 WORKDIR /app
 USER doclane
 ENTRYPOINT ["doclane"]

@@ -1,18 +1,22 @@
 """doclane's errors: one catalog, one class tree, one classification function.
 
-Every error doclane raises on purpose about a document or a call is a :class:`PipelineError`
-with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP runtime, E4xx store) and
-the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
+Every error doclane raises on purpose about a document, a call or a request to doclane is a
+:class:`PipelineError` with a catalog ``code`` (E1xx input, E2xx JSON-RPC protocol, E3xx MCP
+runtime, E4xx store) and the catalog's
+``message``/``user_message``/``action``/``retryable``. The tree::
 
     PipelineError
-    ├── InputError             E1xx  checked locally, before any server call
+    ├── InputError             E1xx  a document or a request, checked before any server call
     │   ├── SourceNotFound        E101
     │   ├── UnsupportedFormat     E102
     │   ├── SourceTooLarge        E103
     │   ├── UrlRefused            E104
     │   ├── PathOutsideRoots      E105
     │   ├── EmptySource           E106
-    │   └── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── SourceUnavailable     E107  the source's server failed for now    retryable
+    │   ├── JobNotFound           E108  no job has this id (API 404)
+    │   ├── RoleForbidden         E109  the API token's role does not allow it (API 403)
+    │   └── InvalidOption         E110  a conversion option (page range, password variable)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -35,6 +39,7 @@ the catalog's ``message``/``user_message``/``action``/``retryable``. The tree::
     │   ├── ReplyTooLarge         E312  reply over DOCLANE_MCP_MAX_REPLY_BYTES
     │   ├── AuthorizationFailed   E313  OAuth: no token (discovery, client refused)
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
+    │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
     │       ├── CallCancelled           the caller withdrew the call (never recorded)
     │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
@@ -51,8 +56,6 @@ document: an admin's request, the operator's configuration, a bug, a dependency 
 admin views read. They carry no catalog code; each extends the builtin its callers catch
 (``except ValueError`` keeps working) and lives beside the code that raises it::
 
-    LookupError
-    └── JobNotFound            pipeline.admin       no job has this id (API 404)
     ValueError
     ├── WrongState             pipeline.admin       the job's state does not allow it (API 409)
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
@@ -61,14 +64,14 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
-    ├── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
-    └── WorkersNotAskedYet     pipeline.api         the workers have not answered an inspect yet
+    └── CopyFormatError        pipeline.store       a COPY stream that is not one-column binary
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception
     ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
     │                                               pybreaker would swallow)
-    ├── RedisUnreachable       pipeline.admin       so the breakers cannot be shown (not guessed)
+    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
+    │                                               cannot be shown (not guessed)
     └── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
 
 Control flow that never leaves its module is not drawn: ``NotBatchable``
@@ -94,8 +97,10 @@ from errors._tree import (
     ExportFailed,
     InputError,
     InternalError,
+    InvalidOption,
     InvalidParams,
     InvalidRequest,
+    JobNotFound,
     McpRuntimeError,
     MethodNotFound,
     MissingCapability,
@@ -106,6 +111,8 @@ from errors._tree import (
     PipelineError,
     ProtocolError,
     ReplyTooLarge,
+    RoleForbidden,
+    ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
     SourceNotFound,
@@ -137,8 +144,10 @@ __all__ = [
     "ExportFailed",
     "InputError",
     "InternalError",
+    "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
+    "JobNotFound",
     "McpRuntimeError",
     "MethodNotFound",
     "MissingCapability",
@@ -149,6 +158,8 @@ __all__ = [
     "PipelineError",
     "ProtocolError",
     "ReplyTooLarge",
+    "RoleForbidden",
+    "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",
     "SourceNotFound",

@@ -221,6 +221,15 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
+        "E315",
+        "document outside the server's reach",
+        "The conversion server cannot read the document doclane gave it: it is outside the "
+        "server's roots, or not at that path on the server.",
+        "Start the server with a root holding the document's folder (docling-rs-mcp --root DIR), "
+        "or share the folder with the server and set DOCLANE_PATH_MAP.",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E399",
         "unexpected error",
         "doclane hit an error it does not know how to classify.",
@@ -233,6 +242,28 @@ _ENTRIES = (
         "The job database could not be reached.",
         "Retried automatically; check PostgreSQL and DOCLANE_DATABASE_URL.",
         retryable=True,
+    ),
+    CatalogEntry(
+        "E108",
+        "job not found",
+        "No job has this id.",
+        "Check the id (doclane jobs, or GET /v1/jobs, lists them).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E109",
+        "not allowed for this token's role",
+        "The API token is valid but its role does not allow this request.",
+        "Use a token whose role allows it (DOCLANE_API_TOKENS: read, submit, admin).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E110",
+        "invalid conversion option",
+        "A conversion option of the job is not valid.",
+        "Fix the option (a page range such as 1-5 or 3; a password's environment variable "
+        "name, set on the workers).",
+        retryable=False,
     ),
 )
 

@@ -131,6 +131,24 @@ class SourceUnavailable(InputError):
     code = "E107"
 
 
+class JobNotFound(InputError):
+    """A request names a job that does not exist (the API answers 404)."""
+
+    code = "E108"
+
+
+class RoleForbidden(InputError):
+    """A request its API token's role does not allow (the API answers 403)."""
+
+    code = "E109"
+
+
+class InvalidOption(InputError):
+    """A conversion option of the job (a page range, a password's variable) is not valid."""
+
+    code = "E110"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""
@@ -235,6 +253,16 @@ class AuthorizationUnavailable(McpRuntimeError):
     """
 
     code = "E314"
+
+
+class ServerCannotReach(McpRuntimeError):
+    """The server refused a document doclane could read: outside its roots, or not there.
+
+    A deployment's configuration, not the document's fault nor the server's sickness: final,
+    and the breaker is left alone.
+    """
+
+    code = "E315"
 
 
 class UnexpectedError(McpRuntimeError):

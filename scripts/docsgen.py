@@ -54,7 +54,7 @@ GENERATED_NOTE = (
 )
 
 _CODE_FAMILIES = (
-    ("E1", "input: checked locally, before any server call"),
+    ("E1", "input: a document or a request to doclane, checked before any server call"),
     ("E2", "JSON-RPC protocol: the server said no (the wire code is kept)"),
     ("E3", "MCP runtime: the conversation with the server failed"),
     ("E4", "the job store"),
@@ -285,6 +285,28 @@ def _env_example_comments(path: Path = ENV_EXAMPLE) -> dict[str, str]:
     return comments
 
 
+#: The section of .env.example that Compose reads and doclane does not.
+COMPOSE_SECTION = "# ---- compose.yaml only"
+
+
+def compose_variables(path: Path = ENV_EXAMPLE) -> list[Setting]:
+    """The variables of .env.example's compose-only section, with its value and comment: that
+    comment is where their meaning is written, once."""
+    comments = _env_example_comments(path)
+    found: list[Setting] = []
+    inside = False
+    for raw in path.read_text().splitlines() if path.exists() else []:
+        if raw.startswith("# ----"):
+            inside = raw.startswith(COMPOSE_SECTION)
+            continue
+        match = re.match(r"([A-Z][A-Z0-9_]+)=(.*)$", raw.strip())
+        if inside and match:
+            name, value = match.groups()
+            meaning = comments.get(name) or "(undocumented)"
+            found.append(Setting((name,), f"`{value}`" if value else "(empty)", meaning))
+    return found
+
+
 def describe(cls: type[BaseSettings]) -> Iterator[Setting]:
     comments = _class_comments(cls)
     table = _docstring_table(sys.modules[cls.__module__])
@@ -335,7 +357,26 @@ def render_configuration(classes: Iterable[type[BaseSettings]] | None = None) ->
             names = "<br>".join(f"`{n}`" for n in setting.names)
             out.append(f"| {names} | {_cell(setting.default)} | {_cell(setting.meaning)} |")
         out.append("")
+    out += _compose_section()
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _compose_section() -> list[str]:
+    out = [
+        "## compose.yaml (read by Compose, not by doclane)",
+        "",
+        "What compose.yaml substitutes besides doclane's own settings, from the last section of",
+        "`.env.example`. compose.yaml's own defaults (`${VAR:-default}`) are these values, so a",
+        "fresh clone with no `.env` runs with them; but for `DOCLANE_ENV_FILE`: with no `.env`",
+        "the containers get `.env.example` (docs/operations.md).",
+        "",
+        "| variable | in .env.example | meaning |",
+        "|---|---|---|",
+    ]
+    for setting in compose_variables():
+        names = "<br>".join(f"`{n}`" for n in setting.names)
+        out.append(f"| {names} | {_cell(setting.default)} | {_cell(setting.meaning)} |")
+    return [*out, ""]
 
 
 # ---- the command ----------------------------------------------------------------------------

@@ -221,7 +221,7 @@ _install_pinned() {
   ensure_python
   local logfile
   logfile="$DOCLANE_TOOLS_DIR/$(basename "$venv" -venv)-install.log"
-  log "installing $what into $venv (once; 2-5 minutes, 2-3 GB; log: $logfile)"
+  log "installing $what into $venv (once; up to a few minutes; log: $logfile)"
   [[ -x "$venv/bin/pip" ]] || logged "$logfile" "$DOCLANE_PYTHON" -m venv "$venv"
   logged "$logfile" "$venv/bin/pip" install "$@"
   "$check" || die "$what did not install into $venv (log: $logfile)"
@@ -242,6 +242,35 @@ ensure_docling_mcp() {
     return # the operator brought their own server
   fi
   with_lock docling-mcp _install_docling_mcp
+}
+
+# ---- docling-rs-mcp: docling.rs's MCP server, the default one ----------------------------
+
+# A Rust engine in a wheel (no torch): its own venv all the same, so its mcp and docling-core
+# pins never meet the project's. Without layout models it reads PDFs from their text layer
+# (the server says so at start); its models are fetched only where there is internet
+# (docker/docling-rs-mcp.Dockerfile), never by these scripts.
+DOCLING_RS_MCP_VERSION=2.52.7
+DOCLING_RS_MCP_RECIPE=("docling-rs-mcp==$DOCLING_RS_MCP_VERSION")
+DOCLING_RS_VENV="$DOCLANE_TOOLS_DIR/docling-rs-mcp-venv"
+DOCLING_RS_MCP_BIN="${DOCLANE_DOCLING_RS_MCP_BIN:-$DOCLING_RS_VENV/bin/docling-rs-mcp}"
+
+_docling_rs_version_ok() {
+  [[ -x "$DOCLING_RS_MCP_BIN" ]] && "$DOCLING_RS_VENV/bin/python" -c \
+    "import importlib.metadata as m, sys; sys.exit(m.version('docling-rs-mcp') != '$DOCLING_RS_MCP_VERSION')" 2>/dev/null
+}
+
+_install_docling_rs_mcp() {
+  _install_pinned "$DOCLING_RS_VENV" "$DOCLING_RS_MCP_BIN" _docling_rs_version_ok \
+    "docling-rs-mcp $DOCLING_RS_MCP_VERSION" "${DOCLING_RS_MCP_RECIPE[@]}"
+}
+
+ensure_docling_rs_mcp() {
+  if [[ -n "${DOCLANE_DOCLING_RS_MCP_BIN:-}" ]]; then
+    [[ -x "$DOCLANE_DOCLING_RS_MCP_BIN" ]] || die "DOCLANE_DOCLING_RS_MCP_BIN=$DOCLANE_DOCLING_RS_MCP_BIN is not executable"
+    return # the operator brought their own server
+  fi
+  with_lock docling-rs-mcp _install_docling_rs_mcp
 }
 
 # ---- docling-serve, for the topology bench only (bench/topologies.py asks for it) ----------
@@ -304,48 +333,71 @@ free_port() {
   "$VENV/bin/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_docling_mcp [PORT]: run the real server in the background from a scratch folder, wait
-# until it listens, and stop it when the script exits. Sets DOCLING_MCP_PID, DOCLING_MCP_URL and
-# DOCLING_MCP_CACHE_DIR (where save_docling_document writes).
-start_docling_mcp() {
-  local port="${1:-$(free_port)}"
-  local work="$SCRATCH/docling-mcp"
-  mkdir -p "$work/cache"
+# _serve WHAT PORT WORKDIR COMMAND...: run a server in the background from WORKDIR, log to
+# WORKDIR/server.log, wait until it listens on PORT and stop it when the script exits. Sets
+# SERVER_PID (the stop hook reads _SERVED_PIDS).
+_SERVED_PIDS=()
+_serve() {
+  local what=$1 port=$2 work=$3
+  shift 3
+  mkdir -p "$work"
   _port_open "$port" && die "port $port is already taken: pass another one"
-  log "starting docling-mcp on 127.0.0.1:$port (log: $work/server.log)"
-  (
-    cd "$work"
-    # HF_HUB_OFFLINE: a PDF attempt fails at once instead of waiting for a download that cannot work.
-    # The cache must hold every batch in flight until it is exported (DOCLANE_BATCH_MAX_DOCS per
-    # worker process); the server's default of 10 would evict keys of concurrent batches.
-    DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" HF_HUB_OFFLINE=1 \
-      DOCLING_MCP_CACHE_MAX_DOCUMENTS="${DOCLING_MCP_CACHE_MAX_DOCUMENTS:-100}" \
-      exec "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port"
-  ) >"$work/server.log" 2>&1 &
-  DOCLING_MCP_PID=$!
-  echo "$DOCLING_MCP_PID" >"$work/server.pid"
-  on_exit stop_docling_mcp
-  DOCLING_MCP_URL="http://127.0.0.1:$port/mcp"
-  DOCLING_MCP_CACHE_DIR="$work/cache"
-  export DOCLING_MCP_PID DOCLING_MCP_URL DOCLING_MCP_CACHE_DIR
+  log "starting $what on 127.0.0.1:$port (log: $work/server.log)"
+  (cd "$work" && exec "$@") >"$work/server.log" 2>&1 &
+  SERVER_PID=$!
+  echo "$SERVER_PID" >"$work/server.pid"
+  ((${#_SERVED_PIDS[@]})) || on_exit _stop_served
+  _SERVED_PIDS+=("$SERVER_PID")
   local deadline=$((SECONDS + 90))
   until _port_open "$port"; do
-    if ! kill -0 "$DOCLING_MCP_PID" 2>/dev/null; then
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
       tail -n 30 "$work/server.log" >&2
-      die "docling-mcp exited before it listened (log: $work/server.log)"
+      die "$what exited before it listened (log: $work/server.log)"
     fi
-    ((SECONDS < deadline)) || die "docling-mcp did not listen on port $port within 90s (log: $work/server.log)"
+    ((SECONDS < deadline)) || die "$what did not listen on port $port within 90s (log: $work/server.log)"
     sleep 0.2
   done
 }
 
-stop_docling_mcp() {
-  [[ -n "${DOCLING_MCP_PID:-}" ]] || return 0
-  local pid=$DOCLING_MCP_PID deadline=$((SECONDS + 20))
-  DOCLING_MCP_PID=""
-  kill "$pid" 2>/dev/null || return 0
-  while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-  rm -f "$SCRATCH/docling-mcp/server.pid"
+_stop_served() {
+  local pid deadline
+  for pid in "${_SERVED_PIDS[@]}"; do
+    deadline=$((SECONDS + 20))
+    kill "$pid" 2>/dev/null || continue
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  _SERVED_PIDS=()
+}
+
+# start_docling_mcp [PORT]: the real docling-mcp in the background (see _serve). Sets
+# DOCLING_MCP_URL and DOCLING_MCP_CACHE_DIR (where save_docling_document writes).
+start_docling_mcp() {
+  local port="${1:-$(free_port)}" work="$SCRATCH/docling-mcp"
+  mkdir -p "$work/cache"
+  # HF_HUB_OFFLINE: a PDF attempt fails at once instead of waiting for a download that cannot work.
+  # The cache must hold every batch in flight until it is exported (DOCLANE_BATCH_MAX_DOCS per
+  # worker process); the server's default of 10 would evict keys of concurrent batches.
+  _serve docling-mcp "$port" "$work" env DOCLING_MCP_CONVERSION_MODE=local CACHE_DIR="$work/cache" \
+    HF_HUB_OFFLINE=1 DOCLING_MCP_CACHE_MAX_DOCUMENTS="${DOCLING_MCP_CACHE_MAX_DOCUMENTS:-100}" \
+    "$DOCLING_MCP_BIN" --transport streamable-http --host 127.0.0.1 --port "$port"
+  DOCLING_MCP_URL="http://127.0.0.1:$port/mcp"
+  DOCLING_MCP_CACHE_DIR="$work/cache"
+  export DOCLING_MCP_URL DOCLING_MCP_CACHE_DIR
+}
+
+# start_docling_rs_mcp PORT ROOT...: docling-rs-mcp over Streamable HTTP in the background,
+# reading only under the ROOT folders (it refuses any other path). Sets DOCLING_MCP_URL.
+start_docling_rs_mcp() {
+  local port=$1 root roots=()
+  shift
+  for root in "$@"; do
+    mkdir -p "$root"
+    roots+=(--root "$root")
+  done
+  _serve docling-rs-mcp "$port" "$SCRATCH/docling-rs-mcp" \
+    "$DOCLING_RS_MCP_BIN" --http --host 127.0.0.1 --port "$port" "${roots[@]}"
+  DOCLING_MCP_URL="http://127.0.0.1:$port/mcp"
+  export DOCLING_MCP_URL
 }

@@ -1,4 +1,5 @@
-"""Write the sample documents in examples/: one per format docling-mcp converts offline.
+"""Write the sample documents in examples/: one per format docling-mcp converts offline, and a
+PDF with a text layer (docling-rs-mcp reads it without models; docling-mcp cannot offline).
 
 Each has a heading and a small table whose cells the tests and the demo look for in the
 markdown, so a conversion that silently drops content is caught (tests/fixtures/examples.py
@@ -16,6 +17,7 @@ import zipfile
 from pathlib import Path
 
 from docx import Document
+from fpdf import FPDF
 from openpyxl import Workbook
 from pptx import Presentation
 from pptx.util import Inches
@@ -84,6 +86,35 @@ def make_reproducible(path: Path) -> None:
             package.writestr(entry, fixed)
 
 
+#: The PDF's pages: a heading and a sentence each (the first with the table), so a page range
+#: shows in the markdown (``--pages 1-2`` keeps the first two headings, not the third).
+PDF_PAGES = [
+    ("Annual Report", "Revenue grew in every region this year."),
+    ("Regional Outlook", "Both regions expect steady growth next year."),
+    ("Appendix", "Figures are unaudited."),
+]
+
+
+def write_pdf(path: Path) -> None:
+    """Three pages of real text (a text layer, fonts embedded by fpdf2), byte-reproducible."""
+    pdf = FPDF(format="A4")
+    pdf.set_creation_date(FIXED.replace(tzinfo=dt.UTC))
+    pdf.set_title("Annual Report")
+    for number, (heading, sentence) in enumerate(PDF_PAGES, start=1):
+        pdf.add_page()
+        pdf.set_font("Helvetica", style="B", size=20)
+        pdf.cell(text=heading, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(6)
+        pdf.set_font("Helvetica", size=12)
+        pdf.multi_cell(w=0, text=sentence, new_x="LMARGIN", new_y="NEXT")
+        pdf.ln(6)
+        if number == 1:
+            with pdf.table(col_widths=(60, 40), first_row_as_headings=True) as table:
+                for row in ROWS:
+                    table.row(row)
+    pdf.output(str(path))
+
+
 TEXT_FILES = {
     "release-notes.md": (
         "# Release Notes\n\nVersion 2 brings faster exports.\n\n"
@@ -109,9 +140,10 @@ def main() -> None:
     ]:
         write(EXAMPLES / name)
         make_reproducible(EXAMPLES / name)
+    write_pdf(EXAMPLES / "annual-report.pdf")
     for name, text in TEXT_FILES.items():
         (EXAMPLES / name).write_text(text, encoding="utf-8")
-    print(f"wrote {len(TEXT_FILES) + 3} examples to {EXAMPLES}")
+    print(f"wrote {len(TEXT_FILES) + 4} examples to {EXAMPLES}")
 
 
 if __name__ == "__main__":

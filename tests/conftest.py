@@ -1,4 +1,8 @@
-"""Shared pytest set-up. Fixtures live in tests/fixtures/, one module per real thing they run."""
+"""Shared pytest set-up. Fixtures live in tests/fixtures/, one module per real thing they run.
+
+Listed here, they apply to the whole tree; so does tests.fixtures.isolation's shield: no test
+runs in the folder pytest was started in, so a developer's ``.env`` reaches no settings.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ pytest_plugins = [
     "tests.fixtures.redis_server",
     "tests.fixtures.database",
     "tests.fixtures.docling_server",
+    "tests.fixtures.docling_rs_server",
     "tests.fixtures.http_source",
     "tests.fixtures.brokers",
     "tests.fixtures.workers",

@@ -41,6 +41,10 @@ class WorkerSettings(BaseSettings):
     visibility_timeout_s: float | None = Field(default=None, gt=0)
     #: Recycle a worker process after this many tasks (bounds slow leaks); 0 = never.
     max_tasks_per_child: int = Field(default=0, ge=0)
+    #: How often a worker node writes its heartbeat into Redis (DOCLANE_REDIS_URL), where
+    #: ``doclane stats``, the API and /metrics read the live workers in one round trip; a node
+    #: whose heartbeat is three beats old counts as gone.
+    worker_heartbeat_s: float = Field(default=5.0, gt=0)
     #: Redis only: kombu's emulation of acknowledgements, which copies every delivered message
     #: into an "unacked" hash and deletes it on ack (two Redis round trips per job) so that a
     #: dead worker's messages come back after the visibility timeout. Off: a worker holds its

@@ -11,44 +11,81 @@
     retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
 
 ``store`` is a :class:`pipeline.store.AdminStore`; ``fleet`` the broker's side
-(:class:`Fleet`, implemented by ``workers.fleet.CeleryFleet``).
+(:class:`Fleet`, implemented by ``workers.fleet.CeleryFleet``). Names are imported on first use
+(:mod:`pipeline.support.lazy`): ``doclane stats`` loads the stats, not job submission and its
+HTTP client.
 """
 
 from __future__ import annotations
 
-from pipeline.admin.fleet import (
-    BreakerState,
-    Fleet,
-    QueueDepth,
-    RedisUnreachable,
-    WorkerInfo,
-    read_breakers,
+from typing import TYPE_CHECKING
+
+from pipeline.support import lazy
+
+if TYPE_CHECKING:
+    from errors import JobNotFound
+    from pipeline.store import AdminStore, JobFilter
+
+    from .fleet import (
+        BreakerState,
+        Fleet,
+        QueueDepth,
+        RedisUnreachable,
+        read_breakers,
+        read_live_workers,
+    )
+    from .heartbeats import WorkerInfo
+    from .jobs import (
+        ErrorInfo,
+        JobDetail,
+        RetryOutcome,
+        WrongState,
+        cancel_job,
+        error_info,
+        job_detail,
+        list_jobs,
+        parse_since,
+        retry_failed,
+        retry_job,
+    )
+    from .settings import AdminSettings, load_admin_settings
+    from .stats import Failures, Stats, Throughput, TierTimes, Window, collect_stats, run_parts
+
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "AdminSettings": ".settings",
+        "BreakerState": ".fleet",
+        "ErrorInfo": ".jobs",
+        "Failures": ".stats",
+        "Fleet": ".fleet",
+        "JobDetail": ".jobs",
+        "QueueDepth": ".fleet",
+        "RedisUnreachable": ".fleet",
+        "RetryOutcome": ".jobs",
+        "Stats": ".stats",
+        "Throughput": ".stats",
+        "TierTimes": ".stats",
+        "Window": ".stats",
+        "WorkerInfo": ".heartbeats",
+        "WrongState": ".jobs",
+        "cancel_job": ".jobs",
+        "collect_stats": ".stats",
+        "error_info": ".jobs",
+        "job_detail": ".jobs",
+        "list_jobs": ".jobs",
+        "load_admin_settings": ".settings",
+        "parse_since": ".jobs",
+        "read_breakers": ".fleet",
+        "read_live_workers": ".fleet",
+        "retry_failed": ".jobs",
+        "retry_job": ".jobs",
+        "run_parts": ".stats",
+        "JobNotFound": "errors",
+        "AdminStore": "pipeline.store",
+        "JobFilter": "pipeline.store",
+    },
 )
-from pipeline.admin.jobs import (
-    ErrorInfo,
-    JobDetail,
-    JobNotFound,
-    RetryOutcome,
-    WrongState,
-    cancel_job,
-    error_info,
-    job_detail,
-    list_jobs,
-    parse_since,
-    retry_failed,
-    retry_job,
-)
-from pipeline.admin.settings import AdminSettings, load_admin_settings
-from pipeline.admin.stats import (
-    Failures,
-    Stats,
-    Throughput,
-    TierTimes,
-    Window,
-    collect_stats,
-    run_parts,
-)
-from pipeline.store import AdminStore, JobFilter
 
 __all__ = [
     "AdminSettings",
@@ -77,6 +114,7 @@ __all__ = [
     "load_admin_settings",
     "parse_since",
     "read_breakers",
+    "read_live_workers",
     "retry_failed",
     "retry_job",
     "run_parts",

@@ -1,10 +1,11 @@
-"""What the admin views ask outside PostgreSQL: the broker (queues, live workers) and Redis
-(the circuit breakers every worker shares).
+"""What the admin views ask outside PostgreSQL: the broker (queues) and Redis (the circuit
+breakers every worker shares, and the workers' heartbeats).
 
 ``pipeline`` never imports Celery: the broker side is the :class:`Fleet` protocol, which
 ``workers.fleet.CeleryFleet`` implements and the composition roots (the CLI, ``doclane api``)
 wire in. The breakers are read here, through the same ``OriginBreaker`` the workers use, so
-state, failures and time to reset mean exactly what the workers act on.
+state, failures and time to reset mean exactly what the workers act on; the live workers are
+the nodes whose heartbeat has not expired (``pipeline.admin.heartbeats``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
+from pipeline.admin.heartbeats import WorkerInfo, read_workers
 from pipeline.mcp import load_mcp_settings, origin_of
 from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
 from pipeline.resilience.storage import BreakerRedis, RedisUnavailable
@@ -21,14 +23,6 @@ from pipeline.support.secrets import mask_address
 
 #: pybreaker keeps an origin's state at ``<namespace>:<origin>:pybreaker:state``.
 _STATE_SUFFIX = ":pybreaker:state"
-
-
-class WorkerInfo(BaseModel):
-    """A worker (a Celery node) that answered inspect."""
-
-    name: str
-    concurrency: int | None = None
-    tasks_done: int | None = None
 
 
 class QueueDepth(BaseModel):
@@ -45,14 +39,11 @@ class BreakerState(BaseModel):
 
 
 class Fleet(Protocol):
-    """The broker's side of the fleet. Both methods raise when the broker cannot be asked."""
+    """The broker's side of the fleet."""
 
     def queue_depths(self) -> list[QueueDepth]:
-        """Messages waiting in each of doclane's queues."""
-        ...
-
-    def workers(self) -> list[WorkerInfo]:
-        """The workers that answer a ping now (takes the inspect timeout)."""
+        """Messages waiting in each of doclane's queues; raises when the broker cannot be
+        asked."""
         ...
 
 
@@ -80,6 +71,23 @@ def read_breakers(settings: ResilienceSettings, origins: Sequence[str] = ()) -> 
     finally:
         if client is not None:
             client.close()
+
+
+def read_live_workers(settings: ResilienceSettings) -> list[WorkerInfo]:
+    """The worker nodes whose heartbeat has not expired, in one round trip to Redis. Raises
+    :class:`RedisUnreachable` when Redis does not answer (or none is configured: the workers
+    then have nowhere to say they are alive)."""
+    client = redis_for_breakers(settings)
+    if client is None:
+        raise RedisUnreachable("no DOCLANE_REDIS_URL: the workers' heartbeats live there")
+    try:
+        return read_workers(client, settings.breaker_namespace)
+    except RedisUnavailable as exc:
+        raise RedisUnreachable(
+            f"Redis at {mask_address(settings.redis_url)} did not answer: {exc}"
+        ) from exc
+    finally:
+        client.close()
 
 
 def _configured_origins() -> list[str]:

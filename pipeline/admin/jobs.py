@@ -18,9 +18,8 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from errors import entry
+from errors import JobNotFound, entry
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
-from pipeline.jobs.submit import enqueue
 from pipeline.queues import JobMessage, Publisher
 from pipeline.store import AdminStore, JobFilter, JobStore
 from pipeline.support.secrets import process_masker
@@ -29,12 +28,9 @@ _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
-class JobNotFound(LookupError):
-    """No job has this id."""
-
-    def __init__(self, job_id: UUID) -> None:
-        super().__init__(f"no job {job_id}")
-        self.job_id = job_id
+def no_job(job_id: UUID) -> JobNotFound:
+    """E108 about ``job_id``."""
+    return JobNotFound(f"no job {job_id}", detail={"job_id": str(job_id)})
 
 
 class WrongState(ValueError):
@@ -82,7 +78,7 @@ class JobDetail(BaseModel):
 def job_detail(store: JobStore, job_id: UUID, *, events: bool = True) -> JobDetail:
     job = store.get_job(job_id)
     if job is None:
-        raise JobNotFound(job_id)
+        raise no_job(job_id)
     return JobDetail(
         job=job,
         error=error_info(job),
@@ -129,7 +125,7 @@ def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutco
     """A waiting job now (its backoff waived); a failed or cancelled one as a new job."""
     job = store.get_job(job_id)
     if job is None:
-        raise JobNotFound(job_id)
+        raise no_job(job_id)
     if job.state in (JobState.QUEUED, JobState.RETRYING):
         store.make_due(job.id)
         publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
@@ -164,6 +160,10 @@ class _Group:
 
 def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[RetryOutcome]:
     """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
+    # Here, not at the top: listing and reading jobs (doclane jobs, stats, the API's GETs) need
+    # none of submission's source checks and HTTP client.
+    from pipeline.jobs.submit import enqueue
+
     masker = process_masker()
     groups: dict[tuple[Any, ...], _Group] = {}
     for job in jobs:
@@ -211,6 +211,6 @@ def cancel_job(store: JobStore, job_id: UUID) -> Job:
     if cancellation is None:
         job = store.get_job(job_id)
         if job is None:
-            raise JobNotFound(job_id)
+            raise no_job(job_id)
         raise WrongState(f"job {job_id} is already {job.state.value}")
     return cancellation.job

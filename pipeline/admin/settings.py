@@ -16,9 +16,6 @@ class AdminSettings(BaseSettings):
     #: The whole of ``doclane stats`` (database, broker, Redis, workers, asked side by side):
     #: a part that has not answered by then is reported unreachable, not waited for.
     stats_deadline_s: float = Field(default=3.0, gt=0)
-    #: How long Celery's inspect waits for workers to answer (every answer costs this long:
-    #: inspect cannot know how many workers there are).
-    inspect_timeout_s: float = Field(default=1.0, gt=0)
     #: The window of the conversion-time percentiles.
     percentile_window_s: float = Field(default=3600.0, gt=0)
 

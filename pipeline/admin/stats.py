@@ -22,9 +22,10 @@ from pipeline.admin.fleet import (
     BreakerState,
     Fleet,
     QueueDepth,
-    WorkerInfo,
     read_breakers,
+    read_live_workers,
 )
+from pipeline.admin.heartbeats import WorkerInfo
 from pipeline.admin.settings import AdminSettings
 from pipeline.jobs import JobState
 from pipeline.queues import SIZE_TIERS
@@ -113,20 +114,16 @@ def collect_stats(
     *,
     settings: AdminSettings,
     resilience: ResilienceSettings,
-    workers: Callable[[], list[WorkerInfo]] | None = None,
 ) -> Stats:
     """Ask every part at once; whatever has not answered by the deadline is unreachable.
 
-    ``workers`` replaces ``fleet.workers`` (the API passes its cached list: inspect always
-    takes its whole timeout). ``fleet`` None: no broker configured, queues and workers unknown.
+    ``fleet`` None: no broker configured, queues unknown. No Redis configured: workers unknown
+    (their heartbeats live there).
     """
     parts: dict[str, Callable[[], Any]] = {
         "database": lambda: _job_figures(store, settings.percentile_window_s),
-        "redis": lambda: read_breakers(resilience),
+        **fleet_parts(fleet, resilience),
     }
-    if fleet is not None:
-        parts["broker"] = fleet.queue_depths
-        parts["workers"] = workers or fleet.workers
     answers, unreachable = run_parts(parts, deadline_s=settings.stats_deadline_s)
     figures: _JobFigures | None = answers.get("database")
     return Stats(
@@ -142,6 +139,19 @@ def collect_stats(
         workers=answers.get("workers"),
         unreachable=unreachable,
     )
+
+
+def fleet_parts(
+    fleet: Fleet | None, resilience: ResilienceSettings
+) -> dict[str, Callable[[], Any]]:
+    """What stats and metrics ask outside PostgreSQL, by part name: breakers (``redis``),
+    queue depths (``broker``), live workers (``workers``)."""
+    parts: dict[str, Callable[[], Any]] = {"redis": lambda: read_breakers(resilience)}
+    if fleet is not None:
+        parts["broker"] = fleet.queue_depths
+    if resilience.redis_url.strip():
+        parts["workers"] = lambda: read_live_workers(resilience)
+    return parts
 
 
 def run_parts(
@@ -267,4 +277,13 @@ def _catalog(code: str) -> tuple[str, str, str]:
     return (row.title, row.user_message, row.action)
 
 
-__all__ = ["Failures", "Stats", "Throughput", "TierTimes", "Window", "collect_stats", "run_parts"]
+__all__ = [
+    "Failures",
+    "Stats",
+    "Throughput",
+    "TierTimes",
+    "Window",
+    "collect_stats",
+    "fleet_parts",
+    "run_parts",
+]

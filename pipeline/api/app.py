@@ -1,24 +1,21 @@
 """The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.jobs.submit``.
 
 Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
-``Authorization: Bearer <DOCLANE_API_TOKEN>`` (compared in constant time). Handlers that touch
+``Authorization: Bearer <token>``, a token whose role allows the request (``pipeline.api.auth``:
+read for GETs, submit for ``POST /v1/jobs``, admin for cancel and retry). Handlers that touch
 PostgreSQL or the broker are plain functions, which FastAPI runs in its thread pool; the upload
 is async because it streams the request body into the inbox as it arrives.
 """
 
 from __future__ import annotations
 
-import secrets
 import threading
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
@@ -37,6 +34,7 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
+from pipeline.api.auth import TokenRoles
 from pipeline.api.errors import ErrorResponse, install_handlers
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
@@ -44,13 +42,14 @@ from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     FORMATS_PATTERN,
+    OPTION_FIELDS,
     PRIORITY_RANGE,
     SubmitRequest,
     SubmitResponse,
+    submission_response,
     submit_json,
     submit_upload,
 )
-from pipeline.api.workers_cache import WorkersCache
 from pipeline.jobs import Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
@@ -68,7 +67,6 @@ class ApiContext:
     store: AdminStore
     publisher: Publisher
     fleet: Fleet | None
-    workers: WorkersCache
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -76,11 +74,12 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for code, why in {
         400: "malformed request",
         401: "no or wrong bearer token",
-        404: "no such job, or no such result",
+        403: "the token's role does not allow this request (E109)",
+        404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
-        422: "invalid parameters, or a source refused (E1xx)",
+        422: "invalid parameters, or every source refused (E1xx)",
         500: "a bug (E399)",
         502: "a server answered with an error",
         503: "the database, broker or a server is unreachable (E401, E302 ...)",
@@ -101,23 +100,6 @@ class Health(BaseModel):
     parts: dict[str, str] = {}
 
 
-_BEARER = HTTPBearer(auto_error=False, description="DOCLANE_API_TOKEN")
-
-
-class BearerToken:
-    """The dependency that guards /v1: the token compared in constant time; none set, no entry."""
-
-    def __init__(self, token: str) -> None:
-        self._expected = token.encode()
-
-    def __call__(
-        self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
-    ) -> None:
-        given = credentials.credentials.encode() if credentials else b""
-        if not self._expected or not secrets.compare_digest(given, self._expected):
-            raise HTTPException(401, "a valid bearer token is required")
-
-
 #: The body of ``POST /v1/jobs`` as the schema shows it: the handler reads the body itself (JSON
 #: sources, or one document streamed from a multipart form), so FastAPI cannot derive it.
 _SUBMIT_BODY: dict[str, Any] = {
@@ -132,6 +114,7 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "file": {"type": "string", "format": "binary"},
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                    **OPTION_FIELDS,
                 },
             }
         },
@@ -145,7 +128,6 @@ def create_app(ctx: ApiContext) -> FastAPI:
         title="doclane",
         summary="Document conversion jobs, their results, and the fleet's state.",
         version="1",
-        lifespan=_workers_refreshed(ctx),
         responses={500: _ERRORS[500]},
     )
     install_handlers(app)
@@ -154,44 +136,28 @@ def create_app(ctx: ApiContext) -> FastAPI:
     return app
 
 
-def _workers_refreshed(ctx: ApiContext) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: the live workers are asked in the background while it serves."""
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        ctx.workers.start()
-        try:
-            yield
-        finally:
-            ctx.workers.stop()
-
-    return lifespan
-
-
 def _stats(ctx: ApiContext) -> Stats:
-    return collect_stats(
-        ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience, workers=ctx.workers.get
-    )
+    return collect_stats(ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
 
 def _v1(ctx: ApiContext) -> APIRouter:
-    """The token-protected API: submitting, the jobs, the fleet's figures."""
-    authorized = BearerToken(
-        ctx.settings.api_token.get_secret_value() if ctx.settings.api_token else ""
-    )
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(authorized)], responses=_ERRORS)
-    v1.include_router(_submission(ctx))
-    v1.include_router(_jobs(ctx))
+    """The token-protected API: submitting, the jobs, the fleet's figures; every route needs a
+    token with the read role at least, and some more (``access.require``)."""
+    access = TokenRoles(ctx.settings.tokens())
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(access.require("read"))], responses=_ERRORS)
+    v1.include_router(_submission(ctx, access))
+    v1.include_router(_jobs(ctx, access))
     v1.include_router(_figures(ctx))
     return v1
 
 
-def _submission(ctx: ApiContext) -> APIRouter:
+def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """``POST /jobs``: sources to fetch (JSON), or one document uploaded (multipart)."""
     router = APIRouter()
 
     @router.post(
         "/jobs",
+        dependencies=[Depends(access.require("submit"))],
         status_code=202,
         response_model=SubmitResponse,
         openapi_extra={"requestBody": _SUBMIT_BODY},
@@ -205,12 +171,12 @@ def _submission(ctx: ApiContext) -> APIRouter:
             answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
         else:
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        return JSONResponse(answer.model_dump(mode="json"), status_code=202)
+        return submission_response(answer)
 
     return router
 
 
-def _jobs(ctx: ApiContext) -> APIRouter:
+def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """The jobs once submitted: listed, read, their results, cancelled, retried."""
     router = APIRouter()
 
@@ -248,12 +214,20 @@ def _jobs(ctx: ApiContext) -> APIRouter:
         """One result of a succeeded job, streamed from the database as stored."""
         return stream_result(ctx.store, job_id, fmt)
 
-    @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
+    @router.post(
+        "/jobs/{job_id}/cancel",
+        response_model=JobOut,
+        dependencies=[Depends(access.require("admin"))],
+    )
     def cancel(job_id: UUID) -> JobOut:
         """Cancel a queued, retrying or running job."""
         return JobOut(job=cancel_job(ctx.store, job_id))
 
-    @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
+    @router.post(
+        "/jobs/{job_id}/retry",
+        response_model=RetryOutcome,
+        dependencies=[Depends(access.require("admin"))],
+    )
     def retry(job_id: UUID) -> RetryOutcome:
         """A waiting job now; a failed or cancelled one as a new job."""
         return retry_job(ctx.store, ctx.publisher, job_id)
@@ -280,7 +254,6 @@ def _operations(ctx: ApiContext) -> APIRouter:
             ctx.store,
             ctx.fleet,
             ctx.resilience,
-            workers=ctx.workers.get if ctx.fleet is not None else None,
             deadline_s=ctx.admin.stats_deadline_s,
         )
     )

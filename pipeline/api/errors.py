@@ -1,8 +1,9 @@
 """One JSON shape for every error the API answers: ``{"error": {"code": ..., ...}}``.
 
-A catalog error keeps its code (E103, E401, ...) and the catalog's texts; what the catalog does
-not cover (no such job, no token, a malformed request) gets a short word for a code, so clients
-switch on ``error.code`` whatever went wrong. Nothing leaves as a bare 500 page.
+A catalog error keeps its code (E103, E401, E108 no such job, E109 not for this token's role,
+...) and the catalog's texts; what the catalog does not cover (no token, a malformed request)
+gets a short word for a code, so clients switch on ``error.code`` whatever went wrong. Nothing
+leaves as a bare 500 page.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from errors import PipelineError, UnexpectedError
-from pipeline.admin import JobNotFound, WrongState
+from pipeline.admin import WrongState
 
 log = logging.getLogger("doclane.api")
 
@@ -39,7 +40,7 @@ class ErrorResponse(BaseModel):
 #: What a client should do about the errors the catalog does not cover, by code.
 _HTTP_CODES: dict[int, tuple[str, str, str]] = {
     400: ("invalid_request", "invalid request", "Fix the request and send it again."),
-    401: ("unauthorized", "unauthorized", "Send Authorization: Bearer <DOCLANE_API_TOKEN>."),
+    401: ("unauthorized", "unauthorized", "Send Authorization: Bearer <your API token>."),
     404: ("not_found", "not found", "Check the URL (GET /openapi.json lists the endpoints)."),
     405: ("method_not_allowed", "method not allowed", "Check the method (see /openapi.json)."),
     413: ("too_large", "request too large", "Send a smaller document."),
@@ -62,10 +63,15 @@ def error_response(
     return JSONResponse(jsonable_encoder(body), status_code=status, headers=headers)
 
 
+#: Catalog codes whose HTTP status is not their family's.
+_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403}
+
+
 def catalog_status(exc: PipelineError) -> int:
-    """E103 413; other input errors 422; the database or a server down 503; the rest 502."""
-    if exc.code == "E103":
-        return 413
+    """E103 413, E108 404, E109 403; other input errors 422; the database or a server down
+    503; the rest 502."""
+    if exc.code in _STATUS_OF_CODE:
+        return _STATUS_OF_CODE[exc.code]
     if exc.code.startswith("E1"):
         return 422
     if exc.code == "E399":
@@ -90,12 +96,6 @@ def install_handlers(app: FastAPI) -> None:
     @app.exception_handler(PipelineError)
     async def _catalog(_: Request, exc: PipelineError) -> JSONResponse:
         return catalog_response(exc)
-
-    @app.exception_handler(JobNotFound)
-    async def _no_job(_: Request, exc: JobNotFound) -> JSONResponse:
-        return error_response(
-            404, "job_not_found", "no such job", str(exc), "Check the id (GET /v1/jobs lists them)."
-        )
 
     @app.exception_handler(WrongState)
     async def _wrong_state(_: Request, exc: WrongState) -> JSONResponse:

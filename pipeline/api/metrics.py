@@ -5,8 +5,9 @@ the API's own work, and counters kept in each worker would need a push gateway o
 process. The fleet's history is in PostgreSQL already (every job, every state change, every MCP
 call with tool, duration and outcome), so a custom collector reads it at scrape time, from the
 rollups of migration 0007 plus the rows since their mark: a few index scans, cheap at a million
-jobs. Breakers come from Redis and queue depths from the broker, like ``doclane stats``; a part
-that cannot be read is left out of the scrape and ``doclane_up{part}`` says so.
+jobs. Breakers and the workers' heartbeats come from Redis and queue depths from the broker,
+like ``doclane stats``; a part that cannot be read is left out of the scrape and
+``doclane_up{part}`` says so.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from pipeline.admin import AdminStore, Fleet, WorkerInfo, read_breakers, run_parts
-from pipeline.admin.stats import batches_since
+from pipeline.admin import AdminStore, Fleet, run_parts
+from pipeline.admin.stats import batches_since, fleet_parts
 from pipeline.jobs import JobState
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal
@@ -43,24 +44,18 @@ class FleetCollector(Collector):
         fleet: Fleet | None,
         resilience: ResilienceSettings,
         *,
-        workers: Callable[[], list[WorkerInfo]] | None = None,
         deadline_s: float = 3.0,
     ) -> None:
         self.store = store
         self.fleet = fleet
         self.resilience = resilience
-        self.workers = workers
         self.deadline_s = deadline_s
 
     def collect(self) -> Iterator[Metric]:
         parts: dict[str, Callable[[], Any]] = {
             "database": self._database,
-            "redis": lambda: read_breakers(self.resilience),
+            **fleet_parts(self.fleet, self.resilience),
         }
-        if self.fleet is not None:
-            parts["broker"] = self.fleet.queue_depths
-        if self.workers is not None:
-            parts["workers"] = self.workers
         answers, unreachable = run_parts(parts, deadline_s=self.deadline_s)
         up = GaugeMetricFamily(
             "doclane_up", "Whether a part of the fleet answered this scrape.", labels=["part"]
@@ -82,7 +77,7 @@ class FleetCollector(Collector):
         if "workers" in answers:
             yield GaugeMetricFamily(
                 "doclane_workers",
-                "Workers that answered the latest inspect.",
+                "Worker nodes whose heartbeat is alive.",
                 len(answers["workers"]),
             )
 

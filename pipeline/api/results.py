@@ -16,7 +16,7 @@ from uuid import UUID
 from fastapi.responses import StreamingResponse
 from starlette.exceptions import HTTPException
 
-from pipeline.admin import JobNotFound
+from pipeline.admin.jobs import no_job
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 
@@ -24,6 +24,8 @@ _MEDIA_TYPES = {
     "md": "text/markdown; charset=utf-8",
     "json": "application/json",
     "html": "text/html; charset=utf-8",
+    "text": "text/plain; charset=utf-8",
+    "chunks": "application/json",
 }
 _DONE = object()
 
@@ -52,7 +54,7 @@ def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
     if not any(r.format == fmt for r in store.list_results(job_id)):
         job = store.get_job(job_id)
         if job is None:
-            raise JobNotFound(job_id)
+            raise no_job(job_id)
         if job.state is JobState.SUCCEEDED:
             raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
         raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")

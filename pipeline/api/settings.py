@@ -1,30 +1,103 @@
-"""Settings of ``doclane api``: where it listens, the token clients send, how it caches."""
+"""Settings of ``doclane api``: where it listens, the tokens clients send, how it caches.
+
+Tokens have roles (``DOCLANE_API_TOKENS``), each allowing what the ones before it allow:
+
+==========  ====================================================================
+role        may
+==========  ====================================================================
+``read``    every GET: jobs, job details, results, stats
+``submit``  ``read``, and submit jobs (``POST /v1/jobs``: sources or an upload)
+``admin``   everything: cancel and retry jobs besides
+==========  ====================================================================
+
+The single ``DOCLANE_API_TOKEN`` of earlier releases is still read, as an ``admin`` token.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+Role = Literal["read", "submit", "admin"]
+#: The roles from least to most allowed: each allows what those before it allow.
+ROLES: tuple[Role, ...] = ("read", "submit", "admin")
+#: How ``DOCLANE_API_TOKEN`` is named where a token's name is shown (logs, 403 answers).
+LEGACY_TOKEN_NAME = "DOCLANE_API_TOKEN"
+
+
+class ApiToken(BaseModel):
+    """One client's token: a name to tell it by (never the secret), its role, the secret."""
+
+    model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
+    role: Role
+    token: SecretStr = Field(min_length=1)
 
 
 class ApiSettings(BaseSettings):
+    # No input in validation errors: a malformed token list must not print its secrets.
     model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
+        env_prefix="DOCLANE_",
+        env_file=".env",
+        extra="ignore",
+        frozen=True,
+        env_ignore_empty=True,
+        hide_input_in_errors=True,
     )
 
     #: The address ``doclane api`` listens on (``0.0.0.0`` in a container).
     api_host: str = "127.0.0.1"
     #: Its port (0: any free one, printed in uvicorn's start-up line).
     api_port: int = Field(default=8080, ge=0, le=65535)
-    #: The bearer token every endpoint but /healthz, /readyz, /metrics and the status page asks
-    #: for. ``doclane api`` refuses to start without one.
+    #: A bearer token with the ``admin`` role (what every /v1 endpoint asked for before tokens
+    #: had roles). /healthz, /readyz, /metrics and the status page need none.
     api_token: SecretStr | None = None
-    #: How often the API asks the broker which workers are alive (inspect waits its whole
-    #: timeout, too long for a request); /v1/stats and the page show the latest answer.
-    api_workers_refresh_s: float = Field(default=10.0, gt=0)
+    #: Tokens with roles (read, submit, admin), comma-separated ``name:role:token``
+    #: (``ci:submit:3f9a...,grafana:read:77c1...``; the name is what logs and answers show, never
+    #: the token), or a JSON list of ``{"name", "role", "token"}``. ``doclane api`` refuses to
+    #: start with neither this nor DOCLANE_API_TOKEN.
+    api_tokens: Annotated[tuple[ApiToken, ...], NoDecode] = ()
     #: Seconds between refreshes of the status page.
     api_page_refresh_s: int = Field(default=5, ge=1)
+
+    @field_validator("api_tokens", mode="before")
+    @classmethod
+    def _parse_tokens(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        tokens = []
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            name, role, token = [*item.split(":", 2), "", ""][:3]
+            if not token:
+                raise ValueError("each token is name:role:token (the token itself left out)")
+            tokens.append({"name": name, "role": role, "token": token})
+        return tokens
+
+    @model_validator(mode="after")
+    def _distinct(self) -> ApiSettings:
+        tokens = self.tokens()
+        if len({t.name for t in tokens}) < len(tokens):
+            raise ValueError("DOCLANE_API_TOKENS: two tokens have the same name")
+        if len({t.token.get_secret_value() for t in tokens}) < len(tokens):
+            raise ValueError(
+                "DOCLANE_API_TOKENS: two tokens are the same secret (which role would it have?)"
+            )
+        return self
+
+    def tokens(self) -> tuple[ApiToken, ...]:
+        """Every token the API accepts: DOCLANE_API_TOKENS, and DOCLANE_API_TOKEN as admin."""
+        legacy = self.api_token.get_secret_value() if self.api_token else ""
+        if not legacy:
+            return self.api_tokens
+        legacy_token = ApiToken(name=LEGACY_TOKEN_NAME, role="admin", token=SecretStr(legacy))
+        return (legacy_token, *self.api_tokens)
 
 
 def load_api_settings(**overrides: Any) -> ApiSettings:

@@ -1,7 +1,8 @@
 """Uploads streamed straight into the inbox folder, never held whole (in memory or spooled).
 
 ``POST /v1/jobs`` with ``multipart/form-data``: the field ``file`` is written, as its bytes
-arrive, to ``<inbox>/uploads/<uuid>/<its file name>`` (a folder workers and the server share);
+arrive, to ``<inbox>/uploads/<uuid>/<its file name>`` (a folder workers and the server share,
+always allowed whatever ``DOCLANE_ALLOWED_ROOTS`` says: doclane wrote the file itself);
 ``to`` and ``priority`` are small form fields. A request whose Content-Length already says it is
 too big is refused before a byte is read; otherwise the count of bytes written is checked as
 they come, and the partial file is deleted the moment it passes ``DOCLANE_MAX_SOURCE_BYTES``
@@ -22,6 +23,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from errors import EmptySource, SourceTooLarge
+from pipeline.sources.settings import UPLOADS_FOLDER
 
 #: Form fields besides the file are a few bytes (``to``, ``priority``); more is not a form.
 _MAX_FIELD_BYTES = 1024
@@ -143,7 +145,7 @@ async def receive_upload(
             f"the upload ({content_length} bytes) is larger than the maximum of {max_bytes} bytes",
             detail={"max_bytes": max_bytes, "content_length": content_length},
         )
-    folder = inbox / "uploads" / uuid.uuid4().hex
+    folder = inbox / UPLOADS_FOLDER / uuid.uuid4().hex
     receiver = _Receiver(folder, max_bytes)
     parser = MultipartParser(boundary, cast(Any, receiver.callbacks()))
     try:

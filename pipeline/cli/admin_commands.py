@@ -26,7 +26,7 @@ app = typer.Typer(add_completion=False)
 _REMEDIES = {
     "database": "check PostgreSQL and DOCLANE_DATABASE_URL (and `doclane db migrate`)",
     "broker": "check the broker (Redis or RabbitMQ) and DOCLANE_BROKER_URL",
-    "workers": "check the broker and that `doclane worker` runs",
+    "workers": "check Redis (DOCLANE_REDIS_URL), where the workers' heartbeats are",
     "redis": "check Redis and DOCLANE_REDIS_URL (breaker state is shared there)",
 }
 
@@ -43,7 +43,7 @@ def stats(
     resilience = load_resilience_settings()
     with (
         open_store(as_json, AdminStore) as store,
-        celery_fleet(settings.inspect_timeout_s) as fleet,
+        celery_fleet() as fleet,
     ):
         figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
         _show(figures, as_json=as_json, watch=watch)
@@ -160,7 +160,6 @@ def api(
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
     from pipeline.api import ApiContext, load_api_settings, serve
-    from pipeline.api.workers_cache import WorkersCache
     from pipeline.sources import load_source_settings
 
     overrides: dict[str, Any] = {}
@@ -169,15 +168,17 @@ def api(
     if port is not None:
         overrides["api_port"] = port
     settings = load_api_settings(**overrides)
-    if settings.api_token is None or not settings.api_token.get_secret_value():
+    if not settings.tokens():
         usage_error(
-            "DOCLANE_API_TOKEN is not set: set it to the bearer token clients must send", False
+            "DOCLANE_API_TOKEN is not set, nor DOCLANE_API_TOKENS: set the tokens clients must "
+            "send (DOCLANE_API_TOKENS=name:role:token,...)",
+            False,
         )
     admin = load_admin_settings()
     with (
         open_store(False, AdminStore) as store,
         celery_publisher() as publisher,
-        celery_fleet(admin.inspect_timeout_s) as fleet,
+        celery_fleet() as fleet,
     ):
         ctx = ApiContext(
             settings=settings,
@@ -187,7 +188,6 @@ def api(
             store=store,
             publisher=publisher,
             fleet=fleet,
-            workers=WorkersCache(fleet.workers, settings.api_workers_refresh_s),
         )
         serve(ctx)
 

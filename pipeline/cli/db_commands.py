@@ -16,9 +16,9 @@ from pipeline.store import (
     apply_migrations,
     ensure_database,
     load_store_settings,
+    mask_conninfo,
     migration_status,
 )
-from pipeline.support.secrets import mask_conninfo
 
 from .output import AS_JSON, echo_json
 

@@ -18,6 +18,7 @@ import typer
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobEvent, JobState
+from pipeline.jobs.options import OCR_LANG, PAGES, PASSWORD_ENV, TEXT_LAYER_ONLY, check_options
 from pipeline.jobs.submit import Submission, check_formats, enqueue
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import AdminStore, JobStore
@@ -38,7 +39,9 @@ def submit(
         list[str], typer.Argument(help="Files, folders (recursive), globs or http(s) URLs.")
     ],
     *,
-    to: str = typer.Option("md", "--to", help="Output formats, comma-separated: md, json, html."),
+    to: str = typer.Option(
+        "md", "--to", help="Output formats, comma-separated: md, json, html, text, chunks."
+    ),
     priority: int = typer.Option(
         0,
         "--priority",
@@ -53,6 +56,21 @@ def submit(
     timeout: float | None = typer.Option(
         None, "--timeout", help="With --wait: give up waiting after this many seconds."
     ),
+    pages: str | None = typer.Option(
+        None, "--pages", help="Convert only these pages: 1-5 or 3 (PDFs)."
+    ),
+    ocr_lang: str | None = typer.Option(
+        None, "--ocr-lang", help="The OCR language(s), e.g. en or en,de (scans and images)."
+    ),
+    text_layer_only: bool = typer.Option(
+        False, "--text-layer-only", help="Read PDFs from their text layer only (no layout, no OCR)."
+    ),
+    password_env: str | None = typer.Option(
+        None,
+        "--password-env",
+        help="The environment variable holding the documents' password, on the workers; the "
+        "password itself is never stored or shown.",
+    ),
     as_json: bool = AS_JSON,
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
@@ -60,6 +78,17 @@ def submit(
         formats = check_formats(to)
     except ValueError as exc:
         usage_error(str(exc), as_json)
+    try:  # before any connection: a bad page range is the submitter's to fix (E110)
+        options = check_options(
+            {
+                PAGES: pages,
+                OCR_LANG: ocr_lang,
+                TEXT_LAYER_ONLY: text_layer_only,
+                PASSWORD_ENV: password_env,
+            }
+        )
+    except PipelineError as exc:
+        fail(exc, as_json)
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         try:
             submission = enqueue(
@@ -69,6 +98,7 @@ def submit(
                 no_dedup=no_dedup,
                 publisher=publisher,
                 store=store,
+                options=options,
             )
         except PipelineError as exc:
             fail(exc, as_json)
@@ -218,7 +248,9 @@ def _event_text(event: JobEvent) -> str:
 @app.command()
 def result(
     job_id: str = _JOB_ID,
-    fmt: str = typer.Option("md", "--format", "-f", help="Which result: md, json, html."),
+    fmt: str = typer.Option(
+        "md", "--format", "-f", help="Which result: md, json, html, text, chunks."
+    ),
     as_json: bool = AS_JSON,
 ) -> None:
     """Print one result of a succeeded job (streamed as stored, byte for byte)."""

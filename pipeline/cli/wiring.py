@@ -48,12 +48,12 @@ def run_beat(*, loglevel: str | None) -> None:
 
 
 @contextmanager
-def celery_fleet(inspect_timeout_s: float) -> Iterator[Fleet]:
-    """The broker's side of the admin views (queues, live workers), closed on exit."""
+def celery_fleet() -> Iterator[Fleet]:
+    """The broker's side of the admin views (queue depths), closed on exit."""
     app_module = importlib.import_module("workers.app")
     fleet_module = importlib.import_module("workers.fleet")
     app: Any = app_module.create_app()
     try:
-        yield cast("Fleet", fleet_module.CeleryFleet(app, inspect_timeout_s=inspect_timeout_s))
+        yield cast("Fleet", fleet_module.CeleryFleet(app))
     finally:
         app.close()

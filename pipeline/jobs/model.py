@@ -177,6 +177,8 @@ class ResultInfo(BaseModel):
     format: str
     attempt: int
     size_bytes: int
+    #: The engine that produced it ("docling-rs 2.52.7"); None when not recorded (migration 0013).
+    engine: str | None = None
     created_at: datetime
 
 

@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import DatabaseUnavailable
 from pipeline.jobs import NewJob, SourceKind, normalize_formats
+from pipeline.jobs.options import check_options
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
@@ -146,9 +147,12 @@ def enqueue(
     ``store`` defaults to a short-lived one from the environment's settings. A deduplicated
     source (same content, profile, options and formats as a succeeded job) returns that job and
     publishes nothing. Sources are kept and reported as ``masker`` shows them (by default the
-    process's, ``process_masker()``): a URL's secrets masked.
+    process's, ``process_masker()``): a URL's secrets masked. ``options`` are the job's
+    conversion options (:mod:`pipeline.jobs.options`): an invalid one refuses the whole
+    submission (E110).
     """
     wanted = check_formats(formats)
+    checked_options = check_options(options)
     sources_cfg = source_settings or load_source_settings()
     shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
@@ -165,7 +169,7 @@ def enqueue(
             formats=wanted,
             priority=priority,
             submit=submit,
-            options=options or {},
+            options=checked_options,
             shown=shown,
         ),
         shown=shown,

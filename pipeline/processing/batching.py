@@ -136,6 +136,7 @@ class BatchRunner:
         return (
             self.settings.batch_max_docs > 1
             and job.attempt == 1
+            and not job.options  # the directory tool takes none
             and job.source_kind.value == "file"
             and job.size_bytes is not None
             and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)

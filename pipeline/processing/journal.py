@@ -57,8 +57,10 @@ def job_masker(job: Job) -> Masker:
 def conversion_note(conversion: Conversion) -> dict[str, Any]:
     """The trail's note on how a document was converted (``{"note": text, ...}``)."""
     return {
-        "note": f"converted with profile {conversion.profile}",
+        "note": f"converted with profile {conversion.profile}"
+        + (f" by {conversion.engine}" if conversion.engine else ""),
         "profile": conversion.profile,
+        "engine": conversion.engine,
         "conversions": conversion.conversions,
         "document_key": conversion.document_key,
         "notes": conversion.notes,

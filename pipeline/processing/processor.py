@@ -29,6 +29,7 @@ from uuid import UUID
 
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs import Job, Stage
+from pipeline.jobs.options import server_options
 from pipeline.mcp import CallTimeouts, CancelScope, McpClient
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import BatchRunner, UnitRunner
@@ -277,6 +278,7 @@ class JobProcessor:
                     suffix=source.info.suffix,
                     formats=job.formats,
                     size_bytes=source.info.size_bytes,
+                    options=server_options(job.options),
                 )
                 with scope:
                     return self.runner.run(
@@ -316,7 +318,9 @@ class JobProcessor:
                 exporting = True
                 journal.stage(Stage.EXPORTING, origin=origin)
 
-        return profile.convert(client, request, report)
+        conversion = profile.convert(client, request, report)
+        conversion.engine = engine_of(client)
+        return conversion
 
     def _as_catalog(self, exc: BaseException) -> PipelineError:
         """The catalog error for what ended the attempt; a task deadline is a timeout (E303)."""
@@ -329,3 +333,11 @@ class JobProcessor:
         if error.code == "E399":
             log.error("unexpected error", exc_info=exc)
         return error
+
+
+def engine_of(client: McpClient) -> str | None:
+    """The engine as the server names itself at initialize ("docling-rs 2.52.7")."""
+    server = client.server
+    if server is None:
+        return None
+    return f"{server.name} {server.version}".strip() or None

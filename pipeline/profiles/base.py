@@ -15,11 +15,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from errors import CallCancelled, PipelineError, Stage, UnexpectedError, classify
+from errors import (
+    CallCancelled,
+    MissingCapability,
+    PipelineError,
+    Stage,
+    UnexpectedError,
+    classify,
+)
 
-#: Output formats a job may ask for. Which ones a server can give depends on its profile.
-Format = Literal["md", "json", "html"]
-KNOWN_FORMATS: frozenset[str] = frozenset({"md", "json", "html"})
+#: Output formats a job may ask for. Which ones a server can give depends on its profile:
+#: ``text`` is plain text, ``chunks`` JSON chunk records (text, headings, item references) for
+#: retrieval pipelines.
+Format = Literal["md", "json", "html", "text", "chunks"]
+KNOWN_FORMATS: frozenset[str] = frozenset({"md", "json", "html", "text", "chunks"})
 
 
 class ToolResultView(Protocol):
@@ -58,7 +67,10 @@ class ConversionRequest:
     ``source`` is what the server reads: a path already mapped to the server's view
     (``DOCLANE_PATH_MAP``) or a URL. ``suffix`` is the document's type (".docx"), which the
     per-format contract needs to pick its tool; ``size_bytes`` picks the timeout tier (None for
-    a URL of unknown size, which gets the top tier).
+    a URL of unknown size, which gets the top tier). ``options`` are the job's conversion
+    options as the server is to get them (``pages``, ``ocr_lang``, ``text_layer_only``,
+    ``password``: the secret itself, read from the worker's environment just before the call,
+    never stored).
     """
 
     source: str
@@ -66,6 +78,7 @@ class ConversionRequest:
     suffix: str
     formats: tuple[str, ...]
     size_bytes: int | None = None
+    options: Mapping[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +110,8 @@ class Conversion:
     document_key: str | None = None
     conversions: int = 1
     notes: list[str] = field(default_factory=list)
+    #: The engine that converted it, as the server names itself ("docling-rs 2.52.7").
+    engine: str | None = None
 
 
 class Profile(Protocol):
@@ -117,6 +132,17 @@ class Profile(Protocol):
     ) -> Conversion:
         """Convert one document and export every wanted format, on this one client."""
         ...
+
+
+def refuse_options(profile: str, request: ConversionRequest) -> None:
+    """E305 when a job asks for conversion options this profile's server cannot take."""
+    if request.options:
+        names = ", ".join(sorted(request.options))
+        raise MissingCapability(
+            f"the {profile} server cannot honour conversion options ({names}); "
+            "convert with a docling-rs-mcp server, or submit without them",
+            detail={"profile": profile, "options": sorted(request.options)},
+        )
 
 
 def call_tool(

@@ -28,6 +28,7 @@ from pipeline.profiles.base import (
     ToolClient,
     ToolResultView,
     call_tool,
+    refuse_options,
     require_str,
     structured,
     text_of,
@@ -103,6 +104,7 @@ class DoclingMcpProfile:
     def convert(
         self, client: ToolClient, request: ConversionRequest, report: CallReporter
     ) -> Conversion:
+        refuse_options(self.name, request)
         key = self._convert(client, request, report)
         conversion = Conversion(profile=self.name, outputs={}, document_key=key)
         try:

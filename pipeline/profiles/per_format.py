@@ -21,6 +21,7 @@ from pipeline.profiles.base import (
     ToolClient,
     ToolResultView,
     call_tool,
+    refuse_options,
     structured,
     text_of,
 )
@@ -78,6 +79,7 @@ class PerFormatProfile:
     def convert(
         self, client: ToolClient, request: ConversionRequest, report: CallReporter
     ) -> Conversion:
+        refuse_options(self.name, request)
         tool = self.convert_tool(request)
         argument = "url" if tool == CONVERT_URL else "file_path"
         result = call_tool(

@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from errors import MissingCapability
 from pipeline.profiles.base import KNOWN_FORMATS, Profile
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.docling_rs import DoclingRsProfile
 from pipeline.profiles.per_format import PerFormatProfile
 from pipeline.profiles.settings import ProfileSettings
 
@@ -19,6 +20,8 @@ def available_profiles(
     """Every profile whose contract the server's tools satisfy, in order of preference."""
     names = frozenset(tool_names)
     found: list[Profile] = []
+    if settings.profile in ("auto", "docling-rs") and DoclingRsProfile.fits(names):
+        found.append(DoclingRsProfile(compact_tables=settings.compact_tables))
     if settings.profile in ("auto", "docling-mcp") and DoclingMcpProfile.fits(names):
         found.append(
             DoclingMcpProfile.for_tools(
@@ -56,7 +59,7 @@ def select_profile(
         reasons.append(f"{profile.name} cannot give {', '.join(missing)}")
     if not candidates:
         if settings.profile == "auto":
-            message = "the server's tools fit no profile (docling-mcp, per-format)"
+            message = "the server's tools fit no profile (docling-rs, docling-mcp, per-format)"
         else:
             message = f"the server's tools do not fit the {settings.profile} profile"
     else:

@@ -22,10 +22,11 @@ from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from .breaker import OriginBreaker
-    from .facade import Resilient, build_resilient, origin_breaker, redis_for_breakers
+    from .facade import Resilient, build_resilient
     from .pool import ServerPool
     from .retry import RetryRecord, gives_up, retry_call
     from .settings import ResilienceSettings, load_resilience_settings
+    from .shared import origin_breaker, redis_for_breakers
     from .storage import FailoverStorage
 
 __getattr__ = lazy.exports(
@@ -40,8 +41,8 @@ __getattr__ = lazy.exports(
         "build_resilient": ".facade",
         "gives_up": ".retry",
         "load_resilience_settings": ".settings",
-        "origin_breaker": ".facade",
-        "redis_for_breakers": ".facade",
+        "origin_breaker": ".shared",
+        "redis_for_breakers": ".shared",
         "retry_call": ".retry",
     },
 )

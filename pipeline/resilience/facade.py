@@ -16,12 +16,12 @@ from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
 from pipeline.support.secrets import mask_address
 
-from .breaker import OriginBreaker
 from .in_flight import InFlight
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings, load_resilience_settings
-from .storage import BreakerRedis, breaker_redis
+from .shared import origin_breaker, redis_for_breakers
+from .storage import BreakerRedis
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.resilience")
@@ -92,34 +92,6 @@ class Resilient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def redis_for_breakers(settings: ResilienceSettings) -> BreakerRedis | None:
-    """The Redis client that shares breaker state (None when no Redis is configured).
-
-    It connects lazily: an unreachable Redis is found, logged and tried again by each
-    origin's storage, so a worker that starts before Redis still joins the fleet's state later.
-    """
-    if not settings.redis_url.strip():
-        log.warning("no DOCLANE_REDIS_URL: circuit breakers live in per-process memory only")
-        return None
-    return breaker_redis(settings.redis_url)
-
-
-def origin_breaker(
-    origin: str, settings: ResilienceSettings, shared: BreakerRedis | None
-) -> OriginBreaker:
-    """The breaker of one origin as the settings make it (state in ``shared`` Redis)."""
-    return OriginBreaker(
-        origin,
-        fail_max=settings.breaker_fail_max,
-        reset_s=settings.breaker_reset_s,
-        trial_ttl_s=settings.breaker_trial_ttl_s,
-        redis_client=shared,
-        namespace=settings.breaker_namespace,
-        redis_retry_s=settings.breaker_redis_retry_s,
-        redis_where=f"Redis at {mask_address(settings.redis_url)}",
-    )
 
 
 def build_resilient(

@@ -118,7 +118,7 @@ class _Expander:
         try:
             check_allowed_roots(
                 Path(os.path.realpath(folder)),
-                self.settings.allowed_roots,
+                self.settings.file_roots,
                 label=source,
                 given=folder,
             )

@@ -64,7 +64,7 @@ def validate_file(
     name = label if label is not None else os.fspath(path)
     absolute = os.path.abspath(os.path.expanduser(os.fspath(path)))
     resolved = resolved_path if resolved_path is not None else os.path.realpath(absolute)
-    check_allowed_roots(resolved, settings.allowed_roots, label=name, given=absolute)
+    check_allowed_roots(resolved, settings.file_roots, label=name, given=absolute)
     _require_regular_file(absolute, resolved, name)
     fmt = require_known_suffix(os.path.basename(resolved), name)
     with _open_source(resolved, name) as stream:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -16,6 +17,8 @@ UrlMode = Literal["download", "server"]
 
 DEFAULT_MAX_SOURCE_BYTES = 200 * 1024 * 1024
 DEFAULT_INBOX_DIR = Path("~/.cache/doclane/inbox")
+#: The inbox's folder of uploaded documents (``POST /v1/jobs`` with a file).
+UPLOADS_FOLDER = "uploads"
 
 
 class SourceSettings(BaseSettings):
@@ -31,8 +34,10 @@ class SourceSettings(BaseSettings):
         env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
     )
 
-    #: Folders sources must lie in (after following links); empty means any path.
-    #: From the environment: separated by commas or the OS path separator (``:``), or JSON.
+    #: Folders sources must lie in (after following links); empty means any path. The API's
+    #: uploads folder (``<inbox>/uploads``) is always allowed besides: uploads are doclane's
+    #: own files. From the environment: separated by commas or the OS path separator (``:``),
+    #: or JSON.
     allowed_roots: Annotated[tuple[Path, ...], NoDecode] = ()
     #: The largest source accepted, files and downloads alike ("200MB", "1GiB" or bytes).
     max_source_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_SOURCE_BYTES), gt=0)
@@ -73,6 +78,19 @@ class SourceSettings(BaseSettings):
     @classmethod
     def _expand_inbox(cls, value: Path) -> Path:
         return Path(os.path.abspath(value.expanduser()))
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Where the API stores uploaded documents, one folder each."""
+        return self.inbox_dir / UPLOADS_FOLDER
+
+    @cached_property  # resolving walks the path: once per process, not once per file
+    def file_roots(self) -> tuple[Path, ...]:
+        """The folders a file source may lie in: the allowed roots and the uploads folder (links
+        followed); empty when any path is allowed."""
+        if not self.allowed_roots:
+            return ()
+        return (*self.allowed_roots, Path(os.path.realpath(self.uploads_dir)))
 
     def path_mapper(self) -> PathMap:
         return PathMap(self.path_map)

@@ -8,6 +8,7 @@ numbered SQL files of ``migrations/``). The state machine itself lives in the da
 from __future__ import annotations
 
 from pipeline.store.admin import AdminStore, JobFilter
+from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import apply_migrations, ensure_database, migration_status
 from pipeline.store.migrations import Migration, MigrationError, MigrationState, MigrationStatus
 from pipeline.store.rows import AttemptResults, CallEvent
@@ -28,5 +29,6 @@ __all__ = [
     "apply_migrations",
     "ensure_database",
     "load_store_settings",
+    "mask_conninfo",
     "migration_status",
 ]

@@ -17,10 +17,12 @@ from typing import Any
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
 from errors import DatabaseUnavailable
 from pipeline.store.settings import StoreSettings
+from pipeline.support.secrets import MASK
 
 logger = logging.getLogger("doclane.store.connection")
 
@@ -164,3 +166,16 @@ def connect(settings: StoreSettings, *, dbname: str | None = None) -> Iterator[p
         psycopg.connect(settings.conninfo(), **extra) as conn,
     ):
         yield conn
+
+
+def mask_conninfo(conninfo: str) -> str:
+    """A PostgreSQL connection string (URL or ``key=value``) without its password, for messages
+    and ``--json`` output. Here, not in :mod:`pipeline.support.secrets`, because parsing one is
+    psycopg's: the masker imports no database driver."""
+    try:
+        params: dict[str, Any] = conninfo_to_dict(conninfo)
+    except Exception:  # an unparseable string: show nothing of it rather than a secret
+        return "<unparseable database url>"
+    if "password" in params:
+        params["password"] = MASK
+    return make_conninfo("", **params)

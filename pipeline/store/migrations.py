@@ -16,6 +16,7 @@ lock table rather than an advisory lock. What doclane needs fits in this module:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import re
 import time
 from dataclasses import dataclass
@@ -76,6 +77,17 @@ class MigrationStatus:
     checksum: str | None
     applied_checksum: str | None = None
     applied_at: datetime | None = None
+
+
+def packaged_migrations_dir() -> Path:
+    """The folder of the ``migrations`` package, whose .sql files ship with doclane (package
+    data): found through the import system, so a regular install finds its own copy. Nothing is
+    imported; where the package is missing (an install made before it existed) only migrating
+    fails, naming the cure, not every process that reads the store's settings."""
+    spec = importlib.util.find_spec("migrations")
+    if spec is None or spec.origin is None:
+        return Path("(no migrations package: reinstall doclane)")
+    return Path(spec.origin).parent
 
 
 def discover(folder: Path) -> list[Migration]:

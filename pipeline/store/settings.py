@@ -8,12 +8,13 @@ from typing import Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipeline.store.migrations import packaged_migrations_dir
+
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
 
-#: The repository's ``migrations/`` folder (next to ``pipeline/``), where a source checkout or an
-#: editable install finds the numbered SQL files. A regular install (the container image) has no
-#: such folder beside the package: it sets ``DOCLANE_MIGRATIONS_DIR`` (the image: /app/migrations).
-DEFAULT_MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+#: The numbered SQL files shipped with doclane (the ``migrations`` package): the checkout's
+#: migrations/ folder in a source checkout or an editable install, the installed copy otherwise.
+DEFAULT_MIGRATIONS_DIR = packaged_migrations_dir()
 
 
 class StoreSettings(BaseSettings):
@@ -40,8 +41,8 @@ class StoreSettings(BaseSettings):
     statement_timeout_s: float = Field(default=60.0, ge=0)
     #: How doclane's connections are named in pg_stat_activity.
     application_name: str = "doclane"
-    #: Where the numbered SQL files are: the checkout's migrations/ folder (the image sets
-    #: /app/migrations).
+    #: Where the numbered SQL files are: by default those shipped with doclane (the checkout's
+    #: migrations/ folder, or its installed copy).
     migrations_dir: Path = DEFAULT_MIGRATIONS_DIR
 
     def conninfo(self) -> str:

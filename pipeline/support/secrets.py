@@ -185,17 +185,3 @@ def mask_address(url: str) -> str:
         return url
     rest = url[match.end() :].split("#", 1)[0].split("?", 1)[0]
     return f"{match.group()}{rest.rsplit('@', 1)[-1]}"
-
-
-def mask_conninfo(conninfo: str) -> str:
-    """A PostgreSQL connection string (URL or ``key=value``) without its password, for messages
-    and ``--json`` output."""
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    try:
-        params: dict[str, Any] = conninfo_to_dict(conninfo)
-    except Exception:  # an unparseable string: show nothing of it rather than a secret
-        return "<unparseable database url>"
-    if "password" in params:
-        params["password"] = MASK
-    return make_conninfo("", **params)

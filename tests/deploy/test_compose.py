@@ -7,16 +7,25 @@ own rendering (anchors merged, .env applied), so the checks see what Compose wou
 from __future__ import annotations
 
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from tests.deploy.conftest import ALL_PROFILES, ROOT, compose
 
-#: The services issue 14 asks for, and the profiled ones.
+#: The services an operator runs the fleet with (docs/operations.md), and the profiled ones.
 CORE_SERVICES = {"postgres", "redis", "docling-mcp", "migrate", "worker", "beat", "api", "flower"}
-PROFILED_SERVICES = {"docling-serve": "serve", "worker-stdio": "stdio", "worker-large": "tiers"}
+PROFILED_SERVICES = {
+    "docling-serve": "serve",
+    "worker-stdio": "stdio",
+    "worker-large": "tiers",
+    "docling-rs-mcp": "rs",
+    "worker-rs": "rs",
+}
 #: The services that run doclane itself and must see the shared folder.
-DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large")
+DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large", "worker-rs")
 SHARED_MOUNT = "/srv/doclane"
 
 
@@ -53,6 +62,60 @@ def test_docker_compose_config_accepts_the_file_with_env_example_as_env(project:
         assert "is not set" not in result.stderr, result.stderr
 
 
+def test_a_fresh_clone_without_env_passes_docker_compose_config(tmp_path: Path) -> None:
+    """No .env (nobody copied .env.example yet): Compose must still read the file, with no
+    variable unset, and hand the containers .env.example's defaults."""
+    fresh = tmp_path / "fresh-clone"
+    fresh.mkdir()
+    shutil.copy(ROOT / "compose.yaml", fresh / "compose.yaml")
+    shutil.copytree(ROOT / "docker", fresh / "docker")
+    shutil.copy(ROOT / ".env.example", fresh / ".env.example")
+    args = [arg for profile in ALL_PROFILES for arg in ("--profile", profile)]
+    for profiles in ([], args):
+        result = compose(fresh, *profiles, "config", "-q")
+        assert result.returncode == 0, result.stderr
+        assert "is not set" not in result.stderr, result.stderr
+    rendered = compose(fresh, *args, "config")
+    assert rendered.returncode == 0, rendered.stderr
+    services = yaml.safe_load(rendered.stdout)["services"]
+    defaults = dict(
+        re.findall(r"^([A-Z][A-Z0-9_]+)=(.*)$", (ROOT / ".env.example").read_text(), re.M)
+    )
+    password = services["postgres"]["environment"]["POSTGRES_PASSWORD"]
+    assert password == defaults["POSTGRES_PASSWORD"]
+    assert f":{password}@postgres:" in services["worker"]["environment"]["DOCLANE_DATABASE_URL"]
+    # The containers got .env.example: a doclane setting compose.yaml does not set is there.
+    assert services["worker"]["environment"]["DOCLANE_LEASE_S"] == defaults["DOCLANE_LEASE_S"]
+
+
+def test_compose_defaults_are_the_values_of_env_example() -> None:
+    """One value for each variable: compose.yaml's ${VAR:-default} is .env.example's VAR (but
+    DOCLANE_ENV_FILE, whose fallback is the file with the defaults)."""
+    text = (ROOT / "compose.yaml").read_text()
+    listed = dict(
+        re.findall(r"^([A-Z][A-Z0-9_]+)=(.*)$", (ROOT / ".env.example").read_text(), re.M)
+    )
+    defaults = re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*):-([^}]*)\}", text)
+    assert defaults
+    for name, default in defaults:
+        if name == "DOCLANE_ENV_FILE":
+            assert default == ".env.example" and listed[name] == ".env"
+            continue
+        assert listed[name] == default, (
+            f"{name}: compose.yaml {default!r}, .env.example {listed[name]!r}"
+        )
+    bare = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", text))
+    assert not bare, f"variables without a default break a fresh clone: {sorted(bare)}"
+
+
+def test_every_variable_compose_reads_is_documented_in_configuration_md() -> None:
+    text = (ROOT / "compose.yaml").read_text()
+    documented = (ROOT / "docs" / "configuration.md").read_text()
+    for name in set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text)):
+        row = re.search(rf"^\| `{name}` \|[^|]*\| (.*) \|$", documented, re.M)
+        assert row and row.group(1) != "(undocumented)", f"{name} is not in configuration.md"
+
+
 def test_every_variable_compose_substitutes_is_in_env_example() -> None:
     text = (ROOT / "compose.yaml").read_text()
     used = set(re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", text))
@@ -75,6 +138,13 @@ def test_no_secret_is_written_into_compose_yaml() -> None:
     text = (ROOT / "compose.yaml").read_text()
     for line in text.splitlines():
         code = line.split("#", 1)[0]
+        # A secret's variable may have a default only if it is empty (no secret written here);
+        # then the substitution is one value, whatever the variable's name says.
+        for secret, default in re.findall(
+            r"\$\{(\w*(?:PASSWORD|TOKEN|SECRET|API_KEY)\w*):-([^}]*)\}", code
+        ):
+            assert default == "", f"a literal default for {secret} in compose.yaml: {line}"
+        code = re.sub(r"\$\{[^}]*\}", "${VAR}", code)
         match = re.search(r"(PASSWORD|TOKEN|SECRET|API_KEY)\w*:\s*(\S+)", code)
         if match:
             assert match.group(2).startswith("${"), f"a literal secret in compose.yaml: {line}"
@@ -203,6 +273,21 @@ def test_the_stdio_stanza_runs_without_a_docling_mcp_service(rendered: dict[str,
     assert "docling-mcp" not in _depends(stdio)
     assert stdio["environment"]["DOCLING_MCP_COMMAND"] == "docling-mcp-server --transport stdio"
     assert stdio["build"]["target"] == "worker-stdio"
+
+
+def test_the_rs_stanza_sends_its_servers_token_to_its_server(rendered: dict[str, Any]) -> None:
+    services = rendered["services"]
+    worker, server = services["worker-rs"], services["docling-rs-mcp"]
+    assert _depends(worker).get("docling-rs-mcp") == "service_healthy"
+    assert "docling-mcp" not in _depends(worker)
+    env = worker["environment"]
+    assert env["DOCLING_MCP_ORIGIN"] == "http://docling-rs-mcp:3001"
+    assert env["DOCLING_MCP_AUTH"] == "bearer"
+    assert env["DOCLING_MCP_TOKEN"] == server["environment"]["DOCLING_RS_MCP_TOKEN"]
+    command = server["command"]
+    assert command[command.index("--root") + 1] == SHARED_MOUNT  # it reads the shared folder
+    assert _volume_targets(server)[SHARED_MOUNT] == _volume_targets(worker)[SHARED_MOUNT]
+    assert not server.get("ports"), "reachable on the compose network only"
 
 
 def test_build_contexts_dockerfiles_and_targets_exist() -> None:

@@ -145,6 +145,17 @@ def test_the_server_image_follows_the_scripts_recipe_and_downloads_models() -> N
     assert "DOCLING_ARTIFACTS_PATH=" in text
 
 
+def test_the_rs_image_installs_the_scripts_version_and_downloads_models() -> None:
+    """The image's docling-rs-mcp is the version the e2e tests ran against."""
+    version = re.search(
+        r"^DOCLING_RS_MCP_VERSION=(\S+)$", (ROOT / "scripts/lib.sh").read_text(), re.M
+    )
+    assert version
+    text = (ROOT / "docker/docling-rs-mcp.Dockerfile").read_text()
+    assert f"docling-rs-mcp=={version.group(1)}" in text
+    assert "docling-rs-mcp --download-models" in text
+
+
 def test_doclane_image_installs_pinned_runtime_dependencies_only() -> None:
     lines = [
         line

@@ -126,6 +126,9 @@ class FaultMiddleware:
                 return {**result, "structuredContent": broken}
             raise MCPError(code=-32603, message="bad_output needs a tool with structured output")
         if fault == "hang":
+            # Counted before the wait, with no await between: once a test sees the count, a
+            # reset releases this call (a reset before it would leave it hanging).
+            self.state.stats.hanging_calls += 1
             await self.state.hang_release.wait()
             raise MCPError(code=-32603, message="hanging call released by the fake's control API")
         if fault == "drop_stream":

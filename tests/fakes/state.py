@@ -85,6 +85,8 @@ class Stats:
     trickled_bytes: int = 0
     tool_calls_in_flight: int = 0
     max_tool_calls_in_flight: int = 0
+    #: Calls waiting on a hang right now: a test releases them (reset) only once they wait.
+    hanging_calls: int = 0
     last_drop_at: float | None = None
 
     def to_json(self, cache: DocumentCache) -> dict[str, Any]:
@@ -115,6 +117,7 @@ class Stats:
             "trickled_bytes": self.trickled_bytes,
             "tool_calls_in_flight": self.tool_calls_in_flight,
             "max_tool_calls_in_flight": self.max_tool_calls_in_flight,
+            "hanging_calls": self.hanging_calls,
             "tool_calls_working": self.tool_calls_working,
             "max_tool_calls_working": self.max_tool_calls_working,
             "cached_documents": cache.keys(),

@@ -14,6 +14,10 @@ TOOLS = Path(os.environ.get("DOCLANE_TOOLS_DIR", Path.home() / ".cache" / "docla
 DOCLING_MCP_BIN = os.environ.get(
     "DOCLANE_DOCLING_MCP_BIN", str(TOOLS / "docling-mcp-venv" / "bin" / "docling-mcp-server")
 )
+#: docling-rs-mcp 2.52.7's server (``DOCLANE_DOCLING_RS_MCP_BIN`` names another).
+DOCLING_RS_MCP_BIN = os.environ.get(
+    "DOCLANE_DOCLING_RS_MCP_BIN", str(TOOLS / "docling-rs-mcp-venv" / "bin" / "docling-rs-mcp")
+)
 #: docling-serve's environment: only the topology bench uses it (large; installed on request).
 DOCLING_SERVE_VENV = TOOLS / "docling-serve-venv"
 DOCLING_SERVE_BINARY = DOCLING_SERVE_VENV / "bin" / "docling-serve"

@@ -6,11 +6,9 @@ a catalog entry or a settings field that exists only in a test shows up in it.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Literal
 
 import pytest
@@ -18,23 +16,14 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import CATALOG, CatalogEntry
+from tests.fixtures.scripts import load_script
 from tests.unit.test_env_example import environment_names, settings_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCSGEN_PATH = ROOT / "scripts" / "docsgen.py"
 
 
-def _load_docsgen() -> ModuleType:
-    """scripts/docsgen.py is a script, not a package module: load it from its file."""
-    spec = importlib.util.spec_from_file_location("doclane_docsgen", DOCSGEN_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-docsgen = _load_docsgen()
+docsgen = load_script("docsgen")
 
 
 @pytest.mark.parametrize("name", ["errors.md", "configuration.md"])

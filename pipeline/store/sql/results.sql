@@ -1,7 +1,7 @@
 -- Reading results back. Content can be tens of megabytes: list without it, fetch one at a time.
 
 -- name: list_results
-SELECT job_id, format, attempt, size_bytes, created_at
+SELECT job_id, format, attempt, size_bytes, engine, created_at
 FROM results WHERE job_id = %(job_id)s ORDER BY format
 
 -- name: get_result

@@ -11,7 +11,7 @@ import pytest
 from pipeline.jobs import JobState
 from tests.fixtures.brokers import Broker
 from tests.fixtures.docling_server import DoclingServer
-from tests.fixtures.examples import EXAMPLES_DIR, EXPECTED_MARKDOWN
+from tests.fixtures.examples import EXPECTED_MARKDOWN, docling_mcp_samples
 from tests.fixtures.workers import Cluster
 
 pytestmark = pytest.mark.docling
@@ -30,7 +30,7 @@ def test_the_examples_convert_through_workers_on_the_real_server(
     )
     cluster.start_worker(concurrency=2)
 
-    submission = cluster.submit([str(EXAMPLES_DIR)], formats=("md", "json"), no_dedup=True)
+    submission = cluster.submit(docling_mcp_samples(), formats=("md", "json"), no_dedup=True)
     jobs = cluster.wait_terminal(submission.job_ids, timeout=240)
 
     by_name = {Path(j.source_uri).name: j for j in jobs}

@@ -16,9 +16,9 @@ from pipeline.queues import JobMessage
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import parent_of, process_gone
+from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, WorkerProcess
-from tests.integration.workers.samples import write_mixed, write_sample
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

@@ -10,9 +10,9 @@ from pipeline.jobs import EventKind, JobState
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
-from tests.integration.workers.samples import write_sample
 
 
 def _waiting(cluster: Cluster, queue: str) -> int | None:

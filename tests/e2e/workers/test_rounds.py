@@ -17,9 +17,9 @@ from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set, pool_p
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import process_gone
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, WorkerProcess
-from tests.integration.workers.samples import write_sample
 
 ROUND = {
     "DOCLANE_ROUND_MAX_DOCS": "8",

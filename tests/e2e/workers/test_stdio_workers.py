@@ -19,7 +19,7 @@ import pytest
 
 from pipeline.jobs import JobState
 from tests.fixtures.brokers import Broker
-from tests.fixtures.examples import EXAMPLES_DIR, EXPECTED_MARKDOWN
+from tests.fixtures.examples import EXPECTED_MARKDOWN, docling_mcp_samples
 from tests.fixtures.processes import parent_of, process_gone
 from tests.fixtures.stdio_children import (
     docling_stdio_command,
@@ -56,7 +56,7 @@ def test_each_pool_process_converts_through_its_own_child(
     worker = cluster.start_worker(concurrency=2, extra_env={"DOCLANE_BATCH_MAX_DOCS": "1"})
     assert marked_children(cache_dir) == []  # started lazily, by the first job
 
-    submission = cluster.submit([str(EXAMPLES_DIR)], formats=("md", "json"), no_dedup=True)
+    submission = cluster.submit(docling_mcp_samples(), formats=("md", "json"), no_dedup=True)
     jobs = cluster.wait_terminal(submission.job_ids, timeout=300)
 
     by_name = {Path(j.source_uri).name: j for j in jobs}
@@ -128,7 +128,7 @@ def test_batches_through_a_child(
     cluster = stdio_cluster(make_cluster, redis_broker, cache_dir)
     cluster.start_worker(concurrency=1, extra_env={"DOCLANE_BATCH_MAX_DOCS": "8"})
 
-    submission = cluster.submit([str(EXAMPLES_DIR)], formats=("md",), no_dedup=True)
+    submission = cluster.submit(docling_mcp_samples(), formats=("md",), no_dedup=True)
     jobs = cluster.wait_terminal(submission.job_ids, timeout=300)
 
     assert [j.state for j in jobs] == [JobState.SUCCEEDED] * len(EXPECTED_MARKDOWN)

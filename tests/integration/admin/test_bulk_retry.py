@@ -56,3 +56,29 @@ def test_failed_jobs_come_back_as_new_jobs_and_the_old_ones_say_so(
         assert retry_failed(store, publisher, error_code="E303") == []
     finally:
         store.close()
+
+
+def test_a_retried_job_keeps_its_conversion_options(
+    store_settings: StoreSettings, tmp_path: Path
+) -> None:
+    store = AdminStore(store_settings)
+    doc = tmp_path / "report.md"
+    doc.write_text("# again\n")
+    options = {"pages": "1-2", "password_env": "REPORT_PW"}
+    _failed(
+        store,
+        NewJob(
+            source_kind=SourceKind.FILE,
+            source_uri=str(doc),
+            queue="doclane.small",
+            formats=("chunks", "md"),
+            options=options,
+        ),
+    )
+    try:
+        (outcome,) = retry_failed(store, RecordingPublisher(), error_code="E101")
+        assert outcome.job_id is not None
+        (again,) = store.get_jobs([outcome.job_id])
+        assert again.options == options and again.formats == ("chunks", "md")
+    finally:
+        store.close()

@@ -103,3 +103,56 @@ def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> Non
         body = response.json()
         assert (response.status_code, body["error"]["code"]) == (status, code), body
         assert set(body["error"]) == {"code", "title", "message", "action", "retryable", "detail"}
+
+
+# ---- conversion options: checked (E110), stored normalized, a password only by its name
+def test_json_options_are_stored_normalized_and_part_of_dedup(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+    options = {"pages": "5-2", "ocr_lang": "en", "password_env": "REPORT_PW"}
+    sent = api.post("/v1/jobs", json={"sources": [str(doc)], "to": "md,text", "options": options})
+    assert sent.status_code == 202, sent.text
+    job_id = sent.json()["accepted"][0]["job_id"]
+    job = api.get(f"/v1/jobs/{job_id}").json()["job"]
+    assert job["options"] == {"pages": "2-5", "ocr_lang": "en", "password_env": "REPORT_PW"}
+    assert job["formats"] == ["md", "text"]
+
+    other = api.post("/v1/jobs", json={"sources": [str(doc)], "options": {"pages": "1"}})
+    assert other.json()["accepted"][0]["job_id"] != job_id
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"pages": "0-3"}, {"pages": "1,3"}, {"password_env": "A PASSWORD"}, {"ocr_lang": "e n"}],
+)
+def test_a_bad_option_is_refused_with_e110(
+    api: ApiServer, tmp_path: Path, options: dict[str, str]
+) -> None:
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+    refused = api.post("/v1/jobs", json={"sources": [str(doc)], "options": options})
+    assert refused.status_code == 422
+    assert refused.json()["error"]["code"] == "E110"
+    assert api.get("/v1/jobs").json()["jobs"] == []
+
+
+def test_multipart_fields_carry_the_options(api: ApiServer) -> None:
+    sent = api.post(
+        "/v1/jobs",
+        files={"file": ("notes.md", b"# Notes\n", "text/markdown")},
+        data={"to": "chunks", "pages": "1-2", "text_layer_only": "true"},
+    )
+    assert sent.status_code == 202, sent.text
+    job_id = sent.json()["accepted"][0]["job_id"]
+    job = api.get(f"/v1/jobs/{job_id}").json()["job"]
+    assert job["options"] == {"pages": "1-2", "text_layer_only": True}
+    assert job["formats"] == ["chunks"]
+
+    bad = api.post(
+        "/v1/jobs",
+        files={"file": ("notes.md", b"# Other\n", "text/markdown")},
+        data={"pages": "two"},
+    )
+    assert bad.status_code == 422 and bad.json()["error"]["code"] == "E110"

@@ -20,11 +20,11 @@ MakeClient = Callable[..., McpClient]
 
 
 @pytest.fixture(autouse=True)
-def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No MCP variable from the developer's shell or a ``.env`` file leaks into a test."""
+def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No MCP variable from the developer's shell leaks into a test (nor a ``.env``: no test
+    runs where one is, tests/fixtures/isolation.py)."""
     for name in environment_variables():
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

@@ -49,7 +49,8 @@ def test_ping_json_with_trail(fake_server: FakeServer) -> None:
     code, out, _ = doclane("mcp", "ping", "--origin", fake_server.url, "--json", "--trail")
     assert code == 0
     (report,) = json_lines(out)
-    assert report["ok"] is True and report["latency_s"] >= 0
+    assert report["ok"] is True and report["latency_s"] > 0
+    assert fake_server.stats()["requests_by_method"]["ping"] == 1  # the latency is a round trip
     assert [step["to"] for step in report["trail"]] == ["initializing", "ready"]
 
 
@@ -83,9 +84,10 @@ def test_call_repeat_over_one_session(
     assert [line["n"] for line in lines] == [1, 2, 3]
     assert [line["ok"] for line in lines] == [False, True, True]
     assert lines[0]["error"]["code"] == "E302" and lines[0]["error"]["retryable"] is True
-    assert all(line["latency_s"] >= 0 for line in lines)
+    assert all(line["latency_s"] > 0 for line in lines)
     stats = fake_server.stats()
     assert stats["initialize_calls"] == 1 and len(stats["session_ids_seen"]) == 1
+    assert stats["requests_by_method"]["tools/call"] == 3  # one call a line, the failed one too
 
 
 def test_an_isError_result_is_an_error(fake_server: FakeServer, tmp_path: Path) -> None:

@@ -45,9 +45,13 @@ def test_a_restarted_server_is_reinitialized_transparently(
 def test_forgotten_sessions_are_reinitialized(
     client: McpClient, fake_server: FakeServer, docx: str
 ) -> None:
+    old_session = client.session_id
     assert fake_server.forget_sessions() == 1
-    assert client.ping() >= 0
-    assert fake_server.stats()["initialize_calls"] == 2
+    client.ping()
+    assert client.session_id != old_session
+    stats = fake_server.stats()
+    assert stats["initialize_calls"] == 2
+    assert stats["requests_by_method"]["ping"] == 2  # the forgotten session's, then the resend
 
 
 def test_reinitialize_failure_is_E308_then_recovers(

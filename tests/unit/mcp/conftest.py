@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,11 +15,11 @@ MCP_ENVIRONMENT = environment_variables()
 
 
 @pytest.fixture(autouse=True)
-def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No MCP variable from the developer's shell or a ``.env`` file leaks into a test."""
+def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No MCP variable from the developer's shell leaks into a test (nor a ``.env``: no test
+    runs where one is, tests/fixtures/isolation.py)."""
     for name in MCP_ENVIRONMENT:
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.chdir(tmp_path)
 
 
 @pytest.fixture

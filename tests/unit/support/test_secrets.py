@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from errors import SourceUnavailable
+from pipeline.store import mask_conninfo
 from pipeline.support.secrets import (
     Masker,
     load_masker,
     load_secret_settings,
     mask_address,
-    mask_conninfo,
     mask_known,
 )
 

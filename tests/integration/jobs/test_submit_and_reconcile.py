@@ -18,8 +18,8 @@ from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, JobStore, StoreSettings
+from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.samples import write_mixed, write_sample
 
 
 class CheckingPublisher(RecordingPublisher):

@@ -21,9 +21,9 @@ from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import StoreSettings
 from pipeline.store.admin import AdminStore
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 DIRECTORY = "convert_directory_files_into_docling_document"

@@ -16,8 +16,8 @@ from pipeline.jobs import EventKind, JobState
 from pipeline.mcp import McpClient
 from pipeline.processing import OutcomeKind
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.fixtures.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pipeline.jobs import Job
 from pipeline.processing import LeaseKeeper
 from pipeline.store import JobStore
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 
 def claimed(bench: Bench, n: int) -> Job:

@@ -22,10 +22,10 @@ from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.mcp import McpClient
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.support.logs import current_job_context
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
-from tests.integration.workers.test_batches import assert_own_result, submit_samples
+from tests.integration.processing.conftest import Bench
+from tests.integration.processing.test_batches import assert_own_result, submit_samples
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

@@ -17,10 +17,10 @@ from pipeline.jobs import JobState
 from pipeline.mcp import McpClient
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
+from tests.integration.processing.conftest import Bench
 from tests.integration.store.test_postgres_restart import pg_ctlcluster
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
 
 pytestmark = pytest.mark.restarts_postgres
 CONVERT = "convert_document_into_docling_document"

@@ -26,9 +26,9 @@ from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.processing import journal as journal_module
 from pipeline.store import JobStore
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.workers.conftest import Bench
-from tests.integration.workers.samples import write_sample
+from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -125,6 +125,9 @@ def test_a_job_still_running_when_the_hold_ends_shows_its_stage_and_server(
         )
         assert running.state is JobState.RUNNING
         assert running.server_origin == bench.server.origin
+        # The held stage may be written before the call reaches the server: release the hang
+        # only once the server holds it, or the call would hang until its own deadline.
+        wait_for(lambda: bench.server.stats()["hanging_calls"] == 1, message="the call hangs")
     finally:
         bench.server.reset()  # the hanging call ends with an error; the retry converts
         thread.join(timeout=60)

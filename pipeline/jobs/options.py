@@ -1,0 +1,119 @@
+"""A job's conversion options: checked at submission, stored with the job, given to the server.
+
+The options a submitter may set (``doclane submit --pages 1-5 --ocr-lang en --text-layer-only
+--password-env NAME``, the API's ``options``) are few and each is checked here, so a bad page
+range is refused at once (E110) instead of failing every attempt on a worker. They are stored
+with the job in a normal form (``"1-5"``, not ``" 1 - 5"``), so they are part of dedup's key and
+of a bulk retry as they are.
+
+A password is never stored: the job keeps the *name* of an environment variable
+(``password_env``), and the worker reads its value just before the call
+(:func:`server_options`). It is therefore never in a job row, an event, a log line or an answer.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from errors import InvalidOption
+
+PAGES = "pages"
+OCR_LANG = "ocr_lang"
+TEXT_LAYER_ONLY = "text_layer_only"
+PASSWORD_ENV = "password_env"
+OPTION_NAMES = (PAGES, OCR_LANG, TEXT_LAYER_ONLY, PASSWORD_ENV)
+
+#: The forms each option takes, as patterns the API's schema publishes too (one fact, two uses).
+PAGES_PATTERN = r"^[1-9][0-9]{0,5}(-[1-9][0-9]{0,5})?$"
+LANGS_PATTERN = r"^[A-Za-z][A-Za-z0-9_+-]{0,31}(,[A-Za-z][A-Za-z0-9_+-]{0,31}){0,7}$"
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+
+_LANGS = re.compile(LANGS_PATTERN)
+_ENV_NAME = re.compile(ENV_NAME_PATTERN)
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The options in their stored form; E110 naming the first that is not valid.
+
+    Unset options (None, empty text, ``text_layer_only`` false) are left out, so a job
+    submitted without options and one with empty ones deduplicate alike.
+    """
+    checked: dict[str, Any] = {}
+    for name, value in (options or {}).items():
+        if name not in OPTION_NAMES:
+            raise InvalidOption(
+                f"unknown conversion option {name!r} (known: {', '.join(OPTION_NAMES)})",
+                detail={"option": name},
+            )
+        if value is None or value == "":
+            continue
+        if name == PAGES:
+            checked[PAGES] = page_range(str(value))
+        elif name == OCR_LANG:
+            checked[OCR_LANG] = _matching(name, str(value).strip(), _LANGS, "a language code")
+        elif name == TEXT_LAYER_ONLY:
+            if _flag(value):
+                checked[TEXT_LAYER_ONLY] = True
+        else:
+            checked[PASSWORD_ENV] = _matching(
+                name, str(value).strip(), _ENV_NAME, "an environment variable's name"
+            )
+    return checked
+
+
+def page_range(text: str) -> str:
+    """``"1-5"`` or ``"3"``: one run of pages numbered from 1; E110 otherwise.
+
+    One run only: docling.rs takes no lists (``1,3`` is its own error), and a submitter is
+    better told now than by every attempt's failure. A run's ends may come in either order
+    (``5-2`` is pages 2 to 5): the schema the API publishes cannot order them, and what it
+    calls valid is accepted.
+    """
+    cleaned = text.replace(" ", "")
+    if not re.fullmatch(PAGES_PATTERN, cleaned):
+        raise InvalidOption(
+            f"invalid page range {text!r}: give one run of pages from 1, as N or N-M (3, 1-5)",
+            detail={"option": PAGES, "value": text[:100]},
+        )
+    first, _, last = cleaned.partition("-")
+    low, high = sorted((int(first), int(last or first)))
+    return str(low) if low == high else f"{low}-{high}"
+
+
+def server_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """What the server is given for a job's stored options: the password read now, from the
+    variable the job names (E110 when this worker does not have it)."""
+    given = {name: value for name, value in options.items() if name != PASSWORD_ENV}
+    variable = options.get(PASSWORD_ENV)
+    if variable:
+        secret = os.environ.get(str(variable))
+        if not secret:
+            raise InvalidOption(
+                f"the job's password is in ${variable}, which is not set on this worker",
+                detail={"option": PASSWORD_ENV, "variable": str(variable)},
+            )
+        given["password"] = secret
+    return given
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE | _FALSE:
+        return text in _TRUE
+    raise InvalidOption(
+        f"text_layer_only must be true or false, not {str(value)[:40]!r}",
+        detail={"option": TEXT_LAYER_ONLY},
+    )
+
+
+def _matching(name: str, value: str, pattern: re.Pattern[str], what: str) -> str:
+    if not pattern.fullmatch(value):
+        raise InvalidOption(f"{name} must be {what}, not {value[:60]!r}", detail={"option": name})
+    return value

@@ -1,0 +1,158 @@
+"""Workers converting through the real docling-rs-mcp: stdio children and an HTTP server.
+
+What a user does with it: ``doclane submit report.pdf --pages 1-2 --to md,chunks --wait`` gives
+two pages' markdown and their chunks, each result naming the engine that made it; every output
+format of every sample; failures with their codes (a corrupt PDF is not retried); a password
+that reaches the server and nothing else; options in dedup's key; and docling-mcp refusing the
+options it cannot honour.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pipeline.jobs import JobState
+from tests.fixtures.api_server import ApiServer
+from tests.fixtures.brokers import Broker
+from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
+from tests.fixtures.docling_server import DoclingServer
+from tests.fixtures.examples import (
+    EXPECTED_MARKDOWN,
+    PDF_PAGE_HEADINGS,
+    PDF_SAMPLE,
+    example,
+)
+from tests.fixtures.workers import Cluster
+
+pytestmark = pytest.mark.docling
+
+ENGINE = "docling-rs 2.52.7"
+EVERY_FORMAT = "md,json,html,text,chunks"
+
+
+def stdio_cluster(
+    make_cluster: Callable[..., Cluster], broker: Broker, roots: list[Path], **env: str
+) -> Cluster:
+    cluster = make_cluster(broker, "", DOCLING_MCP_COMMAND=docling_rs_stdio_command(roots), **env)
+    del cluster.env["DOCLING_MCP_ORIGIN"]  # the command is the server
+    return cluster
+
+
+def test_two_pages_of_a_pdf_as_markdown_and_chunks_through_stdio_children(
+    make_cluster: Callable[..., Cluster], redis_broker: Broker, docling_rs_root: Path
+) -> None:
+    cluster = stdio_cluster(make_cluster, redis_broker, [docling_rs_root])
+    cluster.start_worker(concurrency=2)
+    pdf = str(example(PDF_SAMPLE))
+
+    out = cluster.cli_json("submit", pdf, "--pages", "1-2", "--to", "md,chunks", "--wait")
+    assert out["ok"], out
+    (job,) = out["jobs"]
+    markdown = cluster.cli("result", job["job_id"], "--format", "md").stdout
+    first, second, third = PDF_PAGE_HEADINGS
+    assert first in markdown and second in markdown and third not in markdown
+    chunks = json.loads(cluster.cli("result", job["job_id"], "--format", "chunks").stdout)
+    texts = [chunk["text"] for chunk in chunks["hierarchical"]]
+    assert second in texts and third not in " ".join(texts)
+    results = cluster.store.list_results(job["job_id"])
+    assert {(r.format, r.engine) for r in results} == {("md", ENGINE), ("chunks", ENGINE)}
+
+    # The options are part of dedup's key: the same pages again is the same job, others are not.
+    again = cluster.cli_json("submit", pdf, "--pages", "1-2", "--to", "md,chunks")
+    assert again["accepted"][0]["deduplicated"] and again["accepted"][0]["job_id"] == job["job_id"]
+    other = cluster.cli_json("submit", pdf, "--pages", "1-3", "--to", "md,chunks")
+    assert not other["accepted"][0]["deduplicated"]
+
+    refused = cluster.cli_json("submit", pdf, "--pages", "0-2", check=False)
+    assert refused["error"]["code"] == "E110"
+
+
+def test_every_format_of_every_sample_and_each_failure_over_http(
+    make_cluster: Callable[..., Cluster],
+    make_api_server: Callable[..., ApiServer],
+    redis_broker: Broker,
+    docling_rs_server: DoclingRsServer,
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(
+        redis_broker,
+        docling_rs_server.url,
+        DOCLING_MCP_AUTH="bearer",
+        DOCLING_MCP_TOKEN=docling_rs_server.token,
+    )
+    cluster.start_worker(concurrency=2)
+    samples = [str(example(name)) for name in [*sorted(EXPECTED_MARKDOWN), PDF_SAMPLE]]
+    corrupt = docling_rs_server.root / "corrupt-report.pdf"
+    corrupt.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 8)
+    outside = tmp_path / "outside.docx"  # doclane may read it; the server may not
+    outside.write_bytes(example("quarterly-report.docx").read_bytes())
+
+    submission = cluster.submit(
+        [*samples, str(corrupt), str(outside)], EVERY_FORMAT.split(","), no_dedup=True
+    )
+    jobs = {Path(j.source_uri).name: j for j in cluster.wait_terminal(submission.job_ids)}
+
+    for name in [*EXPECTED_MARKDOWN, PDF_SAMPLE]:
+        job = jobs[name]
+        assert job.state is JobState.SUCCEEDED, (name, job.error_code, job.error_message)
+        markdown = cluster.store.get_result(job.id, "md") or ""
+        for fragment in EXPECTED_MARKDOWN.get(name, PDF_PAGE_HEADINGS):
+            assert fragment in markdown, (name, fragment)
+        assert json.loads(cluster.store.get_result(job.id, "chunks") or "{}")["hierarchical"]
+        assert (cluster.store.get_result(job.id, "text") or "").strip()
+        assert {r.engine for r in cluster.store.list_results(job.id)} == {ENGINE}
+
+    api = make_api_server(cluster.env)  # the API serves the new formats, with their types
+    pdf_job = jobs[PDF_SAMPLE].id
+    for fmt, media in (("text", "text/plain"), ("chunks", "application/json")):
+        served = api.get(f"/v1/jobs/{pdf_job}/result/{fmt}")
+        assert served.status_code == 200 and served.headers["content-type"].startswith(media)
+    results = api.get(f"/v1/jobs/{pdf_job}").json()["results"]
+    assert {r["engine"] for r in results} == {ENGINE}
+
+    broken = jobs[corrupt.name]
+    assert (broken.state, broken.error_code, broken.attempts_spent) == (JobState.FAILED, "E306", 1)
+    assert "not a readable PDF" in (broken.error_message or "")
+    far = jobs[outside.name]
+    assert (far.state, far.error_code) == (JobState.FAILED, "E315")
+    assert f"--root {tmp_path}" in (far.error_message or "")
+
+
+def test_a_password_reaches_the_server_and_nothing_else(
+    make_cluster: Callable[..., Cluster], redis_broker: Broker, docling_rs_root: Path
+) -> None:
+    secret = "correct-horse-battery-staple"
+    cluster = stdio_cluster(make_cluster, redis_broker, [docling_rs_root], REPORT_PW=secret)
+    cluster.start_worker(concurrency=1)
+    pdf = str(example(PDF_SAMPLE))
+
+    given = cluster.cli_json("submit", pdf, "--password-env", "REPORT_PW", "--wait", "--no-dedup")
+    missing = cluster.cli_json(
+        "submit", pdf, "--password-env", "NOT_ON_THE_WORKER", "--wait", "--no-dedup", check=False
+    )
+
+    job_id = given["jobs"][0]["job_id"]
+    assert given["jobs"][0]["state"] == "succeeded"
+    assert missing["jobs"][0]["error_code"] == "E110"
+    shown = cluster.cli("status", job_id, "--json").stdout + json.dumps(
+        [e.model_dump(mode="json") for e in cluster.store.events(job_id)]
+    )
+    assert "REPORT_PW" in shown and secret not in shown
+    assert secret not in cluster.logs()
+
+
+def test_docling_mcp_says_it_cannot_honour_options(
+    make_cluster: Callable[..., Cluster], redis_broker: Broker, docling_server: DoclingServer
+) -> None:
+    cluster = make_cluster(redis_broker, docling_server.url)
+    cluster.start_worker(concurrency=1)
+    out = cluster.cli_json(
+        "submit", str(example("handbook.html")), "--pages", "1", "--wait", "--no-dedup", check=False
+    )
+    (job,) = out["jobs"]
+    assert job["state"] == "failed" and job["error_code"] == "E305"
+    assert "cannot honour conversion options (pages)" in job["error_message"]

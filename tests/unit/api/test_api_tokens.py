@@ -1,0 +1,113 @@
+"""DOCLANE_API_TOKENS as pydantic-settings reads it, and the role checks over it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.security import HTTPAuthorizationCredentials
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException
+
+from errors import RoleForbidden
+from pipeline.api.auth import Caller, TokenRoles
+from pipeline.api.settings import ApiSettings
+
+SECRET_A, SECRET_B = "a" * 32 + "-secret", "b" * 32 + "-secret"
+
+
+@pytest.fixture(autouse=True)
+def _no_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
+    monkeypatch.chdir(tmp_path)  # type: ignore[arg-type]  # no developer's .env
+    monkeypatch.delenv("DOCLANE_API_TOKEN", raising=False)
+    monkeypatch.delenv("DOCLANE_API_TOKENS", raising=False)
+
+
+def _settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> ApiSettings:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return ApiSettings()
+
+
+def test_tokens_read_as_name_role_token_or_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = f" ci:submit:{SECRET_A} , grafana:read:{SECRET_B}:with:colons "
+    tokens = _settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens()
+    assert [(t.name, t.role, t.token.get_secret_value()) for t in tokens] == [
+        ("ci", "submit", SECRET_A),
+        ("grafana", "read", f"{SECRET_B}:with:colons"),
+    ]
+    as_json = json.dumps([{"name": "ops", "role": "admin", "token": SECRET_A}])
+    [ops] = _settings(monkeypatch, DOCLANE_API_TOKENS=as_json).tokens()
+    assert (ops.name, ops.role) == ("ops", "admin")
+
+
+def test_the_single_token_is_an_admin_beside_the_listed_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = _settings(
+        monkeypatch, DOCLANE_API_TOKEN=SECRET_A, DOCLANE_API_TOKENS=f"ci:read:{SECRET_B}"
+    )
+    assert [(t.name, t.role) for t in settings.tokens()] == [
+        ("DOCLANE_API_TOKEN", "admin"),
+        ("ci", "read"),
+    ]
+    assert _settings(monkeypatch, DOCLANE_API_TOKEN="", DOCLANE_API_TOKENS="").tokens() == ()
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        f"ci:root:{SECRET_A}",
+        f"ci:read:{SECRET_A},ci:admin:{SECRET_B}",
+        f"ci:read:{SECRET_A},ops:admin:{SECRET_A}",
+        f"ci:read:{SECRET_A},nothing-here",
+        f"bad name:read:{SECRET_A}",
+    ],
+)
+def test_a_wrong_token_list_is_refused_without_its_secrets(
+    monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    with pytest.raises(ValidationError) as refused:
+        _settings(monkeypatch, DOCLANE_API_TOKENS=listed)
+    assert SECRET_A not in str(refused.value) and SECRET_B not in str(refused.value)
+
+
+def test_secrets_are_not_in_the_settings_repr(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = _settings(
+        monkeypatch, DOCLANE_API_TOKEN=SECRET_B, DOCLANE_API_TOKENS=f"ci:read:{SECRET_A}"
+    )
+    shown = f"{settings!r} {settings.model_dump()} {settings.tokens()!r}"
+    assert SECRET_A not in shown and SECRET_B not in shown
+
+
+def _bearer(token: str) -> HTTPAuthorizationCredentials:
+    return HTTPAuthorizationCredentials(scheme="Bearer", credentials=token)
+
+
+def test_roles_allow_what_the_roles_before_them_allow(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = f"r:read:{SECRET_A},s:submit:{SECRET_B},a:admin:{SECRET_A}x"
+    access = TokenRoles(_settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens())
+    assert access.caller(_bearer(SECRET_B)) == Caller("s", "submit")
+    allowed = {
+        (name, role)
+        for name, secret in (("r", SECRET_A), ("s", SECRET_B), ("a", SECRET_A + "x"))
+        for role in ("read", "submit", "admin")
+        if _passes(access, secret, role)
+    }
+    assert allowed == {
+        ("r", "read"), ("s", "read"), ("s", "submit"), ("a", "read"), ("a", "submit"),
+        ("a", "admin"),
+    }  # fmt: skip
+    for wrong in (None, "", SECRET_A[:-1], SECRET_A + "y"):
+        with pytest.raises(HTTPException) as refused:
+            access.caller(_bearer(wrong) if wrong is not None else None)
+        assert refused.value.status_code == 401
+
+
+def _passes(access: TokenRoles, secret: str, role: str) -> bool:
+    check = access.require(role)  # type: ignore[arg-type]
+    try:
+        check(access.caller(_bearer(secret)))
+    except RoleForbidden:
+        return False
+    return True
