@@ -5,7 +5,8 @@ One fake Docling MCP server (tests/fakes) that answers at once; in one run, alte
 1. ``pairs``: doclane's own MCP client calling convert then export (the pipeline profile's two
    calls, with the same output checks) sequentially, ``--pairs`` times: the rate a single loop
    of client calls reaches against this server.
-2. ``c<N>``: ``doclane worker -c N`` (batches off: ``DOCLANE_BATCH_MAX_DOCS=1``) on a freshly
+2. ``c<N>``: ``doclane worker -c N`` (batches off: ``DOCLANE_BATCH_MAX_DOCS=1``; rounds of
+   ``--round-docs`` documents, ``DOCLANE_ROUND_MAX_DOCS``, 1 being a job at a time) on a freshly
    migrated scratch database and a Redis database claimed as the test suite claims its
    brokers; ``doclane submit <folder> --wait --json`` of ``--jobs`` small distinct Markdown
    files. Throughput is the jobs over the time from just before ``doclane submit`` starts to
@@ -14,7 +15,10 @@ One fake Docling MCP server (tests/fakes) that answers at once; in one run, alte
    publish in this process, then wait for the job to finish): the per-job overhead is
    ``finished_at - created_at`` (submit to result committed, both by the database's clock) minus
    the job's MCP calls as the worker's client timed them (``job_events``): what the pipeline
-   costs a lone job on top of the calls themselves.
+   costs a lone job on top of the calls themselves. In the throughput run, the database's
+   commits per job (``pg_stat_database.xact_commit``) and each worker process's time per
+   document beyond a client pair's (``c / rate - 1 / pairs``: what the pipeline adds to a
+   document when many are in flight) are reported too.
 
 The order is pairs, c1, pairs, c2, pairs, c4, pairs, so each pipeline figure sits between two
 client figures taken minutes apart on the same machine; its ratio uses their mean. This kind of
@@ -35,6 +39,7 @@ Everything started is stopped and every scratch database removed.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -161,6 +166,10 @@ def client_pairs(url: str, files: list[Path], server_pid: int) -> PairsRun:
 class PipelineRun:
     concurrency: int
     jobs: int
+    #: DOCLANE_ROUND_MAX_DOCS (1: a job at a time).
+    round_docs: int = 1
+    #: Commits of the scratch database during the throughput run (all clients).
+    commits: int = 0
     #: Whose worker and submit ran: "doclane" (this checkout) or the compared checkout's name.
     label: str = "doclane"
     seconds: float = 0.0
@@ -191,11 +200,13 @@ def pipeline_run(
     broker: Broker,
     profile_worker: bool,
     checkout: Path | None = None,
+    round_docs: int = 1,
+    server_concurrency: str = "2",
 ) -> PipelineRun:
     """``checkout``: run another checkout's worker and submit (its code first on the path)."""
     broker.flush()
     label = checkout.name if checkout is not None else "doclane"
-    run = PipelineRun(concurrency, len(list(folder.iterdir())), label)
+    run = PipelineRun(concurrency, len(list(folder.iterdir())), label=label, round_docs=round_docs)
     with scratch_database(f"doclane_bench_overhead_{os.getpid()}") as db_url:
         env = worker_env(
             db_url,
@@ -203,10 +214,12 @@ def pipeline_run(
             server.url,
             DOCLANE_SERVER_CACHE_DIR=str(server.cache_dir),
             DOCLANE_INBOX_DIR=str(scratch / "inbox"),
+            DOCLANE_ROUND_MAX_DOCS=str(round_docs),
+            DOCLANE_SERVER_CONCURRENCY=server_concurrency,
         )
         if checkout is not None:
             env["PYTHONPATH"] = str(checkout)
-        log_path = scratch / f"worker-{label}-c{concurrency}.log"
+        log_path = scratch / f"worker-{label}-c{concurrency}-n{round_docs}.log"
         worker = start_worker(env, log_path, "--concurrency", str(concurrency))
         spies: list[subprocess.Popen[bytes]] = []
         try:
@@ -217,6 +230,7 @@ def pipeline_run(
             children_cpu = children_cpu_s()
             worker_cpu = process_tree_cpu_s(worker.pid)
             main_cpu = process_cpu_s(worker.pid)
+            commits = database_commits(db_url)
             started = time.time()
             done = subprocess.run(
                 [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
@@ -233,6 +247,7 @@ def pipeline_run(
             run.cpu_ms["worker_main"] = (process_cpu_s(worker.pid) - main_cpu) / run.jobs * 1000
             for name, seconds in services_cpu_s().items():
                 run.cpu_ms[name] = (seconds - services_cpu[name]) / run.jobs * 1000
+            run.commits = database_commits(db_url) - commits
             for spy in spies:
                 spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:
@@ -250,6 +265,15 @@ def pipeline_run(
                 spy.wait()
             stop_worker(worker)
     return run
+
+
+def database_commits(db_url: str) -> int:
+    """The scratch database's commits so far (this query's own among them)."""
+    with psycopg.connect(db_url) as conn:
+        row = conn.execute(
+            "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()"
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: str) -> None:
@@ -341,6 +365,12 @@ def parse_args() -> argparse.Namespace:
         default=None,
         help="Another checkout: its worker and submit run after ours at each -c (A B A B).",
     )
+    parser.add_argument(
+        "--round-docs", default="1", help="DOCLANE_ROUND_MAX_DOCS of the runs, in turn (1,8,32)."
+    )
+    parser.add_argument(
+        "--server-concurrency", default="2", help="DOCLANE_SERVER_CONCURRENCY of a round."
+    )
     parser.add_argument("--smoke", action="store_true", help="Tiny counts (CI).")
     parser.add_argument("--profile-worker", action="store_true", help="py-spy the pool.")
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
@@ -348,12 +378,14 @@ def parse_args() -> argparse.Namespace:
     args = parser.parse_args()
     if args.smoke:
         args.jobs, args.pairs, args.latency_jobs, args.concurrency = 12, 20, 3, "1"
+        args.round_docs = "1,4"
     return args
 
 
 def main() -> None:
     args = parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
+    round_docs = [int(n) for n in args.round_docs.split(",") if n.strip()]
     checkouts: list[Path | None] = [None]
     if args.compare_with is not None:
         checkouts.append(args.compare_with.resolve())
@@ -371,30 +403,31 @@ def main() -> None:
         pairs.append(client_pairs(server.url, pair_files, server.pid))
         print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
         for round_ in range(args.rounds):
-            for c in concurrencies:
-                for checkout in checkouts:
-                    tag = f"r{round_}-c{c}-{checkout.name if checkout else 'doclane'}"
-                    folder = scratch / f"jobs-{tag}"
-                    write_documents(folder, args.jobs, tag)
-                    lone = write_documents(
-                        scratch / f"lone-{tag}", args.latency_jobs, f"lone-{tag}"
-                    )  # contents of their own: a lone job must not be deduplicated
-                    lone = [p.rename(p.with_name(f"lone-{p.name}")) for p in lone]
-                    runs.append(
-                        pipeline_run(
-                            c,
-                            folder,
-                            lone,
-                            server=server,
-                            scratch=scratch,
-                            broker=broker,
-                            profile_worker=args.profile_worker,
-                            checkout=checkout,
-                        )
+            for c, n, checkout in itertools.product(concurrencies, round_docs, checkouts):
+                tag = f"r{round_}-c{c}-n{n}-{checkout.name if checkout else 'doclane'}"
+                folder = scratch / f"jobs-{tag}"
+                write_documents(folder, args.jobs, tag)
+                lone = write_documents(
+                    scratch / f"lone-{tag}", args.latency_jobs, f"lone-{tag}"
+                )  # contents of their own: a lone job must not be deduplicated
+                lone = [p.rename(p.with_name(f"lone-{p.name}")) for p in lone]
+                runs.append(
+                    pipeline_run(
+                        c,
+                        folder,
+                        lone,
+                        server=server,
+                        scratch=scratch,
+                        broker=broker,
+                        profile_worker=args.profile_worker,
+                        checkout=checkout,
+                        round_docs=n,
+                        server_concurrency=args.server_concurrency,
                     )
-                    print(f"{tag}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
-                    pairs.append(client_pairs(server.url, pair_files, server.pid))
-                    print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
+                )
+                print(f"{tag}: {runs[-1].rate:.1f} jobs/s", file=sys.stderr)
+                pairs.append(client_pairs(server.url, pair_files, server.pid))
+                print(f"pairs: {pairs[-1].rate:.1f}/s", file=sys.stderr)
     finally:
         server.stop()
         broker.release()
@@ -411,6 +444,7 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
             {
                 "label": run.label,
                 "concurrency": run.concurrency,
+                "round_docs": run.round_docs,
                 "jobs": run.jobs,
                 "succeeded": run.succeeded,
                 "seconds": round(run.seconds, 2),
@@ -426,6 +460,12 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
                 "overhead_ms_p95": round(percentile(run.overhead_ms, 0.95), 1),
                 "calls_ms_p50": round(percentile(run.calls_ms, 0.5), 1),
                 "cpu_ms_per_job": {k: round(v, 2) for k, v in run.cpu_ms.items()},
+                "commits_per_job": round(run.commits / run.jobs, 2) if run.jobs else None,
+                # a worker process's time per document, beyond a client pair's time
+                "added_ms_per_doc": round((run.concurrency / run.rate - 1 / around) * 1000, 2)
+                if run.rate and around
+                else None,
+                "in_job_ms_p95": round(percentile(run.in_job_ms, 0.95), 1),
             }
         )
     client = [
@@ -441,46 +481,53 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
         + ", ".join(f"({p.cpu_ms['client']:.2f}, {p.cpu_ms['server']:.2f})" for p in pairs)
     )
     print(
-        f"{'who':>8} {'-c':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} {'pairs/s':>7} "
+        f"{'who':>8} {'-c':>3} {'N':>3} {'jobs':>5} {'ok':>5} {'s':>6} {'jobs/s':>7} "
+        f"{'pairs/s':>7} "
         f"{'ratio':>5} {'lat p50':>7} {'ovh p50':>7} {'ovh p95':>7} {'calls':>6}  (ms; lone jobs)"
         "  CPU ms/job: worker, submit, server, postgres, redis"
     )
     for row in rows:
         cpu = row["cpu_ms_per_job"]
         print(
-            f"{row['label'][:8]:>8} {row['concurrency']:>3} {row['jobs']:>5} {row['succeeded']:>5} "
+            f"{row['label'][:8]:>8} {row['concurrency']:>3} {row['round_docs']:>3} "
+            f"{row['jobs']:>5} {row['succeeded']:>5} "
             f"{row['seconds']:>6.1f} {row['jobs_per_s']:>7.1f} {row['pairs_per_s_around']:>7.1f} "
             f"{row['ratio']:>5.2f} {row['latency_ms_p50']:>7.1f} {row['overhead_ms_p50']:>7.1f} "
             f"{row['overhead_ms_p95']:>7.1f} {row['calls_ms_p50']:>6.1f}"
             f"  {cpu['worker']:.2f}, {cpu['submit']:.2f}, {cpu['server']:.2f},"
             f" {cpu['postgres']:.2f}, {cpu['redis']:.2f}"
-            f"  | head {row['head_s']:.2f} s, in job {row['in_job_ms_p50']:.1f} ms,"
-            f" between {row['between_jobs_ms_p50']:.1f} ms"
+            f"  | head {row['head_s']:.2f} s, in job {row['in_job_ms_p50']:.1f}"
+            f"/{row['in_job_ms_p95']:.1f} ms (p50/p95),"
+            f" between {row['between_jobs_ms_p50']:.1f} ms, commits/job {row['commits_per_job']},"
+            f" added ms/doc {row['added_ms_per_doc']}"
         )
     if args.rounds > 1 or args.compare_with is not None:
         print("medians over rounds (ratio; jobs/s):")
         for item in summary:
             print(
-                f"  {item['label']:>12} -c {item['concurrency']}: ratio {item['ratio']:.2f}"
+                f"  {item['label']:>12} -c {item['concurrency']} N {item['round_docs']}:"
+                f" ratio {item['ratio']:.2f}"
                 f" (rounds {', '.join(f'{r:.2f}' for r in item['ratios'])});"
                 f" {item['jobs_per_s']:.1f} jobs/s"
             )
 
 
 def medians(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Per (who, -c): the median ratio and rate over the rounds, and each round's ratio."""
-    grouped: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    """Per (who, -c, N): the median ratio and rate over the rounds, and each round's ratio."""
+    grouped: dict[tuple[str, int, int], list[dict[str, Any]]] = {}
     for row in rows:
-        grouped.setdefault((row["label"], row["concurrency"]), []).append(row)
+        key = (row["label"], row["concurrency"], row["round_docs"])
+        grouped.setdefault(key, []).append(row)
     return [
         {
             "label": label,
             "concurrency": c,
+            "round_docs": n,
             "ratio": round(statistics.median(r["ratio"] for r in group), 2),
             "ratios": [r["ratio"] for r in group],
             "jobs_per_s": round(statistics.median(r["jobs_per_s"] for r in group), 1),
         }
-        for (label, c), group in grouped.items()
+        for (label, c, n), group in grouped.items()
     ]
 
 

@@ -56,7 +56,8 @@ class WorkerRuntime:
         return self._webhooks
 
     def close(self) -> None:
-        closers = [self.resilient.close, self.downloader.close, self.store.close]
+        closers = [self.processor.close, self.resilient.close, self.downloader.close,
+                   self.store.close]  # fmt: skip
         if self._webhooks is not None:
             closers.insert(0, self._webhooks.close)
         for closer in closers:

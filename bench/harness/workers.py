@@ -25,8 +25,8 @@ from tests.support.brokers import Broker
 def worker_env(db_url: str, broker: Broker, origin: str, **settings: str) -> dict[str, str]:
     """The environment of a bench's ``doclane worker`` and ``doclane submit``: a scratch
     database and broker, ``origin`` (one, or several comma-separated), the docling-mcp profile,
-    batches off and INFO logs (``wait_ready`` reads the "ready." line) unless ``settings``
-    (``DOCLANE_*`` names) say otherwise."""
+    batches and rounds off (a job at a time) and INFO logs (``wait_ready`` reads the "ready."
+    line) unless ``settings`` (``DOCLANE_*`` names) say otherwise."""
     return {
         **os.environ,
         "DOCLANE_DATABASE_URL": db_url,
@@ -34,6 +34,7 @@ def worker_env(db_url: str, broker: Broker, origin: str, **settings: str) -> dic
         "DOCLANE_REDIS_URL": broker.url,
         "DOCLING_MCP_ORIGIN": origin,
         "DOCLANE_BATCH_MAX_DOCS": "1",
+        "DOCLANE_ROUND_MAX_DOCS": "1",
         "DOCLANE_PROFILE": "docling-mcp",
         "DOCLANE_LOG_LEVEL": "INFO",
         **settings,

@@ -37,7 +37,7 @@ from uuid import UUID
 from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
-from pipeline.processing.failures import FailurePolicy, lost
+from pipeline.processing.failures import FailurePolicy, lost, publish_next_attempt
 from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
@@ -46,7 +46,7 @@ from pipeline.processing.sourcing import PreparedSource, SourcePreparer
 from pipeline.profiles import McpCallRecord, ProfileSettings, available_profiles
 from pipeline.profiles.docling_batch import BatchConversion, BatchMember, DoclingBatchProfile
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
-from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, Publisher
+from pipeline.queues import SMALL_BELOW_BYTES, Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources.pathmap import PathMap
 from pipeline.store import JobStore
@@ -201,7 +201,7 @@ class BatchRunner:
                 if member.source is not None:
                     member.source.discard()
         for member in members[1:]:
-            self._publish_retry(member)
+            publish_next_attempt(self.publisher, member.job, member.outcome)
         assert members[0].outcome is not None
         return members[0].outcome
 
@@ -363,19 +363,6 @@ class BatchRunner:
             self.store.add_note(member.job.id, member.job.attempt, text, **detail)
         except DatabaseUnavailable as exc:
             log.warning("could not note the batch: %s", exc)
-
-    def _publish_retry(self, member: _Member) -> None:
-        """A companion's next step needs a message of its own (the lead's goes back to Celery)."""
-        outcome = member.outcome
-        if outcome is None or not outcome.retry:
-            return
-        job = member.job
-        message = JobMessage(job.id, job.queue, countdown_s=outcome.countdown_s or 0.0,
-                             priority=job.priority)  # fmt: skip
-        try:
-            self.publisher.publish(message)
-        except Exception as exc:  # the reconciler republishes a waiting job whose message is lost
-            log.warning("could not publish the next attempt of %s: %s", job.id, exc)
 
 
 def _link(source: Path, target: Path) -> None:

@@ -29,6 +29,7 @@ from errors import CircuitOpen, DatabaseUnavailable, PipelineError
 from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
+from pipeline.queues import JobMessage, Publisher
 from pipeline.store import JobStore
 
 T = TypeVar("T")
@@ -168,3 +169,16 @@ def after_reset(reset_in: float) -> float:
 def jittered(ceiling: float) -> float:
     """Between half and all of ``ceiling``: spread out, never immediately."""
     return round(random.uniform(ceiling / 2.0, ceiling), 3)
+
+
+def publish_next_attempt(publisher: Publisher, job: Job, outcome: Outcome | None) -> None:
+    """A companion's next attempt (a batch's or a round's) needs a message of its own: the
+    lead's outcome goes back to the glue, which publishes the lead's."""
+    if outcome is None or not outcome.retry:
+        return
+    message = JobMessage(job.id, job.queue, countdown_s=outcome.countdown_s or 0.0,
+                         priority=job.priority)  # fmt: skip
+    try:
+        publisher.publish(message)
+    except Exception as exc:  # the reconciler republishes a waiting job whose message is lost
+        log.warning("could not publish the next attempt of %s: %s", job.id, exc)

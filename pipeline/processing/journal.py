@@ -31,7 +31,7 @@ from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
-from pipeline.store import CallEvent, JobStore
+from pipeline.store import AttemptResults, CallEvent, JobStore
 from pipeline.support.secrets import Masker, process_masker
 
 log = logging.getLogger("doclane.processor")
@@ -94,11 +94,20 @@ class AttemptJournal:
         #: The server this attempt talks to, as the last stage said (the results record it).
         self.origin: str | None = None
         self._held: Stage | None = None
+        self._hold_s = hold_progress_s
         self._hold_until = time.monotonic() + hold_progress_s if hold_progress_s > 0 else 0.0
         self._timer: TimerEntry | None = None
         #: Taken by every write of held state, so that the timer thread's write of a held stage
         #: and the attempt's own next write never cross (the trail keeps its order).
         self._lock = threading.Lock()
+
+    def hold_from_now(self) -> None:
+        """Start the progress hold again: a round's job that waited for a free round thread
+        starts its conversion now, and its hold counts from there (while it waited, its row
+        said what was true: claimed, validating)."""
+        with self._lock:
+            if self._hold_s > 0 and self._held is None and self._timer is None:
+                self._hold_until = time.monotonic() + self._hold_s
 
     def stage(self, stage: Stage, *, origin: str | None = None) -> None:
         """Record progress; AttemptLost when the job is no longer this attempt's."""
@@ -200,20 +209,36 @@ class AttemptJournal:
         A held stage is dropped: the job is done, which says more. May be called again after
         ``DatabaseUnavailable`` (nothing was written then).
         """
-        job = self.job
-        note = conversion_note(conversion)
         with self._lock:
-            self._end_hold()
+            end = self._results(conversion)
             done = self.store.finish(
-                job.id,
-                job.attempt,
-                conversion.outputs,
-                calls=self._pending,
-                note=note,
-                origin=self.origin,
+                end.job_id,
+                end.attempt,
+                end.results,
+                calls=end.calls,
+                note=end.note,
+                origin=end.origin,
             )
             self._pending = []
         return done
+
+    def results(self, conversion: Conversion) -> AttemptResults:
+        """What :meth:`finish` stores, for a round that stores many attempts' together
+        (``JobStore.finish_together``). The held stage is dropped as :meth:`finish` drops it."""
+        with self._lock:
+            return self._results(conversion)
+
+    def _results(self, conversion: Conversion) -> AttemptResults:
+        self._end_hold()
+        job = self.job
+        return AttemptResults(
+            job.id,
+            job.attempt,
+            conversion.outputs,
+            calls=list(self._pending),
+            note=conversion_note(conversion),
+            origin=self.origin,
+        )
 
     def source(self, info: SourceInfo) -> None:
         """What the worker learnt about a source (a URL's real size and hash)."""

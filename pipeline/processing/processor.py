@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import TypeVar
 from uuid import UUID
 
@@ -30,6 +31,7 @@ from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineErro
 from pipeline.jobs import Job, Stage
 from pipeline.jobs.options import server_options
 from pipeline.mcp import CallTimeouts, CancelScope, McpClient
+from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.failures import (
     FailurePolicy,
@@ -40,6 +42,7 @@ from pipeline.processing.failures import (
 from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.rounds import RoundRunner
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import SourcePreparer
 from pipeline.profiles import (
@@ -76,7 +79,8 @@ class JobProcessor:
         timeouts: CallTimeouts | None = None,
     ) -> None:
         """With a ``publisher`` (for the companions' next messages) small file jobs are
-        converted in batches (``DOCLANE_BATCH_MAX_DOCS``, :mod:`.batching`)."""
+        converted in batches (``DOCLANE_BATCH_MAX_DOCS``, :mod:`.batching`) where the server
+        offers a directory tool, else in rounds (``DOCLANE_ROUND_MAX_DOCS``, :mod:`.rounds`)."""
         self.store = store
         self.runner = runner
         self.settings = settings
@@ -103,14 +107,32 @@ class JobProcessor:
             if publisher is not None
             else None
         )
+        self.rounds = (
+            RoundRunner(
+                store=store,
+                steps=self,
+                failures=self.failures,
+                settings=settings,
+                publisher=publisher,
+                worker_id=self.worker_id,
+            )
+            if publisher is not None and settings.round_max_docs > 1
+            else None
+        )
+
+    def close(self) -> None:
+        """Stop the round threads (a worker process's shutdown); no attempt is running."""
+        if self.rounds is not None:
+            self.rounds.close()
 
     # ---- the one entry point ------------------------------------------------------------------
     def process(self, job_id: UUID) -> Outcome:
         """Run one attempt of ``job_id``; never raises for anything a job can run into."""
         with job_context(str(job_id)):
             try:
-                job = self.store.claim(job_id, self.worker_id, self.settings.lease_s)
-                wait_s = None if job is not None else self.store.seconds_until_due(job_id)
+                job, wait_s = self.store.claim_or_wait(
+                    job_id, self.worker_id, self.settings.lease_s
+                )
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
                 return uncharged_retry(job_id, None, exc, jittered(self.settings.db_retry_s))
@@ -141,26 +163,43 @@ class JobProcessor:
                 companions = self._companions(job)
                 if companions:
                     return self.batches.run(job, companions)
-            scope = CancelScope()
-            keeper = LeaseKeeper(
-                self.store,
-                job.id,
-                job.attempt,
-                self.settings.lease_s,
-                interval_s=self.settings.lease_check_interval_s,
-                on_lost=lambda: scope.cancel("the job was cancelled or taken from this attempt"),
-            ).start()
-            journal = AttemptJournal(
-                self.store,
-                job,
-                keeper,
-                defer_calls=True,
-                hold_progress_s=self.settings.progress_hold_s,
-            )
+            if self.rounds is not None and self.rounds.may_lead(job):
+                companions = self._round_companions(job)
+                if companions:
+                    return self.rounds.run(job, companions)
+            attempt = self.begin(job)
             try:
-                return self._run_attempt(job, journal, scope)
+                return self._run_attempt(attempt)
             finally:
-                keeper.stop()
+                attempt.keeper.stop()
+
+    def begin(self, job: Job) -> Attempt:
+        """A claimed job's attempt: its lease kept, its writes journaled, its calls cancellable."""
+        scope = CancelScope()
+        keeper = LeaseKeeper(
+            self.store,
+            job.id,
+            job.attempt,
+            self.settings.lease_s,
+            interval_s=self.settings.lease_check_interval_s,
+            on_lost=lambda: scope.cancel("the job was cancelled or taken from this attempt"),
+        ).start()
+        journal = AttemptJournal(
+            self.store,
+            job,
+            keeper,
+            defer_calls=True,
+            hold_progress_s=self.settings.progress_hold_s,
+        )
+        return Attempt(job, journal, keeper, scope)
+
+    def _round_companions(self, lead: Job) -> list[Job]:
+        assert self.rounds is not None
+        try:
+            return self.rounds.claim_companions(lead)
+        except DatabaseUnavailable as exc:  # the lead goes alone; the others wait their turn
+            log.warning("cannot claim a round: %s", exc)
+            return []
 
     def _companions(self, lead: Job) -> list[Job]:
         assert self.batches is not None
@@ -171,7 +210,7 @@ class JobProcessor:
             return []
 
     # ---- one attempt --------------------------------------------------------------------------
-    def _run_attempt(self, job: Job, journal: AttemptJournal, scope: CancelScope) -> Outcome:
+    def _run_attempt(self, attempt: Attempt) -> Outcome:
         """Convert, then store the results, the trail's last calls, the server and a note at once.
 
         The claim already recorded the ``validating`` stage; the results go in one transaction
@@ -180,29 +219,50 @@ class JobProcessor:
         it) if it is still running when the journal's progress hold ends.
         """
         started = time.monotonic()
-        tries = RetryRecord()
+        converted = self.converted(attempt)
+        if isinstance(converted, Outcome):
+            return converted
+        outcome = self.stored(attempt, lambda: attempt.journal.finish(converted))
+        if outcome.kind is OutcomeKind.SUCCEEDED:
+            log.info(
+                "succeeded in %.2fs with profile %s (%s)",
+                time.monotonic() - started,
+                converted.profile,
+                ", ".join(f"{fmt}: {len(text)} chars" for fmt, text in converted.outputs.items()),
+            )
+        return outcome
+
+    def converted(self, attempt: Attempt) -> Conversion | Outcome:
+        """The attempt's conversion, or the outcome that ended it without one."""
+        job = attempt.job
         try:
-            conversion = self._convert(job, journal, scope, tries)
-            # The conversion is done: wait for a database that went away rather than lose it.
-            if not self.failures.patiently(
-                lambda: journal.finish(conversion), "storing the results"
-            ):
-                return lost(job, "storing")
+            return self._convert(job, attempt.journal, attempt.scope, attempt.tries)
         except (AttemptLost, CallCancelled) as stopped:
             return lost(job, stopped.message)
-        except DatabaseUnavailable as exc:
+        except Exception as exc:
+            return self.ended(attempt, exc)
+
+    def stored(self, attempt: Attempt, write: Callable[[], bool]) -> Outcome:
+        """The outcome of storing a conversion's results by ``write`` (False: not ours now).
+
+        The conversion is done: a database that went away is waited for rather than lose it."""
+        job = attempt.job
+        try:
+            if not self.failures.patiently(write, "storing the results"):
+                return lost(job, "storing")
+        except Exception as exc:
+            return self.ended(attempt, exc)
+        return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
+
+    def ended(self, attempt: Attempt, exc: Exception) -> Outcome:
+        """The outcome of an attempt that ``exc`` ended: handed back when the database was
+        lost, else the job's failure (retried or final, charged when a server was reached)."""
+        job = attempt.job
+        if isinstance(exc, DatabaseUnavailable):
             log.warning("database unreachable during the attempt: %s", exc)
             return self.failures.hand_back(job, exc)
-        except Exception as exc:
-            error = job_masker(job).error(self._as_catalog(exc))
-            return self.failures.failure(job, error, reached_server=tries.reached_server)
-        log.info(
-            "succeeded in %.2fs with profile %s (%s)",
-            time.monotonic() - started,
-            conversion.profile,
-            ", ".join(f"{fmt}: {len(text)} chars" for fmt, text in conversion.outputs.items()),
-        )
-        return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
+        error = job_masker(job).error(self._as_catalog(exc))
+        return self.failures.failure(job, error, reached_server=attempt.tries.reached_server)
 
     def _convert(
         self, job: Job, journal: AttemptJournal, scope: CancelScope, tries: RetryRecord

@@ -64,6 +64,16 @@ class ProcessingSettings(BaseSettings):
     #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md, bench/proof_cost.py).
     batch_max_table_bytes: int = Field(default=48 * 1024, ge=0)
 
+    #: Small jobs go in rounds: a process that claims a small, never-tried file job claims up
+    #: to this many in all (itself included) that can share its round (same queue, profile,
+    #: options and formats), converts them concurrently and stores their results in one
+    #: transaction (1 turns rounds off). Where the server offers docling-mcp's directory tool
+    #: and a cache folder is shared, a batch is tried first (``DOCLANE_BATCH_MAX_DOCS``).
+    round_max_docs: int = Field(default=8, ge=1)
+    #: How many conversions of a round one worker process has in flight at once: the server's
+    #: own concurrency (docling-rs-mcp's ``--concurrency``); more only queue at the server.
+    server_concurrency: int = Field(default=2, ge=1)
+
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"
 

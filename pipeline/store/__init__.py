@@ -11,12 +11,13 @@ from pipeline.store.admin import AdminStore, JobFilter
 from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import apply_migrations, ensure_database, migration_status
 from pipeline.store.migrations import Migration, MigrationError, MigrationState, MigrationStatus
-from pipeline.store.rows import CallEvent
+from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.store.settings import StoreSettings, load_store_settings
 from pipeline.store.store import JobStore
 
 __all__ = [
     "AdminStore",
+    "AttemptResults",
     "CallEvent",
     "JobFilter",
     "JobStore",

@@ -107,3 +107,28 @@ def calls_json(calls: Sequence[CallEvent]) -> Jsonb | None:
     if not calls:
         return None
     return Jsonb([call.as_json() for call in calls], dumps=_json_dumps)
+
+
+@dataclass(frozen=True)
+class AttemptResults:
+    """One attempt's successful end, as :meth:`JobStore.finish` takes it: what a round stores
+    together with the others (:meth:`JobStore.finish_together`)."""
+
+    job_id: UUID
+    attempt: int
+    results: Mapping[str, str]
+    calls: Sequence[CallEvent] = ()
+    note: Mapping[str, Any] | None = None
+    origin: str | None = None
+
+    def params(self) -> dict[str, Any]:
+        """The parameters of ``finish_attempt`` (results small enough to be parameters)."""
+        return {
+            "job_id": self.job_id,
+            "attempt": self.attempt,
+            "formats": list(self.results),
+            "contents": list(self.results.values()),
+            "calls": calls_json(self.calls),
+            "note": jsonb(self.note),
+            "origin": self.origin,
+        }

@@ -52,6 +52,7 @@ from pipeline.store.queries import query
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import (
     COPY_JOB_TYPES,
+    AttemptResults,
     CallEvent,
     DedupKey,
     calls_json,
@@ -71,6 +72,17 @@ log = logging.getLogger("doclane.store")
 INLINE_RESULTS_MAX_CHARS = 1 << 20
 #: The SQLSTATE ``finish_attempt`` raises when the results are not the job's formats.
 FORMATS_MISMATCH = "DL001"
+
+
+@contextmanager
+def _formats_mismatch() -> Iterator[None]:
+    """``finish_attempt``'s refusal of results that are not the job's formats, as ValueError."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        if exc.sqlstate == FORMATS_MISMATCH:
+            raise ValueError(exc.diag.message_primary or str(exc)) from exc
+        raise
 
 
 def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
@@ -156,6 +168,21 @@ class JobStore:
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self._fetch_job("claiming a job", query("claim_job"), params)
 
+    def claim_or_wait(
+        self, job_id: UUID, worker: str, lease_s: float
+    ) -> tuple[Job | None, float | None]:
+        """:meth:`claim`, and when nothing was claimed :meth:`seconds_until_due`, in one round
+        trip: a round's companions each leave a message that finds nothing to claim, and
+        that message must cost as little as it can."""
+        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+        with self._connection("claiming a job") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_job"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            row, wait = claim.fetchone(), due.fetchone()
+        if row is not None:
+            return Job.model_validate(row), None
+        return None, float(wait[0]) if wait else None
+
     def claim_companions(
         self,
         lead: Job,
@@ -189,6 +216,26 @@ class JobStore:
             rows = cur.execute(query("claim_batch_members"), claim).fetchall()
         order = {job_id: n for n, job_id in enumerate(chosen)}
         return sorted((Job.model_validate(r) for r in rows), key=lambda j: order[j.id])
+
+    def claim_round(
+        self, lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+    ) -> list[Job]:
+        """Claim up to ``limit`` due jobs that can share ``lead``'s round, in one statement
+        (sql/rounds.sql); each is claimed as :meth:`claim` claims one, in priority order."""
+        params = {
+            "queue": lead.queue,
+            "profile": lead.profile,
+            "options": jsonb(lead.options),
+            "formats": list(lead.formats),
+            "small_below": small_below,
+            "lead": lead.id,
+            "limit": limit,
+            "worker": worker,
+            "lease_s": float(lease_s),
+        }
+        rows = self._fetch_rows("claiming a round", query("claim_round"), params)
+        jobs = [Job.model_validate(row) for row in rows]
+        return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
 
     def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
         """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
@@ -385,23 +432,51 @@ class JobStore:
         origin: str | None,
     ) -> bool:
         """:meth:`finish` for results small enough to be parameters: one statement."""
-        params = {
-            "job_id": job_id,
-            "attempt": attempt,
-            "formats": list(results),
-            "contents": list(results.values()),
-            "calls": calls_json(calls),
-            "note": jsonb(note),
-            "origin": origin,
-        }
-        try:
-            with self._connection("storing results") as conn:
-                row = conn.execute(query("finish_attempt"), params).fetchone()
-        except psycopg.Error as exc:
-            if exc.sqlstate == FORMATS_MISMATCH:
-                raise ValueError(exc.diag.message_primary or str(exc)) from exc
-            raise
+        end = AttemptResults(job_id, attempt, results, calls, note, origin)
+        with _formats_mismatch(), self._connection("storing results") as conn:
+            row = conn.execute(query("finish_attempt"), end.params()).fetchone()
         return row is not None and row[0] is not None
+
+    def finish_together(self, ends: Sequence[AttemptResults]) -> list[bool]:
+        """Many attempts' :meth:`finish` in one transaction and one round trip (a round's
+        results): one commit, so one wait for the disk, whatever their number. Each is fenced
+        on its own: ``False`` for an attempt that no longer owns its job (nothing of it but its
+        calls and note written), the others are stored all the same. Results too large to be
+        parameters are stored one attempt at a time, as :meth:`finish` does. A ValueError
+        (results that are not a job's formats: a bug) undoes the whole transaction; the caller
+        finishes each alone to find whose.
+
+        With results kept in an object store, each attempt is finished alone: its objects must
+        exist before its own commit, so no round's commit can name another's unfinished upload.
+        """
+        inline = [
+            self.result_objects is None
+            and sum(len(content) for content in end.results.values()) <= INLINE_RESULTS_MAX_CHARS
+            for end in ends
+        ]
+        stored: dict[int, bool] = {}
+        together = [n for n, small in enumerate(inline) if small]
+        if together:
+            with _formats_mismatch(), self._connection("storing a round's results") as conn:
+                with conn.pipeline(), conn.transaction():  # BEGIN, the finishes, COMMIT at once
+                    cursors = [
+                        conn.execute(query("finish_attempt"), ends[n].params()) for n in together
+                    ]
+                for n, cur in zip(together, cursors, strict=True):
+                    row = cur.fetchone()
+                    stored[n] = row is not None and row[0] is not None
+        for n, small in enumerate(inline):
+            if not small:
+                end = ends[n]
+                stored[n] = self.finish(
+                    end.job_id,
+                    end.attempt,
+                    end.results,
+                    calls=end.calls,
+                    note=end.note,
+                    origin=end.origin,
+                )
+        return [stored[n] for n in range(len(ends))]
 
     def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
         """running -> failed with the error's code; ``False`` for a stale attempt."""

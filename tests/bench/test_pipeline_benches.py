@@ -18,14 +18,18 @@ from tests.fixtures.benches import run_bench
 
 def test_pipeline_overhead_smoke() -> None:
     out = run_bench("pipeline_overhead", "--smoke")
-    assert len(out["pairs"]) == 2 and all(p["per_s"] > 0 for p in out["pairs"])
-    (run,) = out["runs"]
-    assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
-    assert run["lone_jobs"] == 3 and run["overhead_ms_p50"] > 0
-    assert set(run["cpu_ms_per_job"]) == {
-        "worker", "worker_main", "submit", "server", "postgres", "redis"
-    }  # fmt: skip
-    assert [(m["label"], m["concurrency"]) for m in out["medians"]] == [("doclane", 1)]
+    assert len(out["pairs"]) == 3 and all(p["per_s"] > 0 for p in out["pairs"])
+    alone, in_rounds = out["runs"]
+    assert (alone["round_docs"], in_rounds["round_docs"]) == (1, 4)
+    for run in (alone, in_rounds):
+        assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
+        assert run["lone_jobs"] == 3 and run["overhead_ms_p50"] > 0
+        assert run["commits_per_job"] > 0
+        assert set(run["cpu_ms_per_job"]) == {
+            "worker", "worker_main", "submit", "server", "postgres", "redis"
+        }  # fmt: skip
+    medians = [(m["label"], m["concurrency"], m["round_docs"]) for m in out["medians"]]
+    assert medians == [("doclane", 1, 1), ("doclane", 1, 4)]
 
 
 def test_scale_out_smoke() -> None:

@@ -137,7 +137,7 @@ def make_bench(
             folder=tmp_path / "docs",
             server=target,
             source_settings=source_settings,
-            closers=[resilient.close],
+            closers=[processor.close, resilient.close],
         )
         benches.append(bench)
         return bench

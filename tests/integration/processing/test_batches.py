@@ -122,7 +122,7 @@ def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
 
 
 def test_a_batch_of_one_is_exactly_the_single_path(make_bench: Callable[..., Bench]) -> None:
-    bench = make_bench(batches=True, processing={"batch_max_docs": 1})
+    bench = make_bench(batches=True, processing={"batch_max_docs": 1, "round_max_docs": 1})
     ids = submit_samples(bench, 3)
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
@@ -274,7 +274,10 @@ def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[...,
 def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench]) -> None:
     """``DOCLANE_BATCH_MAX_TABLE_BYTES``: a CSV larger than it neither joins nor leads a batch
     (its Docling JSON would cost more to save than the call it shares)."""
-    bench = make_bench(batches=True, processing={"batch_max_docs": 6, "batch_max_table_bytes": 10})
+    bench = make_bench(
+        batches=True,
+        processing={"batch_max_docs": 6, "batch_max_table_bytes": 10, "round_max_docs": 1},
+    )
     ids = submit_samples(bench, 6)  # html, csv, md, html, csv, md
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED

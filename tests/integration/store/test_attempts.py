@@ -12,8 +12,9 @@ import pytest
 from psycopg import errors as pg_errors
 
 from errors import CallTimeout, ConversionFailed
-from pipeline.jobs import Job, JobState, Stage
-from pipeline.store import JobStore
+from pipeline.jobs import EventKind, Job, JobState, Stage
+from pipeline.store import AttemptResults, JobStore
+from pipeline.store.store import INLINE_RESULTS_MAX_CHARS
 
 
 def test_a_claim_starts_a_new_attempt_with_a_lease(
@@ -52,6 +53,22 @@ def test_a_retrying_job_can_be_claimed_again(
     assert claimed is not None and claimed.attempt == job.attempt + 1
     assert claimed.next_attempt_at is None
     assert claimed.started_at == job.started_at  # the job's first start is kept
+
+
+def test_claim_or_wait_claims_or_says_how_long_a_retrying_job_waits(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    """The processor's claim: one round trip whether it claims, finds the job taken, or finds
+    it waiting for its backoff."""
+    queued, running, waiting = (job_factory(s) for s in (JobState.QUEUED, JobState.RUNNING,
+                                                         JobState.RETRYING))  # fmt: skip
+    claimed, wait = store.claim_or_wait(queued.id, "worker-a", lease_s=60)
+    assert claimed is not None and (claimed.id, claimed.attempt, wait) == (queued.id, 1, None)
+    assert store.claim_or_wait(running.id, "worker-a", lease_s=60) == (None, None)
+    assert store.get_job(running.id) == running
+    nothing, wait = store.claim_or_wait(waiting.id, "worker-a", lease_s=60)
+    assert nothing is None and wait is not None and wait > 0
+    assert store.get_job(waiting.id) == waiting, "a job not due is not claimed"
 
 
 def test_concurrent_claims_have_exactly_one_winner(
@@ -117,6 +134,43 @@ def test_a_duplicate_finish_writes_nothing(
     assert store.get_result(job.id, "md") == "# one"
     assert [r.format for r in store.list_results(job.id)] == ["json", "md"]
     assert all(r.attempt == job.attempt for r in store.list_results(job.id))
+
+
+def test_a_round_is_finished_together_each_under_its_own_fence(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    """``finish_together``: one transaction for a round's results; a job no longer its attempt's
+    (here cancelled) gets nothing but its calls and note, the others are stored."""
+    kept, gone, large = (job_factory(JobState.RUNNING) for _ in range(3))
+    assert store.cancel(gone.id) is not None
+    big = "x" * (INLINE_RESULTS_MAX_CHARS + 1)  # stored by COPY, alone, as finish() does
+    ends = [
+        AttemptResults(kept.id, kept.attempt, {"md": "# kept"}, note={"note": "converted"}),
+        AttemptResults(gone.id, gone.attempt, {"md": "# gone"}, note={"note": "converted"}),
+        AttemptResults(large.id, large.attempt, {"md": big}),
+    ]
+    assert store.finish_together(ends) == [True, False, True]
+    assert store.get_result(kept.id, "md") == "# kept"
+    assert store.get_result(large.id, "md") == big
+    assert store.list_results(gone.id) == []
+    assert [e.detail for e in store.events(gone.id) if e.kind is EventKind.NOTE] == [
+        {"note": "converted"}
+    ], "the note of what happened is kept, as finish() keeps it"
+    assert store.finish_together(ends[:1]) == [False], "a duplicate writes nothing"
+
+
+def test_a_round_with_results_that_are_not_a_jobs_formats_stores_nothing(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    first, second = job_factory(JobState.RUNNING), job_factory(JobState.RUNNING)
+    ends = [
+        AttemptResults(first.id, first.attempt, {"md": "# fine"}),
+        AttemptResults(second.id, second.attempt, {"html": "<p>not asked for</p>"}),
+    ]
+    with pytest.raises(ValueError, match="wants formats"):
+        store.finish_together(ends)
+    assert store.get_job(first.id) == first, "the whole transaction was undone"
+    assert store.list_results(first.id) == []
 
 
 def test_a_cancelled_running_job_is_never_written_as_succeeded(

@@ -20,6 +20,7 @@ from pipeline.objects import ObjectStore
 from pipeline.queues import RecordingPublisher
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
+from pipeline.store.rows import AttemptResults
 from tests.fixtures.object_store import ObjectServer
 from tests.integration.store.builders import job_in_state
 
@@ -239,3 +240,25 @@ def test_a_pass_goes_on_when_the_result_store_is_down(
         assert report.orphans == [] and report.requeued == []
     finally:
         store.close()
+
+
+def test_a_rounds_results_go_to_the_object_store_too(
+    object_store: JobStore, object_server: ObjectServer, bucket: str, raw_sql: psycopg.Connection
+) -> None:
+    """A round stores its jobs' results together: with objects, each job's go to the bucket
+    (never into PostgreSQL's rows), committed after its own uploads."""
+    jobs = [_running(object_store, formats=("md",)) for _ in range(3)]
+    ends = [AttemptResults(job.id, job.attempt, {"md": f"# {n}\n"}) for n, job in enumerate(jobs)]
+
+    assert object_store.finish_together(ends) == [True, True, True]
+
+    assert _keys(object_server, bucket) == sorted(
+        f"results/{job.id}/{job.attempt}/md" for job in jobs
+    )
+    rows = raw_sql.execute(
+        "SELECT count(*) FILTER (WHERE content IS NULL AND object_uri IS NOT NULL), count(*) "
+        "FROM results WHERE job_id = ANY(%s)",
+        ([job.id for job in jobs],),
+    ).fetchone()
+    assert rows == (3, 3)
+    assert [object_store.get_result(job.id, "md") for job in jobs] == ["# 0\n", "# 1\n", "# 2\n"]

@@ -1,0 +1,274 @@
+"""Rounds: many small jobs of one process in flight at once, each still its own job.
+
+In process against the fake server and a real PostgreSQL; the process's round threads are real,
+and the fake counts the calls it holds at once. Batches are off (``batch_max_docs`` 1) so that
+every small job leads or joins a round.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from errors import ServerUnavailable
+from pipeline.jobs import EventKind, JobState, Stage
+from pipeline.mcp import McpClient
+from pipeline.processing import Outcome, OutcomeKind
+from pipeline.support.logs import current_job_context
+from tests.fixtures.samples import write_sample
+from tests.fixtures.waiting import wait_for
+from tests.integration.processing.conftest import Bench
+from tests.integration.processing.test_batches import assert_own_result, submit_samples
+
+CONVERT = "convert_document_into_docling_document"
+EXPORT = "export_docling_document_to_markdown"
+
+
+def round_bench(make_bench: Callable[..., Bench], **processing: Any) -> Bench:
+    return make_bench(
+        batches=True,
+        processing={"batch_max_docs": 1, "round_max_docs": 8, "server_concurrency": 2,
+                    **processing},
+    )  # fmt: skip
+
+
+def job_of_this_thread() -> UUID:
+    """The job whose unit runs on the calling thread (a round thread names its job)."""
+    context = current_job_context()
+    assert context is not None, "a round's unit runs inside its job's log context"
+    return UUID(context.job_id)
+
+
+def assert_succeeded_once(bench: Bench, job_id: UUID, number: int) -> None:
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.SUCCEEDED, (job_id, job)
+    assert (job.attempt, job.attempts_spent) == (1, 1)
+    assert [(r.format, r.attempt) for r in bench.store.list_results(job_id)] == [("md", 1)]
+    assert_own_result(bench, job_id, number)
+    events = bench.store.events(job_id)
+    calls = [(e.tool, e.outcome) for e in events if e.kind is EventKind.MCP_CALL]
+    assert calls == [(CONVERT, "ok"), (EXPORT, "ok")], "its own calls, in its own trail"
+    assert sum(1 for e in events if e.to_state is JobState.SUCCEEDED) == 1
+
+
+def assert_only_one_cancelled(bench: Bench, ids: list[UUID], cancelled: UUID) -> None:
+    """``cancelled`` is cancelled with nothing stored; every other job succeeded once."""
+    job = bench.store.get_job(cancelled)
+    assert job is not None and job.state is JobState.CANCELLED
+    assert bench.store.list_results(cancelled) == []
+    assert_others_succeeded(bench, ids, cancelled)
+
+
+def assert_others_succeeded(bench: Bench, ids: list[UUID], but: UUID) -> None:
+    for number, job_id in enumerate(ids, start=1):
+        if job_id != but:
+            assert_succeeded_once(bench, job_id, number)
+
+
+def hanging_job(bench: Bench, ids: list[UUID]) -> UUID | None:
+    """The one job whose call hangs, once every other job of the round is converted."""
+    jobs = bench.store.get_jobs(ids)
+    stuck = [j.id for j in jobs if j.state is JobState.RUNNING and j.stage is Stage.CONVERTING]
+    others = [j for j in jobs if j.id not in stuck]
+    done = all(j.stage is Stage.EXPORTING for j in others)  # converted, awaiting the round
+    return stuck[0] if len(stuck) == 1 and done else None
+
+
+@pytest.fixture
+def background() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool
+
+
+def test_a_round_converts_its_jobs_concurrently_and_stores_them_together(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 8)
+    # Two units must be inside at once for either to go on: without concurrency, this fails.
+    inside = threading.Barrier(2, timeout=30)
+    first_two: list[UUID] = []
+    lock = threading.Lock()
+
+    def meet_another() -> None:
+        with lock:
+            first_two.append(job_of_this_thread())
+            mine = len(first_two)
+        if mine <= 2:
+            inside.wait()
+
+    bench.runner.after_unit = meet_another
+
+    outcome = bench.processor.process(ids[0])
+
+    assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
+    for number, job_id in enumerate(ids, start=1):
+        assert_succeeded_once(bench, job_id, number)
+    stats = bench.server.stats()
+    assert stats["max_tool_calls_in_flight"] <= 2, "never more than DOCLANE_SERVER_CONCURRENCY"
+    jobs = {j.id: j for j in bench.store.get_jobs(ids)}
+    assert len({j.finished_at for j in jobs.values()}) == 1, "the results in one transaction"
+    claims = {jobs[i].started_at for i in ids[1:]}
+    assert len(claims) == 1, "the companions claimed in one statement"
+    assert bench.publisher.messages == [], "nothing to publish: every companion succeeded"
+    # The companions' own messages find nothing to claim.
+    assert bench.processor.process(ids[1]).kind is OutcomeKind.SKIPPED
+
+
+def test_a_round_takes_only_jobs_that_can_share_it(make_bench: Callable[..., Bench]) -> None:
+    """Same formats only, never a job tried before, at most DOCLANE_ROUND_MAX_DOCS."""
+    bench = round_bench(make_bench, round_max_docs=3)
+    ids = submit_samples(bench, 4)
+    other = submit_samples_from(bench, 20, formats=("md", "html"))
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    states = {j.id: j.state for j in bench.store.get_jobs([*ids, other])}
+    assert [states[i] for i in ids] == [JobState.SUCCEEDED] * 3 + [JobState.QUEUED]
+    assert states[other] is JobState.QUEUED, "other formats never share a round"
+
+
+def submit_samples_from(bench: Bench, number: int, *, formats: tuple[str, ...]) -> UUID:
+    return bench.submit_one(write_sample(bench.folder, "md", number), formats=formats)
+
+
+def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Bench]) -> None:
+    """The server cannot read one document (gone after the worker checked it): that job fails
+    with the server's error; the others are stored as if it were not there."""
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 6)
+    broken = ids[2]
+    path = Path(bench.store.get_job(broken).source_uri)  # type: ignore[union-attr]
+
+    def lose_its_file(client: McpClient) -> McpClient:
+        if job_of_this_thread() == broken:
+            path.unlink(missing_ok=True)
+        return client
+
+    bench.runner.wrap_client = lose_its_file
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    failed = bench.store.get_job(broken)
+    assert failed is not None and failed.state is JobState.FAILED and failed.error_code == "E306"
+    assert bench.store.list_results(broken) == []
+    assert_others_succeeded(bench, ids, broken)
+    assert bench.publisher.messages == [], "a final failure needs no next message"
+
+
+def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """One job's server trouble (E302, retryable) is charged to it alone, and it gets a message
+    of its own for its next attempt; the others are stored."""
+    bench = make_bench(
+        batches=True,
+        processing={"batch_max_docs": 1, "round_max_docs": 8, "server_concurrency": 2},
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
+    )
+    ids = submit_samples(bench, 4)
+    unlucky = ids[1]
+
+    def trouble_for_one(client: McpClient) -> McpClient:
+        if job_of_this_thread() == unlucky:
+            raise ServerUnavailable("the server went away during this document")
+        return client
+
+    bench.runner.wrap_client = trouble_for_one
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    job = bench.store.get_job(unlucky)
+    assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
+    assert job.attempts_spent == 1, "charged: it was its own try"
+    assert [m.job_id for m in bench.publisher.messages] == [unlucky]
+    assert_others_succeeded(bench, ids, unlucky)
+
+
+def test_a_job_cancelled_mid_round_stops_alone(
+    make_bench: Callable[..., Bench], background: ThreadPoolExecutor
+) -> None:
+    """A cancel reaches only its own job's call: the cancelled job's call is withdrawn and
+    nothing is written for it; the round's other jobs are stored."""
+    bench = round_bench(make_bench, cancel_check_s=0.2, server_concurrency=3)
+    ids = submit_samples(bench, 4)
+    # The round's first convert hangs until it is withdrawn; every other call answers at once.
+    bench.server.configure(fail_next=1, fail_with="hang", fail_tools=[CONVERT])
+    running: Future[Outcome] = background.submit(bench.processor.process, ids[0])
+
+    hanging = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
+    assert bench.store.cancel(hanging) is not None
+    outcome = running.result(timeout=60)
+
+    assert len(bench.server.stats()["cancelled"]) == 1, "its call, and only its, withdrawn"
+    assert_only_one_cancelled(bench, ids, hanging)
+    expected = OutcomeKind.LOST if hanging == ids[0] else OutcomeKind.SUCCEEDED
+    assert outcome.kind is expected
+
+
+def test_a_job_cancelled_after_its_conversion_is_fenced_out_of_the_round_commit(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """Cancelled between its conversion and the round's commit (too late for its keeper to
+    notice): the one transaction stores the others, and its fence keeps its results out."""
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 5)
+    victim = ids[3]
+
+    def cancel_the_victim() -> None:
+        if job_of_this_thread() == victim:
+            assert bench.store.cancel(victim) is not None
+
+    bench.runner.after_unit = cancel_the_victim
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    assert_only_one_cancelled(bench, ids, victim)
+
+
+class DeadlineReached(Exception):
+    """What a task's soft time limit raises in the thread that waits for the round."""
+
+
+def test_a_round_at_its_time_limit_stores_what_is_converted(
+    make_bench: Callable[..., Bench], background: ThreadPoolExecutor
+) -> None:
+    """The soft time limit interrupts the thread waiting for the round (as Celery's signal
+    does): the call still in flight is withdrawn and its job fails with E303, charged, as a lone
+    job at its limit; the documents already converted are stored."""
+    bench = round_bench(make_bench, server_concurrency=3)
+    ids = submit_samples(bench, 4)
+    bench.server.configure(fail_next=1, fail_with="hang", fail_tools=[CONVERT])
+
+    def raise_deadline(signum: int, frame: object) -> None:
+        raise DeadlineReached("soft time limit")
+
+    previous = signal.signal(signal.SIGUSR1, raise_deadline)
+    try:
+        found: Future[UUID] = background.submit(_interrupt_when_hanging, bench, ids)
+        outcome = bench.processor.process(ids[0])
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    hanging = found.result(timeout=30)
+
+    job = bench.store.get_job(hanging)
+    assert job is not None and job.state is JobState.RETRYING and job.error_code == "E303"
+    assert bench.store.list_results(hanging) == []
+    assert_others_succeeded(bench, ids, hanging)
+    assert outcome.kind is (OutcomeKind.RETRY if hanging == ids[0] else OutcomeKind.SUCCEEDED)
+
+
+def _interrupt_when_hanging(bench: Bench, ids: list[UUID]) -> UUID:
+    """SIGUSR1 to the main thread once a call of the round hangs, as Celery's pool signals a
+    task at its soft time limit."""
+    job_id = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
+    main = threading.main_thread().ident
+    assert main is not None
+    signal.pthread_kill(main, signal.SIGUSR1)
+    return job_id
