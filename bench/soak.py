@@ -55,6 +55,8 @@ _RECONCILED = re.compile(
     r"reconciled: (\d+) lease\(s\) expired and requeued, (\d+) stale job\(s\), "
     r"(\d+) message\(s\) published, (\d+) publish failure"
 )
+_LOST_STATES = ("failed", "cancelled")
+_UNFINISHED_STATES = ("queued", "running", "retrying")
 _TABLES = ("jobs", "results", "job_events", "job_state_transitions", "finished_rollup")
 
 
@@ -84,6 +86,18 @@ def tree_rss_mb(pid: int) -> float:
         return rss_mb(pid) + sum(rss_mb(child) for child in children(pid))
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
+
+
+def rss_by_process(worker: subprocess.Popen[bytes] | None) -> dict[str, float]:
+    """Worker A's main process and each of its children (pool processes, the beat), apart."""
+    if worker is None:
+        return {}
+    try:
+        figures = {"rss_a_main": rss_mb(worker.pid)}
+        figures |= {f"rss_a_child_{c}": rss_mb(c) for c in children(worker.pid)}
+    except (FileNotFoundError, ProcessLookupError):
+        return {}
+    return figures
 
 
 def counts(db_url: str) -> tuple[int, int]:
@@ -133,6 +147,7 @@ class Soak:
         self.submitted = 0
         self.finished = 0
         self.convert_calls = 0
+        self.starts = 0
         self.stop = threading.Event()
 
     # ---- the run --------------------------------------------------------------------------
@@ -180,7 +195,9 @@ class Soak:
         }
 
     def start_node(self, node: str, *args: str) -> None:
-        log = self.scratch / f"worker-{node}.log"
+        """Start worker ``node``, a log of its own for each start (any node may reconcile)."""
+        self.starts += 1
+        log = self.scratch / f"worker-{node}-{self.starts:03d}.log"
         self.workers[node] = start_worker(self.env, log, *args)
 
     # ---- the feeder and the sampler (threads) ---------------------------------------------
@@ -220,6 +237,7 @@ class Soak:
                     "finished": self.finished,
                     "succeeded": succeeded,
                     **{f"rss_{n}": tree_rss_mb(w.pid) for n, w in list(self.workers.items())},
+                    **rss_by_process(self.workers.get("a")),
                 }
             )
             self.stop.wait(self.args.sample_s)
@@ -249,9 +267,8 @@ class Soak:
             pending["kill"] = 1.0
         for what in pending:  # a run too short for a fault still has it, at its end
             self.inject(what)
-        finish_deadline = time.monotonic() + a.timeout
-        while self.finished < a.docs and time.monotonic() < finish_deadline:
-            time.sleep(1)
+        while self.finished < self.submitted and time.monotonic() < deadline:
+            time.sleep(1)  # the schedule's tick, not a synchronisation
 
     def inject(self, what: str) -> None:
         if what == "kill":
@@ -300,7 +317,10 @@ class Soak:
             "docs": a.docs,
             "jobs": jobs,
             "states": states,
-            "jobs_lost": a.docs - int(states.get("succeeded", 0)),
+            "submitted": self.submitted,
+            # Ended in another state than succeeded, or submitted and never a row.
+            "jobs_lost": self.submitted - jobs + sum(states.get(s, 0) for s in _LOST_STATES),
+            "unfinished": sum(states.get(s, 0) for s in _UNFINISHED_STATES),
             "results_doubled": int(results[0]) - int(results[1]),
             "conversions_doubled": self.convert_calls - jobs,
             "convert_calls": self.convert_calls,
@@ -319,7 +339,7 @@ class Soak:
                 }
                 for table in sizes_after
             },
-            "reconciler": reconciler_work(self.scratch / "worker-a.log"),
+            "reconciler": reconciler_work(sorted(self.scratch.glob("worker-*.log"))),
             "faults": [{"t": t, "what": what} for t, what in self.timeline.faults],
             "duration_s": self.timeline.now(),
             "samples": self.timeline.samples,
@@ -357,9 +377,11 @@ def rss_figures(samples: list[dict[str, float]], per_100k: float) -> dict[str, f
     }
 
 
-def reconciler_work(log: Path) -> dict[str, int]:
+def reconciler_work(logs: list[Path]) -> dict[str, int]:
+    """The reconciler's passes that changed something, summed over every worker's logs."""
     totals = {"passes_that_changed": 0, "requeued": 0, "stale": 0, "published": 0, "failed": 0}
-    for match in _RECONCILED.finditer(log.read_text(errors="replace")):
+    text = "".join(log.read_text(errors="replace") for log in logs)
+    for match in _RECONCILED.finditer(text):
         requeued, stale, published, failed = (int(g) for g in match.groups())
         totals["passes_that_changed"] += 1
         totals["requeued"] += requeued
@@ -420,7 +442,7 @@ def arguments() -> argparse.Namespace:
     add("--stale-after", type=float, default=300.0)
     add("--lease", type=float, default=60.0)
     add("--sample-s", type=float, default=5.0)
-    add("--timeout", type=float, default=6 * 3600.0, help="seconds for the run, then as long")
+    add("--timeout", type=float, default=6 * 3600.0, help="seconds for the whole run")
     add("--plot", type=Path)
     add("--json", action="store_true")
     add("--keep", action="store_true", help="keep the scratch folder (logs)")

@@ -11,7 +11,7 @@ from tests.fixtures.benches import run_bench
 
 def test_soak_loses_no_job_through_kills_and_restarts() -> None:
     report = run_bench("soak", "--smoke", timeout=600)
-    assert report["jobs_lost"] == 0, report["states"]
+    assert report["jobs_lost"] == 0 and report["unfinished"] == 0, report["states"]
     assert report["results_doubled"] == 0
     faults = [fault["what"] for fault in report["faults"]]
     assert "SIGKILL worker b" in faults
