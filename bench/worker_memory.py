@@ -18,10 +18,15 @@ tools), a scratch database and a claimed Redis database (bench.harness):
    wire: ``sse`` (2025-11-25, the worker's), ``json`` (2026-07-28, where the fake answers
    ``application/json``) and ``stdio`` (the fake as the client's child process).
 
+5. ``--sse-alone``: only ``httpx-sse`` reading that reply (one SSE event, the markdown twice,
+   fed in 64 KiB chunks) in a fresh process, with and without ``json.loads`` of the event's
+   data: how much of the peak is the SSE parser's before any JSON parser sees a byte.
+
 Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS just before.
 
     .venv/bin/python -m bench.worker_memory [--smoke] [--jobs 1000] [--result-mb 50] [--json]
         [--rounds N] [--compare-with DIR]   # alternate with another checkout's code (A B A B)
+    .venv/bin/python -m bench.worker_memory --sse-alone [--result-mb 50] [--json]
 """
 
 from __future__ import annotations
@@ -331,6 +336,63 @@ ONE_REPLY = textwrap.dedent(
 )
 
 
+#: ``httpx-sse`` alone on the export's reply (``python -c``; argv: result MB, "parse" or "sse").
+SSE_ALONE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    import httpx
+    from httpx_sse import EventSource
+
+    def status(field):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+
+    size, parse = int(sys.argv[1]) * 1024 * 1024, sys.argv[2] == "parse"
+    markdown = ("result markdown worker memory table figure page text\\n" * (size // 52 + 1))[:size]
+    text = json.dumps({"markdown": markdown})
+    result = {
+        "content": [{"type": "text", "text": text}],
+        "structuredContent": {"markdown": markdown},
+    }
+    line = json.dumps({"jsonrpc": "2.0", "id": 3, "result": result})
+    body = ("event: message\\ndata: " + line + "\\n\\n").encode()
+    del markdown, text, result, line
+    chunks = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+    del body
+
+    class Chunks(httpx.SyncByteStream):
+        def __iter__(self):
+            yield from chunks
+
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Chunks())
+    # The chunks stay counted in "before": the figure is the parser's own, a lower bound.
+    before = status("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")
+    for event in EventSource(response).iter_sse():
+        if parse:
+            message = json.loads(event.data)
+    print(json.dumps({"before": before, "peak": status("VmHWM")}))
+    """
+)
+
+
+def sse_alone(result_mb: int) -> dict[str, dict[str, float]]:
+    """``httpx-sse``'s own peak on the reply, then with ``json.loads`` of the event."""
+    figures = {}
+    for mode in ("sse", "parse"):
+        done = subprocess.run(
+            [sys.executable, "-c", SSE_ALONE, str(result_mb), mode],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        out = json.loads(done.stdout)
+        figures[mode] = peak_figures(out["before"], out["peak"], result_mb)
+    return figures
+
+
 def peak_figures(before: float, peak: float, result_mb: int) -> dict[str, float]:
     return {
         "rss_before_mb": before,
@@ -367,12 +429,22 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--keep", action="store_true", help="keep the scratch folders (logs)")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--sse-alone", action="store_true", help="httpx-sse's own peak only")
     parser.add_argument(
         "--compare-with", type=Path, help="another checkout whose code runs before each round"
     )
     args = parser.parse_args()
     if args.smoke:
         args.jobs, args.result_mb = 12, 2
+    if args.sse_alone:
+        figures = sse_alone(args.result_mb)
+        if args.json:
+            print(json.dumps({"result_mb": args.result_mb, "sse_alone": figures}))
+        for mode, f in figures.items() if not args.json else ():
+            print(
+                f"{mode:>6}: +{f['extra_mb']:.1f} MB = {f['factor']:.2f}x the {args.result_mb} MB"
+            )
+        return
     checkouts = [args.compare_with.resolve()] if args.compare_with else []
     checkouts.append(ROOT)
     reports = []

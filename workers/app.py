@@ -41,13 +41,8 @@ from pipeline.support.logs import (
 )
 from pipeline.webhooks.settings import load_webhook_settings
 from workers import runtime
-from workers.publisher import (
-    CONVERT_TASK,
-    MAX_BROKER_PRIORITY,
-    RECONCILE_TASK,
-    WEBHOOKS_TASK,
-    uses_redis_transport,
-)
+from workers.broker import MAX_BROKER_PRIORITY, redis_queue_layout, uses_redis_transport
+from workers.publisher import CONVERT_TASK, RECONCILE_TASK, WEBHOOKS_TASK
 from workers.settings import TimeLimits, WorkerSettings, load_worker_settings
 
 log = logging.getLogger("doclane.worker")
@@ -68,11 +63,7 @@ def create_app(settings: WorkerSettings | None = None) -> Celery:
     job_queue_arguments: dict[str, Any] | None = None
     if redis:
         transport_options.update(
-            # One Redis list per level ("doclane.small" is level 0, the highest; the others are
-            # "doclane.small:1" .. ":9"), so that each of the ten levels stays apart. With ":" as
-            # the separator, a queue name must not contain ":" (kombu splits it off).
-            priority_steps=list(range(MAX_BROKER_PRIORITY + 1)),
-            sep=":",
+            redis_queue_layout(),  # one Redis list per priority level
             # Kombu's BRPOP names every queue's level-0 list, then every level-1 list, ...: the
             # priority holds across queues whatever the order strategy. "priority" would only
             # fix the order of queues within a level (small before medium before large before

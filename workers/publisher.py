@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from celery import Celery, signals
 from celery.utils.nodenames import anon_nodename
 from kombu.entity import Queue
-from kombu.exceptions import OperationalError
 
-from pipeline.queues import PRIORITY_LEVELS, JobMessage, clamp_priority
+from pipeline.queues import JobMessage, clamp_priority
+from workers.broker import MAX_BROKER_PRIORITY, uses_redis_transport, waiting_in
 from workers.settings import TimeLimits
 
 CONVERT_TASK = "doclane.convert"
@@ -38,26 +37,6 @@ PUBLISH_RETRY_POLICY = {
     "interval_step": 0.5,
     "interval_max": 1.0,
 }
-
-#: The highest message priority level (``pipeline.queues.PRIORITY_LEVELS``); the job queues are
-#: declared with ``x-max-priority`` of this value.
-MAX_BROKER_PRIORITY = PRIORITY_LEVELS[-1]
-
-#: Broker URL schemes served by kombu's Redis transport (``redis+socket`` has scheme ``redis``
-#: once its ``+`` part is dropped).
-REDIS_SCHEMES = frozenset({"redis", "rediss", "sentinel"})
-
-
-def uses_redis_transport(broker_url: str | Sequence[str] | None) -> bool:
-    """Whether the app's broker is Redis (the first URL of a failover list decides).
-
-    Anything else is taken to be AMQP (RabbitMQ), Celery's own default when no URL is set.
-    """
-    if broker_url is None:
-        return False
-    first = broker_url.split(";")[0] if isinstance(broker_url, str) else broker_url[0]
-    scheme = urlsplit(first.strip()).scheme.lower().split("+")[0]
-    return scheme in REDIS_SCHEMES
 
 
 def broker_priority(priority: int, *, redis: bool) -> int:
@@ -233,10 +212,4 @@ class CeleryPublisher:
         the reconciler then judges by the database alone.
         """
         with self.app.connection_for_read() as conn:
-            try:
-                _, count, _ = conn.default_channel.queue_declare(queue=queue, passive=True)
-            except conn.channel_errors:  # AMQP 404: no such queue (yet)
-                return 0
-            except (OperationalError, *conn.connection_errors):
-                return None
-        return int(count)
+            return waiting_in(conn, queue)

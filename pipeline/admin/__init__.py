@@ -11,7 +11,7 @@
     retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
 
 ``store`` is a :class:`pipeline.store.AdminStore`; ``fleet`` the broker's side
-(:class:`Fleet`, implemented by ``workers.fleet.CeleryFleet``). Names are imported on first use
+(:class:`Fleet`, implemented by ``workers.fleet.BrokerFleet``). Names are imported on first use
 (:mod:`pipeline.support.lazy`): ``doclane stats`` loads the stats, not job submission and its
 HTTP client.
 """

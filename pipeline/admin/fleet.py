@@ -2,7 +2,7 @@
 breakers every worker shares, and the workers' heartbeats).
 
 ``pipeline`` never imports Celery: the broker side is the :class:`Fleet` protocol, which
-``workers.fleet.CeleryFleet`` implements and the composition roots (the CLI, ``doclane api``)
+``workers.fleet.BrokerFleet`` implements and the composition roots (the CLI, ``doclane api``)
 wire in. The breakers are read here, through the same ``OriginBreaker`` the workers use, so
 state, failures and time to reset mean exactly what the workers act on; the live workers are
 the nodes whose heartbeat has not expired (``pipeline.admin.heartbeats``).

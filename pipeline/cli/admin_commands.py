@@ -20,7 +20,7 @@ from pipeline.resilience import load_resilience_settings
 
 from .output import AS_JSON, echo_json, usage_error
 from .store_access import job_filter, open_store
-from .wiring import celery_fleet, celery_publisher
+from .wiring import broker_fleet, celery_publisher
 
 app = typer.Typer(add_completion=False)
 
@@ -45,7 +45,7 @@ def stats(
     resilience = load_resilience_settings()
     with (
         open_store(as_json, AdminStore) as store,
-        celery_fleet() as fleet,
+        broker_fleet() as fleet,
     ):
         figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
         _show(figures, as_json=as_json, watch=watch)
@@ -190,7 +190,7 @@ def api(
     with (
         open_store(False, AdminStore) as store,
         celery_publisher() as publisher,
-        celery_fleet() as fleet,
+        broker_fleet() as fleet,
     ):
         ctx = ApiContext(
             settings=settings,

@@ -48,12 +48,9 @@ def run_beat(*, loglevel: str | None) -> None:
 
 
 @contextmanager
-def celery_fleet() -> Iterator[Fleet]:
-    """The broker's side of the admin views (queue depths), closed on exit."""
-    app_module = importlib.import_module("workers.app")
+def broker_fleet() -> Iterator[Fleet]:
+    """The broker's side of the admin views (queue depths), asked through kombu: no Celery app
+    is built for it (``workers.fleet``)."""
     fleet_module = importlib.import_module("workers.fleet")
-    app: Any = app_module.create_app()
-    try:
-        yield cast("Fleet", fleet_module.CeleryFleet(app))
-    finally:
-        app.close()
+    settings_module = importlib.import_module("workers.settings")
+    yield cast("Fleet", fleet_module.BrokerFleet(settings_module.load_worker_settings().broker_url))

@@ -59,3 +59,10 @@ def test_stdio_throughput_converts_every_copy_both_ways() -> None:
     rows = report["modes"]
     assert [(row["topology"], row["callers"]) for row in rows] == [("http", 1), ("stdio", 1)]
     assert all(row["documents"] == 6 and row["docs_per_s"] > 0 for row in rows)
+
+
+def test_worker_memory_measures_the_sse_parser_alone() -> None:
+    report = run_bench("worker_memory", "--sse-alone", "--result-mb", "2")
+    assert set(report["sse_alone"]) == {"sse", "parse"}
+    for figures in report["sse_alone"].values():
+        assert figures["peak_mb"] >= figures["rss_before_mb"] > 0

@@ -1,16 +1,29 @@
-"""What the reconciler reads from the broker: how many messages wait in a queue."""
+"""What the reconciler and the admin views read from the broker: how many messages wait in a
+queue; the admin views (``doclane stats``, the API) ask without a Celery app, and load none."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from pipeline.queues import QUEUE_MEDIUM, QUEUE_SMALL, JobMessage
+from pipeline.queues import (
+    CONTROL_QUEUE,
+    JOB_QUEUES,
+    QUEUE_LARGE,
+    QUEUE_MEDIUM,
+    QUEUE_SMALL,
+    JobMessage,
+)
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
+from workers.fleet import BrokerFleet, BrokerUnreachable
 from workers.publisher import CeleryPublisher
 from workers.settings import load_worker_settings
 
@@ -41,3 +54,58 @@ def test_an_unreachable_broker_cannot_say() -> None:
         assert CeleryPublisher(app).waiting(QUEUE_SMALL) is None
     finally:
         app.close()
+
+
+def test_depths_count_every_priority_level_of_every_queue(
+    any_broker: Broker, publisher: CeleryPublisher
+) -> None:
+    fleet = BrokerFleet(any_broker.url)
+    assert [d.queue for d in fleet.queue_depths()] == [*JOB_QUEUES, CONTROL_QUEUE]
+    for priority in (0, 4, 9, 100):
+        publisher.publish(JobMessage(uuid.uuid4(), QUEUE_SMALL, priority=priority))
+    publisher.publish(JobMessage(uuid.uuid4(), QUEUE_LARGE, priority=3))
+
+    def depths() -> dict[str, int]:
+        return {d.queue: d.waiting for d in fleet.queue_depths()}
+
+    # An AMQP publish is not a round trip: the broker counts the messages a moment later.
+    wait_for(lambda: depths()[QUEUE_SMALL] == 4, timeout=30, message="4 waiting")
+    assert depths()[QUEUE_LARGE] == 1
+    assert depths()[CONTROL_QUEUE] == 0
+
+
+def test_an_unreachable_broker_is_reported() -> None:
+    with pytest.raises(BrokerUnreachable):
+        BrokerFleet("redis://127.0.0.1:1/0").queue_depths()
+
+
+def test_stats_loads_no_celery(
+    migrated_database_url: str, redis_broker: Broker, tmp_path: Path
+) -> None:
+    """Building the Celery app to ask four queue depths cost every ``doclane stats`` a third
+    of a second of imports and set-up."""
+    env = {
+        **os.environ,
+        "DOCLANE_DATABASE_URL": migrated_database_url,
+        "DOCLANE_BROKER_URL": redis_broker.url,
+    }
+    script = (
+        "import runpy, sys\n"
+        "sys.argv = ['doclane', 'stats', '--json']\n"
+        "try:\n"
+        "    runpy.run_module('pipeline.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'celery')\n"
+        "print('LOADED', loaded, file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert '"queue": "doclane.small"' in done.stdout, done.stderr
+    assert "LOADED []" in done.stderr, done.stderr[-2000:]
