@@ -65,7 +65,7 @@ def test_a_prefix_with_a_webhook_is_converted_into_the_bucket_told_once_and_expi
         assert cluster.cli("result", job_id, "--format", "md").stdout.encode() == in_bucket
 
     wait_for(
-        lambda: cluster.cli_json("webhooks")["counts"] == {"pending": 0, "failing": 0, "dead": 0},
+        lambda: cluster.cli_json("webhooks")["counts"] == {"pending": 0, "failed": 0, "dead": 0},
         timeout=120,
         message="every event delivered",
     )
