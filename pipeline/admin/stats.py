@@ -98,7 +98,7 @@ class Stats(BaseModel):
     queues: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
     #: Completion webhooks not delivered yet: ``pending`` (not tried yet, or being sent),
-    #: ``failing`` (waiting after a failed try), ``dead`` (gave up).
+    #: ``failed`` (tried and failed, still being retried), ``dead`` (gave up).
     webhooks: dict[str, int] | None = None
     #: Parts that could not be asked ("database", "broker", "redis", "workers"), and why.
     unreachable: dict[str, str] = {}
@@ -163,7 +163,7 @@ def fleet_parts(
 def webhook_counts(store: AdminStore) -> dict[str, int]:
     """The outbox's deliveries that have not arrived, by how they stand."""
     counts = WebhookOutbox(store).counts()
-    return {"pending": counts.pending, "failing": counts.failing, "dead": counts.dead}
+    return {"pending": counts.pending, "failed": counts.failed, "dead": counts.dead}
 
 
 def run_parts(

@@ -129,7 +129,7 @@ class FleetCollector(Collector):
 def _webhooks(counts: dict[str, int]) -> Metric:
     deliveries = GaugeMetricFamily(
         "doclane_webhook_deliveries",
-        "Completion webhooks not delivered yet: pending, failing (after a failed try), dead.",
+        "Completion webhooks not delivered yet: pending, failed (still being retried), dead.",
         labels=["state"],
     )
     for state, n in counts.items():

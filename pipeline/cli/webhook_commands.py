@@ -1,9 +1,9 @@
 """``doclane webhooks``: the completion webhooks' outbox, and re-sending what did not arrive.
 
-Without options it lists the deliveries still pending (with those failing: waiting after a
-failed try, their last answer or error shown); ``--dead`` lists those that gave up. ``--retry``
-makes the listed ones due now, with a new run of tries: the workers' next delivery pass
-(``DOCLANE_WEBHOOK_POLL_S``) sends them. Receivers' URLs are shown masked (a token in a URL is
+Without options it lists the deliveries still pending (with the failed ones: tried and failed,
+still being retried, their last answer or error shown); ``--dead`` lists those that gave up.
+``--retry`` makes the listed ones due now, with a new run of tries: the workers' next delivery
+pass (``DOCLANE_WEBHOOK_POLL_S``) sends them. Receivers' URLs are shown masked (a token in a URL is
 a secret).
 """
 
@@ -40,7 +40,7 @@ def webhooks(
     if as_json:
         out = {
             "ok": True,
-            "counts": {"pending": counts.pending, "failing": counts.failing, "dead": counts.dead},
+            "counts": {"pending": counts.pending, "failed": counts.failed, "dead": counts.dead},
             "deliveries": [_as_dict(row) for row in rows],
             "retried": [str(i) for i in revived],
         }
@@ -50,7 +50,7 @@ def webhooks(
         typer.echo(_line(row))
     if retry:
         typer.echo(f"{len(revived)} delivery(ies) due again now", err=True)
-    typer.echo(f"pending {counts.pending}, failing {counts.failing}, dead {counts.dead}", err=True)
+    typer.echo(f"pending {counts.pending}, failed {counts.failed}, dead {counts.dead}", err=True)
 
 
 def _as_dict(row: DeliveryRow) -> dict[str, object]:

@@ -58,10 +58,11 @@ class DeliveryRow:
 
 @dataclass(frozen=True, slots=True)
 class DeliveryCounts:
-    """Pending (not tried yet, or being sent), failing (waiting after a failed try), dead."""
+    """Pending (not tried yet, or being sent), failed (tried and failed, waiting to be retried),
+    dead (gave up)."""
 
     pending: int = 0
-    failing: int = 0
+    failed: int = 0
     dead: int = 0
 
 
@@ -122,14 +123,14 @@ class WebhookOutbox:
         return DeliveryCounts(*row) if row else DeliveryCounts()
 
     def listing(self, state: DeliveryState, *, limit: int = 50) -> list[DeliveryRow]:
-        """Pending (with the failing ones) or dead deliveries, newest first."""
+        """Pending (with the failed ones) or dead deliveries, newest first."""
         params = {"state": state.value, "limit": limit}
         with self.store._connection("listing webhook deliveries") as conn:
             rows = conn.cursor(row_factory=dict_row).execute(query("list_deliveries"), params)
             return [DeliveryRow(**{**row, "state": DeliveryState(row["state"])}) for row in rows]
 
     def revive(self, state: DeliveryState, ids: Sequence[UUID] | None = None) -> list[UUID]:
-        """Dead (``DEAD``) or failing (``PENDING``) deliveries made due now, with a new run of
+        """Dead (``DEAD``) or failed (``PENDING``) deliveries made due now, with a new run of
         tries before they give up; ``ids`` limits it to those."""
         params = {"state": state.value, "ids": list(ids) if ids is not None else None}
         with self.store._connection("re-sending webhook deliveries") as conn:

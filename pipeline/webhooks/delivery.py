@@ -1,7 +1,7 @@
 """A delivery pass: send the due events of the outbox, each once, and schedule what failed.
 
 Beat sends the workers a pass every ``DOCLANE_WEBHOOK_POLL_S`` on the control queue; ``doclane
-webhooks --retry`` makes dead or failing deliveries due again for the next one. A pass takes one
+webhooks --retry`` makes dead or failed deliveries due again for the next one. A pass takes one
 due delivery at a time (SKIP LOCKED, its due time moved past the claim), sends it, and records
 the outcome fenced by the claim's attempt:
 

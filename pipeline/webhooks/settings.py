@@ -18,7 +18,7 @@ class WebhookSettings(BaseSettings):
     #: The completion webhook of jobs submitted without one (empty: none).
     webhook_url: str | None = None
     #: The signing secret, a Standard Webhooks ``whsec_<base64>`` value shared with receivers.
-    #: Without it nothing is sent: deliveries wait (failing) until it is set.
+    #: Without it nothing is sent: deliveries wait (counted as failed) until it is set.
     webhook_secret: SecretStr | None = None
     #: The first wait after a failed try; each next one doubles, up to the maximum, jittered.
     webhook_retry_base_s: float = Field(default=5.0, gt=0)

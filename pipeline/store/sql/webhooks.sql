@@ -48,16 +48,17 @@ WHERE id = %(id)s AND attempts = %(attempts)s AND state = 'pending'
 RETURNING state
 
 -- name: delivery_counts
--- Pending (never tried, or being sent), failing (pending after a failed try) and dead: each
+-- Pending (never tried, or being sent), failed (tried and failed, still pending: retried) and
+-- dead: each
 -- read through a partial index, cheap however many were delivered.
 SELECT (SELECT count(*) FROM webhook_deliveries
         WHERE state = 'pending' AND last_error IS NULL) AS pending,
        (SELECT count(*) FROM webhook_deliveries
-        WHERE state = 'pending' AND last_error IS NOT NULL) AS failing,
+        WHERE state = 'pending' AND last_error IS NOT NULL) AS failed,
        (SELECT count(*) FROM webhook_deliveries WHERE state = 'dead') AS dead
 
 -- name: list_deliveries
--- Pending (and failing) or dead deliveries, newest first.
+-- Pending (and failed) or dead deliveries, newest first.
 SELECT id, job_id, url, state, attempts, next_attempt_at, tries_since, created_at,
        delivered_at, last_status, last_error
 FROM webhook_deliveries
@@ -66,7 +67,7 @@ ORDER BY created_at DESC
 LIMIT %(limit)s
 
 -- name: revive_deliveries
--- An operator's re-send: dead (or failing) deliveries due now, with a new run of tries.
+-- An operator's re-send: dead (or failed) deliveries due now, with a new run of tries.
 UPDATE webhook_deliveries
 SET state = 'pending', next_attempt_at = now(), tries_since = now()
 WHERE state = %(state)s AND (%(state)s = 'dead' OR last_error IS NOT NULL)

@@ -65,7 +65,7 @@ def test_a_receiver_that_refuses_gets_every_event_once_accepted_with_one_id_each
     # id always comes with the same body.
     bodies = {r.event_id: r.event for r in accepted}
     assert all(bodies[r.event_id] == r.event for r in refused)
-    assert dispatcher.outbox.counts().failing == 0
+    assert dispatcher.outbox.counts().failed == 0
 
 
 def test_a_receiver_that_is_down_is_tried_again_until_it_is_up(
@@ -76,7 +76,7 @@ def test_a_receiver_that_is_down_is_tried_again_until_it_is_up(
     report = dispatcher.deliver_due()
     assert report.failed and not report.delivered
     counts = dispatcher.outbox.counts()
-    assert (counts.failing, counts.dead) == (1, 0)
+    assert (counts.failed, counts.dead) == (1, 0)
     [row] = dispatcher.outbox.listing(DeliveryState.PENDING)
     assert row.last_status is None and "Connect" in (row.last_error or "")
 

@@ -19,6 +19,7 @@ from pipeline.store import JobStore
 from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
+from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
 from tests.integration.store.builders import job_in_state
 
@@ -61,11 +62,17 @@ def test_a_job_cancelled_through_the_api_is_told_to_its_webhook(
     assert other == {"jobs": []}
 
     assert api.post(f"/v1/jobs/{job_ids[0]}/cancel").status_code == 200
-    assert api.get("/v1/stats").json()["webhooks"] == {"pending": 1, "failing": 0, "dead": 0}
+    assert api.get("/v1/stats").json()["webhooks"] == {"pending": 1, "failed": 0, "dead": 0}
     scraped = api.get("/metrics").text
     assert metric(scraped, 'doclane_webhook_deliveries{state="pending"}') == 1.0
+    webhook_receiver.refuse(1)
+    dispatcher = make_dispatcher()
+    assert len(dispatcher.deliver_due().failed) == 1  # tried, refused, still being retried
+    assert api.get("/v1/stats").json()["webhooks"] == {"pending": 0, "failed": 1, "dead": 0}
+    scraped = api.get("/metrics").text
+    assert metric(scraped, 'doclane_webhook_deliveries{state="failed"}') == 1.0
 
-    assert len(make_dispatcher().deliver_due().delivered) == 1
+    wait_for(lambda: dispatcher.deliver_due().delivered, message="the retry delivered")
     [received] = webhook_receiver.accepted
     assert received.event is not None and received.event["type"] == "job.cancelled"
     assert received.event["data"]["job_id"] == job_ids[0]
@@ -115,7 +122,7 @@ def test_doclane_webhooks_lists_the_dead_and_sends_them_again(
         )  # fmt: skip
 
     dead = json.loads(doclane("--dead", "--json").stdout)
-    assert dead["counts"] == {"pending": 0, "failing": 0, "dead": 1}
+    assert dead["counts"] == {"pending": 0, "failed": 0, "dead": 1}
     [row] = dead["deliveries"]
     assert row["job_id"] == str(job.id) and row["last_status"] == 503
     shown = doclane("--dead")

@@ -103,7 +103,7 @@ def test_a_claim_is_one_senders_until_it_lapses(store: JobStore) -> None:
     assert outbox.counts().pending == 0
 
 
-def test_failing_then_dead_then_revived(store: JobStore) -> None:
+def test_failed_then_dead_then_revived(store: JobStore) -> None:
     outbox = WebhookOutbox(store)
     job_in_state(store, JobState.SUCCEEDED, webhook_url=HOOK)
     claimed = outbox.claim(claim_s=60)
@@ -111,7 +111,7 @@ def test_failing_then_dead_then_revived(store: JobStore) -> None:
     state = outbox.failed(claimed, error="503", status=503, delay_s=3600, give_up_s=86400)
     assert state is DeliveryState.PENDING
     counts = outbox.counts()
-    assert (counts.pending, counts.failing, counts.dead) == (0, 1, 0)
+    assert (counts.pending, counts.failed, counts.dead) == (0, 1, 0)
     assert outbox.claim(claim_s=60) is None  # not due for an hour
 
     assert outbox.revive(DeliveryState.PENDING) == [claimed.id]  # "retry now"
@@ -123,5 +123,5 @@ def test_failing_then_dead_then_revived(store: JobStore) -> None:
     assert (dead.id, dead.last_status, dead.last_error) == (claimed.id, 503, "503")
 
     assert outbox.revive(DeliveryState.DEAD) == [claimed.id]
-    assert outbox.counts().failing == 1
+    assert outbox.counts().failed == 1
     assert outbox.claim(claim_s=60) is not None
