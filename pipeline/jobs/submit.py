@@ -36,6 +36,7 @@ from errors import DatabaseUnavailable
 from pipeline.jobs import NewJob, SourceKind, normalize_formats
 from pipeline.jobs.options import check_options
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
+from pipeline.jobs.slicing import slices_for
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import Candidate, Rejected, SourceSettings, expand, load_source_settings
@@ -61,6 +62,11 @@ class SubmitSettings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1)
     #: The tool profile jobs ask for (``auto``: whatever fits the server); part of dedup's key.
     profile: str = "auto"
+    #: A PDF of more pages than this is converted as slices of this many pages, by any worker,
+    #: and joined when the last is stored (md, text and chunks only). 0: never sliced. Slices
+    #: use the server's ``pages`` option, which the docling-rs profile has (docling-mcp fails
+    #: them with E305).
+    slice_pages: int = Field(default=0, ge=0)
 
 
 def load_submit_settings(**overrides: Any) -> SubmitSettings:
@@ -252,9 +258,10 @@ class _Chunks:
                 exc.detail = {**(exc.detail or {}), "jobs_made_before": before}
             raise
         messages = [
-            JobMessage(made.job_id, spec.queue, priority=spec.priority)
+            JobMessage(job_id, spec.queue, priority=spec.priority)
             for spec, made in zip(specs, created, strict=True)
             if not made.deduplicated
+            for job_id in made.slice_ids or (made.job_id,)
         ]
         failed = self._publish(messages)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
@@ -265,7 +272,8 @@ class _Chunks:
                     job_id=made.job_id,
                     queue=spec.queue,
                     deduplicated=made.deduplicated,
-                    published=not made.deduplicated and made.job_id not in failed,
+                    published=not made.deduplicated
+                    and not any(j in failed for j in made.slice_ids or (made.job_id,)),
                 )
             )
 
@@ -305,4 +313,10 @@ def _new_job(
         content_sha256=info.sha256,
         priority=priority,
         max_attempts=submit.max_attempts,
+        slices=slices_for(
+            info.path if info.kind == "file" else None,
+            formats=formats,
+            options=options,
+            slice_pages=submit.slice_pages,
+        ),
     )

@@ -5,7 +5,7 @@
 -- Exact and cheap at any size: in-flight jobs are few (index-only scan of their index range).
 SELECT state, count(*) AS jobs
 FROM jobs
-WHERE state IN ('queued', 'running', 'retrying')
+WHERE state IN ('queued', 'waiting', 'running', 'retrying')
 GROUP BY state
 
 -- name: count_finished_since

@@ -18,11 +18,20 @@ FROM jobs
 WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
 ORDER BY content_sha256, profile, options, formats, finished_at DESC
 
+-- name: split_job
+-- A queued job split into slices, one a page run, in page order (migration 0018): the slices'
+-- ids, whose messages are published after commit; the job itself waits for them.
+SELECT * FROM split_job(%(job_id)s, %(pages)s::text[])
+
 -- name: get_job
 SELECT * FROM jobs WHERE id = %(job_id)s
 
 -- name: get_jobs
 SELECT * FROM jobs WHERE id = ANY(%(job_ids)s::uuid[])
+
+-- name: get_slices
+-- A split job's slices, in page order (migration 0018).
+SELECT * FROM jobs WHERE parent_id = %(job_id)s ORDER BY slice_first_page(options)
 
 -- name: finished_among
 -- Which of these jobs have finished, and how (a waiting submitter's poll: no whole rows).
@@ -108,7 +117,7 @@ SELECT state FROM jobs WHERE id = %(job_id)s FOR UPDATE
 -- name: cancel_job
 UPDATE jobs
 SET state = 'cancelled'
-WHERE id = %(job_id)s AND state IN ('queued', 'running', 'retrying')
+WHERE id = %(job_id)s AND state IN ('queued', 'waiting', 'running', 'retrying')
 RETURNING *
 
 -- name: set_reason
