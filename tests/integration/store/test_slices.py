@@ -12,6 +12,7 @@ import pytest
 from errors import ConversionFailed, ServerUnavailable
 from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore
+from pipeline.store.store import INLINE_RESULTS_MAX_CHARS
 from tests.fixtures.waiting import wait_for
 from tests.integration.store.builders import new_job
 
@@ -165,3 +166,14 @@ def test_cancelling_one_slice_cancels_the_job(store: JobStore) -> None:
     assert store.cancel(slice_ids[1]) is not None
     assert job(store, parent_id).state is JobState.CANCELLED
     assert {job(store, s).state for s in slice_ids} == {JobState.CANCELLED}
+
+
+def test_a_slice_whose_results_go_by_copy_is_assembled_with_them(store: JobStore) -> None:
+    """Large results are stored by COPY after the state change: the assembly, at commit, sees
+    them."""
+    parent_id, (first, second, third) = split(store)
+    large = "x" * (INLINE_RESULTS_MAX_CHARS + 1)
+    assert convert(store, first, {"md": "a"})
+    assert convert(store, third, {"md": "c"})
+    assert convert(store, second, {"md": large})
+    assert store.get_result(parent_id, "md") == f"a\n\n{large}\n\nc"
