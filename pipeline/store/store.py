@@ -391,6 +391,7 @@ class JobStore:
         """queued|retrying|running -> cancelled. ``None`` when the job is already finished (or
         unknown). A running job's worker finds out at its next guarded write, which fails."""
         with self._connection("cancelling a job") as conn, conn.transaction():
+            conn.execute(query("lock_slices"), {"job_id": job_id})
             locked = conn.execute(query("lock_job_state"), {"job_id": job_id}).fetchone()
             if locked is None or JobState(locked[0]).terminal:
                 return None

@@ -111,6 +111,12 @@ SET state = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 RETURNING state
 
+-- name: lock_slices
+-- A split job's slices, locked before the job itself (cancel): a slice's finishing transaction
+-- holds its slice and then, at commit, locks the job (migration 0018); taking them in that
+-- same order means the two wait for each other instead of deadlocking.
+SELECT id FROM jobs WHERE parent_id = %(job_id)s ORDER BY id FOR UPDATE
+
 -- name: lock_job_state
 SELECT state FROM jobs WHERE id = %(job_id)s FOR UPDATE
 

@@ -177,3 +177,28 @@ def test_a_slice_whose_results_go_by_copy_is_assembled_with_them(store: JobStore
     assert convert(store, third, {"md": "c"})
     assert convert(store, second, {"md": large})
     assert store.get_result(parent_id, "md") == f"a\n\n{large}\n\nc"
+
+
+def test_cancel_waits_for_a_slice_being_stored_instead_of_deadlocking(
+    store: JobStore, migrated_database_url: str
+) -> None:
+    """A slice's finishing transaction holds its slice, then locks the job at commit; cancel
+    takes the slices first, so neither is aborted as a deadlock."""
+    parent_id, (first, second, _third) = split(store)
+    held = store.claim(first, "worker-a", lease_s=60)
+    assert held is not None
+    outcome: list[object] = []
+    with psycopg.connect(migrated_database_url) as conn:
+        conn.execute(
+            "SELECT finish_attempt(%s, %s, '{md}', '{one}', '[]'::jsonb, NULL)",
+            (first, held.attempt),
+        )
+        cancelling = threading.Thread(target=lambda: outcome.append(store.cancel(parent_id)))
+        cancelling.start()
+        wait_for(lambda: parent_locked(migrated_database_url), timeout=10)
+        conn.commit()  # the slice's end locks the job now: cancel must not hold it
+    cancelling.join(timeout=10)
+    assert outcome and outcome[0] is not None
+    assert job(store, first).state is JobState.SUCCEEDED
+    assert job(store, second).state is JobState.CANCELLED
+    assert job(store, parent_id).state is JobState.CANCELLED
