@@ -7,6 +7,26 @@
 --
 
 --
+-- Name: assemble_slices(uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.assemble_slices(p_parent uuid) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    INSERT INTO results (job_id, format, attempt, content, engine)
+    SELECT p_parent, r.format, 0,
+           CASE WHEN r.format = 'chunks'
+                THEN join_chunks(array_agg(r.content ORDER BY slice_first_page(c.options)))
+                ELSE string_agg(r.content, E'\n\n' ORDER BY slice_first_page(c.options)) END,
+           min(r.engine)
+      FROM jobs c JOIN results r ON r.job_id = c.id AND r.attempt = c.attempt
+     WHERE c.parent_id = p_parent
+     GROUP BY r.format;
+END;
+$$;
+
+--
 -- Name: jobs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -40,8 +60,12 @@ CREATE TABLE public.jobs (
     source_fetch_uri text,
     webhook_url text,
     submission_id uuid,
+    parent_id uuid,
+    slices_total integer,
+    slices_done integer DEFAULT 0 NOT NULL,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
+    CONSTRAINT jobs_check1 CHECK (((slices_done >= 0) AND (slices_done <= COALESCE(slices_total, 0)))),
     CONSTRAINT jobs_content_sha256_check CHECK ((content_sha256 ~ '^[0-9a-f]{64}$'::text)),
     CONSTRAINT jobs_error_code_check CHECK ((error_code ~ '^E[0-9]{3}$'::text)),
     CONSTRAINT jobs_failed_has_error_code CHECK (((state <> 'failed'::text) OR (error_code IS NOT NULL))),
@@ -51,12 +75,14 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_options_check CHECK ((jsonb_typeof(options) = 'object'::text)),
     CONSTRAINT jobs_running_has_lease CHECK (((state <> 'running'::text) OR ((lease_owner IS NOT NULL) AND (lease_expires_at IS NOT NULL)))),
     CONSTRAINT jobs_size_bytes_check CHECK ((size_bytes >= 0)),
+    CONSTRAINT jobs_slices_total_check CHECK ((slices_total > 0)),
     CONSTRAINT jobs_source_fetch_uri_check CHECK ((source_fetch_uri <> ''::text)),
     CONSTRAINT jobs_source_kind_check CHECK ((source_kind = ANY (ARRAY['file'::text, 'url'::text]))),
     CONSTRAINT jobs_source_uri_check CHECK ((source_uri <> ''::text)),
     CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
-    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
-    CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL)))
+    CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'waiting'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
+    CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL))),
+    CONSTRAINT jobs_waiting_has_slices CHECK (((state <> 'waiting'::text) OR (slices_total IS NOT NULL)))
 )
 WITH (fillfactor='80');
 
@@ -95,6 +121,24 @@ COMMENT ON COLUMN public.jobs.webhook_url IS 'Where the job''s completion event 
 --
 
 COMMENT ON COLUMN public.jobs.submission_id IS 'The submission (one `doclane submit`, one POST /v1/jobs) the job came in with.';
+
+--
+-- Name: COLUMN jobs.parent_id; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.parent_id IS 'The job this one is a slice of (its page run in options.pages); NULL for a whole document.';
+
+--
+-- Name: COLUMN jobs.slices_total; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.slices_total IS 'Slices this job was split into (NULL: not split); its progress is slices_done of these.';
+
+--
+-- Name: COLUMN jobs.slices_done; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON COLUMN public.jobs.slices_done IS 'Slices of this job that have succeeded.';
 
 --
 -- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
@@ -345,6 +389,30 @@ END;
 $$;
 
 --
+-- Name: join_chunks(text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.join_chunks(p_contents text[]) RETURNS text
+    LANGUAGE plpgsql IMMUTABLE
+    AS $$
+DECLARE
+    merged jsonb := p_contents[1]::jsonb;
+    part   jsonb;
+    k      text;
+BEGIN
+    FOR i IN 2 .. coalesce(cardinality(p_contents), 0) LOOP
+        part := p_contents[i]::jsonb;
+        FOR k IN SELECT jsonb_object_keys(merged) LOOP
+            IF jsonb_typeof(merged->k) = 'array' AND jsonb_typeof(part->k) = 'array' THEN
+                merged := jsonb_set(merged, ARRAY[k], (merged->k) || (part->k));
+            END IF;
+        END LOOP;
+    END LOOP;
+    RETURN merged::text;
+END;
+$$;
+
+--
 -- Name: mcp_duration_bounds(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -362,6 +430,20 @@ CREATE FUNCTION public.mcp_duration_bucket(duration_ms double precision) RETURNS
     LANGUAGE sql IMMUTABLE
     AS $$
     SELECT width_bucket(coalesce(duration_ms, 0), mcp_duration_bounds())
+$$;
+
+--
+-- Name: parent_ended(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.parent_ended() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE jobs SET state = 'cancelled'
+     WHERE parent_id = NEW.id AND state IN ('queued', 'running', 'retrying');
+    RETURN NULL;
+END;
 $$;
 
 --
@@ -438,6 +520,83 @@ CREATE FUNCTION public.results_refuse_update() RETURNS trigger
 BEGIN
     RAISE EXCEPTION 'results are immutable (job %, format %)', OLD.job_id, OLD.format
         USING ERRCODE = 'check_violation';
+END;
+$$;
+
+--
+-- Name: slice_finished(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.slice_finished() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    parent jobs;
+BEGIN
+    SELECT * INTO parent FROM jobs WHERE id = NEW.parent_id FOR UPDATE;
+    IF parent.state <> 'waiting' THEN
+        RETURN NULL;  -- already failed or cancelled: the rest of its slices change nothing
+    END IF;
+    IF NEW.state = 'succeeded' THEN
+        IF parent.slices_done + 1 < parent.slices_total THEN
+            UPDATE jobs SET slices_done = slices_done + 1 WHERE id = parent.id;
+        ELSE
+            PERFORM set_config('doclane.reason', 'its last slice succeeded', true);
+            UPDATE jobs SET slices_done = slices_done + 1, state = 'succeeded',
+                            server_origin = NEW.server_origin
+             WHERE id = parent.id;
+            PERFORM assemble_slices(parent.id);
+        END IF;
+    ELSIF NEW.state = 'failed' THEN
+        PERFORM set_config('doclane.reason', format('slice %s failed', NEW.options->>'pages'),
+                           true);
+        UPDATE jobs SET state = 'failed', error_code = NEW.error_code,
+                        error_message = format('pages %s: %s', NEW.options->>'pages',
+                                               NEW.error_message),
+                        error_detail = coalesce(NEW.error_detail, '{}'::jsonb)
+                            || jsonb_build_object('slice', NEW.id, 'pages', NEW.options->>'pages')
+         WHERE id = parent.id;
+    ELSE
+        PERFORM set_config('doclane.reason', format('slice %s was cancelled',
+                                                    NEW.options->>'pages'), true);
+        UPDATE jobs SET state = 'cancelled' WHERE id = parent.id;
+    END IF;
+    RETURN NULL;
+END;
+$$;
+
+--
+-- Name: slice_first_page(jsonb); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.slice_first_page(p_options jsonb) RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$ SELECT split_part(p_options->>'pages', '-', 1)::integer $$;
+
+--
+-- Name: split_job(uuid, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.split_job(p_parent uuid, p_pages text[]) RETURNS SETOF uuid
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    UPDATE jobs SET state = 'waiting', slices_total = cardinality(p_pages)
+     WHERE id = p_parent AND state = 'queued' AND parent_id IS NULL;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'job % is not a queued whole document: it cannot be split', p_parent
+            USING ERRCODE = 'check_violation';
+    END IF;
+    RETURN QUERY
+    INSERT INTO jobs (source_kind, source_uri, source_fetch_uri, size_bytes, content_sha256,
+                      profile, options, formats, queue, priority, max_attempts, parent_id)
+    SELECT p.source_kind, p.source_uri, p.source_fetch_uri, p.size_bytes, p.content_sha256,
+           p.profile, p.options || jsonb_build_object('pages', run.pages), p.formats, p.queue,
+           p.priority, p.max_attempts, p.id
+      FROM jobs p, unnest(p_pages) WITH ORDINALITY AS run(pages, n)
+     WHERE p.id = p_parent
+     ORDER BY run.n
+    RETURNING id;
 END;
 $$;
 
@@ -600,7 +759,7 @@ CREATE TABLE public.results (
     object_uri text,
     object_size bigint,
     object_sha256 text,
-    CONSTRAINT results_attempt_check CHECK ((attempt > 0)),
+    CONSTRAINT results_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT results_content_or_object CHECK ((((content IS NOT NULL) AND (object_uri IS NULL)) OR ((content IS NULL) AND (object_uri IS NOT NULL) AND (object_size IS NOT NULL) AND (object_sha256 IS NOT NULL)))),
     CONSTRAINT results_format_check CHECK ((format <> ''::text)),
     CONSTRAINT results_object_sha256_check CHECK ((object_sha256 ~ '^[0-9a-f]{64}$'::text)),
@@ -804,6 +963,12 @@ CREATE INDEX jobs_finished_idx ON public.jobs USING btree (finished_at DESC) INC
 CREATE INDEX jobs_lease_expiry_idx ON public.jobs USING btree (lease_expires_at) WHERE (state = 'running'::text);
 
 --
+-- Name: jobs_parent_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_parent_idx ON public.jobs USING btree (parent_id) WHERE (parent_id IS NOT NULL);
+
+--
 -- Name: jobs_queue_created_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -888,6 +1053,18 @@ CREATE TRIGGER jobs_log_insert AFTER INSERT ON public.jobs REFERENCING NEW TABLE
 CREATE TRIGGER jobs_log_update AFTER UPDATE ON public.jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.jobs_log_update();
 
 --
+-- Name: jobs jobs_parent_ended; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON public.jobs FOR EACH ROW WHEN (((new.slices_total IS NOT NULL) AND (old.state = 'waiting'::text) AND (new.state = ANY (ARRAY['failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION public.parent_ended();
+
+--
+-- Name: jobs jobs_slice_finished; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE CONSTRAINT TRIGGER jobs_slice_finished AFTER UPDATE OF state ON public.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.parent_id IS NOT NULL) AND (old.state IS DISTINCT FROM new.state) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION public.slice_finished();
+
+--
 -- Name: jobs jobs_webhook_outbox; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -917,6 +1094,13 @@ CREATE TRIGGER results_refuse_update BEFORE UPDATE ON public.results FOR EACH RO
 
 ALTER TABLE ONLY public.job_events
     ADD CONSTRAINT job_events_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+--
+-- Name: jobs jobs_parent_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES public.jobs(id);
 
 --
 -- Name: result_expiries result_expiries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

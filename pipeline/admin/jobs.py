@@ -143,11 +143,15 @@ def retry_failed(
     since: datetime | None = None,
     limit: int = 1000,
 ) -> list[RetryOutcome]:
-    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``)."""
+    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``).
+
+    A failed slice is left alone: its document failed with it, and resubmitting the document
+    converts it again (a slice resubmitted on its own would be a few pages, nobody's result).
+    """
     failed = store.list_jobs(
         JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
     )
-    return _resubmit(store, publisher, failed)
+    return _resubmit(store, publisher, [job for job in failed if job.parent_id is None])
 
 
 @dataclass

@@ -233,7 +233,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         dependencies=[Depends(access.require("admin"))],
     )
     def cancel(job_id: UUID) -> JobOut:
-        """Cancel a queued, retrying or running job."""
+        """Cancel a queued, waiting (its slices with it), retrying or running job."""
         return JobOut(job=cancel_job(ctx.store, job_id))
 
     @router.post(

@@ -205,6 +205,8 @@ def status(
     typer.echo(f"source   {job.source_kind.value} {job.source_uri}")
     if job.submission_id:
         typer.echo(f"batch    {job.submission_id} (doclane jobs --batch {job.submission_id})")
+    if job.parent_id is not None:
+        typer.echo(f"slice    pages {job.options.get('pages')} of job {job.parent_id}")
     typer.echo(f"queue    {job.queue}   formats {', '.join(job.formats)}   priority {job.priority}")
     typer.echo(
         f"attempt  {job.attempt} ({job.attempts_spent} of {job.max_attempts} charged)"
@@ -224,6 +226,8 @@ def status(
 
 
 def _state_text(job: Job) -> str:
+    if job.slices_total is not None:  # a split document's progress: its slices
+        return f"{job.state.value} ({job.slices_done} of {job.slices_total} slices done)"
     if job.state is JobState.RUNNING and job.stage is not None:
         return f"running ({job.stage.value})"
     if job.state in (JobState.FAILED, JobState.RETRYING) and job.error_code:

@@ -20,6 +20,9 @@ from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
 
 class JobState(StrEnum):
     QUEUED = "queued"
+    #: A document split into slices: no worker holds it; the database finishes it when its
+    #: slices are done (migration 0017).
+    WAITING = "waiting"
     RUNNING = "running"
     RETRYING = "retrying"
     SUCCEEDED = "succeeded"
@@ -41,6 +44,10 @@ LEGAL_TRANSITIONS: frozenset[tuple[JobState, JobState]] = frozenset(
         (JobState.QUEUED, JobState.RUNNING),
         (JobState.QUEUED, JobState.CANCELLED),
         (JobState.QUEUED, JobState.FAILED),
+        (JobState.QUEUED, JobState.WAITING),
+        (JobState.WAITING, JobState.SUCCEEDED),
+        (JobState.WAITING, JobState.FAILED),
+        (JobState.WAITING, JobState.CANCELLED),
         (JobState.RUNNING, JobState.SUCCEEDED),
         (JobState.RUNNING, JobState.FAILED),
         (JobState.RUNNING, JobState.RETRYING),
@@ -112,6 +119,10 @@ class NewJob(BaseModel):
     webhook_url: str | None = Field(default=None, exclude=True, repr=False)
     #: The submission this job came in with (one per ``enqueue``).
     submission_id: UUID | None = None
+    #: Page runs (``"1-32"``, ``"33-64"``, ...) this document is converted as, one slice job
+    #: each (:mod:`pipeline.jobs.slicing`); empty: converted whole. Not part of dedup's key: the
+    #: assembled result is the whole document's.
+    slices: tuple[str, ...] = Field(default=(), exclude=True)
 
     @field_validator("formats", mode="before")
     @classmethod
@@ -155,6 +166,12 @@ class Job(BaseModel):
     #: See :class:`NewJob`: excluded from every dump and repr.
     webhook_url: str | None = Field(default=None, exclude=True, repr=False)
     submission_id: UUID | None = None
+    #: The job this one is a slice of (its page run in ``options["pages"]``), migration 0017.
+    parent_id: UUID | None = None
+    #: Slices this job was split into (None: converted whole), and how many have succeeded:
+    #: a waiting job's progress.
+    slices_total: int | None = None
+    slices_done: int = 0
 
     @property
     def fetch_uri(self) -> str:
@@ -174,6 +191,9 @@ class CreatedJob(BaseModel):
 
     job_id: UUID
     deduplicated: bool = False
+    #: The slice jobs a split document was made into, in page order (their messages are the
+    #: ones to publish; the job itself waits for them).
+    slice_ids: tuple[UUID, ...] = ()
 
 
 class ResultInfo(BaseModel):

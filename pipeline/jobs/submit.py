@@ -36,6 +36,7 @@ from errors import DatabaseUnavailable
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, normalize_formats
 from pipeline.jobs.options import check_options
 from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
+from pipeline.jobs.slicing import slices_for
 from pipeline.profiles import KNOWN_FORMATS
 from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import (
@@ -71,6 +72,11 @@ class SubmitSettings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1)
     #: The tool profile jobs ask for (``auto``: whatever fits the server); part of dedup's key.
     profile: str = "auto"
+    #: A PDF of more pages than this is converted as slices of this many pages, by any worker,
+    #: and joined when the last is stored (md, text and chunks only). 0: never sliced. Slices
+    #: use the server's ``pages`` option, which the docling-rs profile has (docling-mcp fails
+    #: them with E305).
+    slice_pages: int = Field(default=0, ge=0)
 
 
 def load_submit_settings(**overrides: Any) -> SubmitSettings:
@@ -275,9 +281,10 @@ class _Chunks:
                 exc.detail = {**(exc.detail or {}), "jobs_made_before": before}
             raise
         messages = [
-            JobMessage(made.job_id, spec.queue, priority=spec.priority)
+            JobMessage(job_id, spec.queue, priority=spec.priority)
             for spec, made in zip(specs, created, strict=True)
             if not made.deduplicated
+            for job_id in made.slice_ids or (made.job_id,)
         ]
         failed = self._publish(messages)
         self._tell_webhook(specs, created)
@@ -289,7 +296,8 @@ class _Chunks:
                     job_id=made.job_id,
                     queue=spec.queue,
                     deduplicated=made.deduplicated,
-                    published=not made.deduplicated and made.job_id not in failed,
+                    published=not made.deduplicated
+                    and not any(j in failed for j in made.slice_ids or (made.job_id,)),
                 )
             )
 
@@ -341,4 +349,10 @@ def _new_job(
         max_attempts=submit.max_attempts,
         webhook_url=webhook_url,
         submission_id=submission_id,
+        slices=slices_for(
+            info.path if info.kind == "file" else None,
+            formats=formats,
+            options=options,
+            slice_pages=submit.slice_pages,
+        ),
     )

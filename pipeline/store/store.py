@@ -85,6 +85,13 @@ def _formats_mismatch() -> Iterator[None]:
         raise
 
 
+def _split(conn: psycopg.Connection, made: CreatedJob, spec: NewJob) -> CreatedJob:
+    """``made`` split into ``spec.slices``: it waits, its slices are queued (migration 0017)."""
+    params = {"job_id": made.job_id, "pages": list(spec.slices)}
+    ids = [row[0] for row in conn.execute(query("split_job"), params).fetchall()]
+    return CreatedJob(job_id=made.job_id, slice_ids=tuple(ids))
+
+
 def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
     if set(wanted) != set(results):
         raise ValueError(
@@ -135,7 +142,9 @@ class JobStore:
         """Queue many jobs in one transaction (one COPY), in input order.
 
         With ``dedup``, a spec whose content hash, profile, options and formats equal those of a
-        succeeded job gets that job back (``deduplicated=True``) instead of a new one.
+        succeeded job gets that job back (``deduplicated=True``) instead of a new one. A new
+        job whose spec names ``slices`` is split in the same transaction (``split_job``,
+        migration 0017): it waits, and its ``slice_ids`` are the jobs to publish.
         """
         specs = list(specs)
         if not specs:
@@ -157,7 +166,10 @@ class JobStore:
                     copy.set_types(COPY_JOB_TYPES)
                     for row in rows:
                         copy.write_row(row)
-        return created
+            return [
+                _split(conn, made, spec) if spec.slices and not made.deduplicated else made
+                for spec, made in zip(specs, created, strict=True)
+            ]
 
     # ---- a worker's attempt -------------------------------------------------------------------
     def claim(self, job_id: UUID, worker: str, lease_s: float) -> Job | None:
@@ -520,6 +532,7 @@ class JobStore:
         """queued|retrying|running -> cancelled. ``None`` when the job is already finished (or
         unknown). A running job's worker finds out at its next guarded write, which fails."""
         with self._connection("cancelling a job") as conn, conn.transaction():
+            conn.execute(query("lock_slices"), {"job_id": job_id})
             locked = conn.execute(query("lock_job_state"), {"job_id": job_id}).fetchone()
             if locked is None or JobState(locked[0]).terminal:
                 return None
@@ -583,6 +596,11 @@ class JobStore:
         rows = self._fetch_rows("reading jobs", query("get_jobs"), {"job_ids": ids})
         by_id = {row["id"]: Job.model_validate(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    def slices(self, job_id: UUID) -> list[Job]:
+        """The slices a job was split into, in page order (none for a whole document)."""
+        rows = self._fetch_rows("reading slices", query("get_slices"), {"job_id": job_id})
+        return [Job.model_validate(row) for row in rows]
 
     def finished_among(self, job_ids: Iterable[UUID]) -> dict[UUID, JobState]:
         """Those of ``job_ids`` that have finished, with their state (cheap enough to poll)."""
@@ -680,7 +698,7 @@ class JobStore:
 
     # ---- admin --------------------------------------------------------------------------------
     def count_in_flight(self) -> dict[JobState, int]:
-        """Queued, running and retrying jobs right now; cheap at any table size."""
+        """Queued, waiting, running and retrying jobs right now; cheap at any table size."""
         rows = self._fetch_rows("counting jobs", query("count_in_flight"), {})
         return counts_by_state(rows, [s for s in JobState if not s.terminal])
 

@@ -94,7 +94,7 @@ def with_a_live_worker(stats: Callable[[], dict[str, Any]]) -> dict[str, Any]:
 
 
 EXPECTED_JOBS = {
-    "queued": 0, "running": 0, "retrying": 0,
+    "queued": 0, "waiting": 0, "running": 0, "retrying": 0,
     "succeeded": GOOD, "failed": GONE, "cancelled": 0,
 }  # fmt: skip
 

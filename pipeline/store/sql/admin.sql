@@ -5,7 +5,7 @@
 -- Exact and cheap at any size: in-flight jobs are few (index-only scan of their index range).
 SELECT state, count(*) AS jobs
 FROM jobs
-WHERE state IN ('queued', 'running', 'retrying')
+WHERE state IN ('queued', 'waiting', 'running', 'retrying')
 GROUP BY state
 
 -- name: count_finished_since
@@ -138,7 +138,7 @@ GROUP BY 1
 -- name: list_jobs
 -- doclane jobs / GET /v1/jobs: any mix of filters, newest first. Sent unprepared, so each call
 -- is planned with its values and the unused filters fold away: state picks jobs_state_created_idx,
--- queue jobs_queue_created_idx, error code jobs_error_code_created_idx (0017), submission
+-- queue jobs_queue_created_idx, error code jobs_error_code_created_idx (0016), submission
 -- jobs_submission_idx (0014), none jobs_created_idx.
 -- The keyset cursor (before_at, before_id) is the previous page's last row: its created_at bound
 -- is what the index range scan starts from, the row comparison breaks ties (id orders them).

@@ -20,11 +20,20 @@ WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
   AND NOT EXISTS (SELECT 1 FROM result_expiries x WHERE x.job_id = jobs.id)
 ORDER BY content_sha256, profile, options, formats, finished_at DESC
 
+-- name: split_job
+-- A queued job split into slices, one a page run, in page order (migration 0017): the slices'
+-- ids, whose messages are published after commit; the job itself waits for them.
+SELECT * FROM split_job(%(job_id)s, %(pages)s::text[])
+
 -- name: get_job
 SELECT * FROM jobs WHERE id = %(job_id)s
 
 -- name: get_jobs
 SELECT * FROM jobs WHERE id = ANY(%(job_ids)s::uuid[])
+
+-- name: get_slices
+-- A split job's slices, in page order (migration 0017).
+SELECT * FROM jobs WHERE parent_id = %(job_id)s ORDER BY slice_first_page(options)
 
 -- name: finished_among
 -- Which of these jobs have finished, and how (a waiting submitter's poll: no whole rows).
@@ -104,13 +113,19 @@ SET state = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 RETURNING state
 
+-- name: lock_slices
+-- A split job's slices, locked before the job itself (cancel): a slice's finishing transaction
+-- holds its slice and then, at commit, locks the job (migration 0017); taking them in that
+-- same order means the two wait for each other instead of deadlocking.
+SELECT id FROM jobs WHERE parent_id = %(job_id)s ORDER BY id FOR UPDATE
+
 -- name: lock_job_state
 SELECT state FROM jobs WHERE id = %(job_id)s FOR UPDATE
 
 -- name: cancel_job
 UPDATE jobs
 SET state = 'cancelled'
-WHERE id = %(job_id)s AND state IN ('queued', 'running', 'retrying')
+WHERE id = %(job_id)s AND state IN ('queued', 'waiting', 'running', 'retrying')
 RETURNING *
 
 -- name: set_reason

@@ -13,6 +13,7 @@ from pipeline.admin import retry_failed
 from pipeline.jobs import JobState, NewJob, SourceKind
 from pipeline.queues import RecordingPublisher
 from pipeline.store import AdminStore, StoreSettings
+from tests.support.long_pdf import write_long_pdf
 
 SECRET_URL = "http://127.0.0.1:9/doc.docx?X-Amz-Signature=abcdef0123456789&X-Amz-Expires=60"
 
@@ -80,5 +81,24 @@ def test_a_retried_job_keeps_its_conversion_options(
         assert outcome.job_id is not None
         (again,) = store.get_jobs([outcome.job_id])
         assert again.options == options and again.formats == ("chunks", "md")
+    finally:
+        store.close()
+
+
+def test_a_failed_slice_is_retried_through_its_document_only(
+    store_settings: StoreSettings, tmp_path: Path
+) -> None:
+    store = AdminStore(store_settings)
+    pdf = write_long_pdf(tmp_path / "long.pdf", pages=3)
+    spec = NewJob(
+        source_kind=SourceKind.FILE, source_uri=str(pdf), queue="doclane.small", slices=("1", "2-3")
+    )
+    made = store.create(spec)
+    slice_id = made.slice_ids[1]
+    assert store.claim(slice_id, "w", 60) is not None
+    assert store.fail(slice_id, 1, SourceNotFound("gone"))
+    try:
+        outcomes = retry_failed(store, RecordingPublisher(), error_code="E101")
+        assert [(o.retry_of, o.action) for o in outcomes] == [(made.job_id, "resubmitted")]
     finally:
         store.close()

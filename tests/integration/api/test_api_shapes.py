@@ -67,7 +67,8 @@ def test_a_job_through_every_endpoint(api: ApiServer, tmp_path: Path) -> None:
 
     stats = api.get("/v1/stats").json()
     assert stats["jobs"] == {
-        "queued": 1, "running": 0, "retrying": 0, "succeeded": 0, "failed": 0, "cancelled": 1,
+        "queued": 1, "waiting": 0, "running": 0, "retrying": 0, "succeeded": 0, "failed": 0,
+        "cancelled": 1,
     }  # fmt: skip
     assert stats["workers"] is None or stats["workers"] == []
     assert stats["throughput"]["last_1m"]["cancelled"] == 1

@@ -14,12 +14,13 @@ from errors import DatabaseUnavailable
 from pipeline.jobs import JobState
 from pipeline.jobs.publishing import BROKER_DOWN_AFTER
 from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
-from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue
+from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, JobStore, StoreSettings
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
+from tests.support.long_pdf import write_long_pdf
 
 
 class CheckingPublisher(RecordingPublisher):
@@ -370,3 +371,36 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
     assert counts[JobState.QUEUED] == sum(counts.values()) == 64
     assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
     failing.close()
+
+
+def test_a_long_pdf_is_split_and_only_its_slices_are_published(
+    store: JobStore, tmp_path: Path
+) -> None:
+    long_pdf = write_long_pdf(tmp_path / "report.pdf", pages=70)
+    short_pdf = write_long_pdf(tmp_path / "short.pdf", pages=32)
+    publisher = RecordingPublisher()
+    settings = load_submit_settings(slice_pages=32)
+    submission = enqueue(
+        [str(long_pdf), str(short_pdf)], publisher=publisher, store=store, submit_settings=settings
+    )
+    parent_id, whole_id = submission.job_ids
+    parent = store.get_job(parent_id)
+    assert parent is not None and parent.state is JobState.WAITING and parent.slices_total == 3
+    slices = sorted(
+        (j for j in store.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
+        key=lambda j: j.created_at,
+    )
+    assert sorted(j.options["pages"] for j in slices) == ["1-32", "33-64", "65-70"]
+    assert [m.job_id for m in publisher.messages if m.job_id not in {j.id for j in slices}] == [
+        whole_id
+    ]
+    assert all(item.published for item in submission.accepted)
+    again = enqueue(
+        [str(long_pdf)],
+        publisher=publisher,
+        store=store,
+        submit_settings=settings,
+        formats=("json",),
+    )
+    json_job = store.get_job(again.job_ids[0])
+    assert json_job is not None and json_job.state is JobState.QUEUED  # json is never sliced

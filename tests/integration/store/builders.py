@@ -30,8 +30,10 @@ def sha256_of(text: str) -> str:
 
 def job_in_state(store: JobStore, state: JobState, **overrides: Any) -> Job:
     """A new job brought to ``state`` the way the pipeline would bring it there."""
+    if state is JobState.WAITING:  # a document split into slices waits for them
+        overrides.setdefault("slices", ("1-2", "3"))
     job_id = store.create(new_job(**overrides), dedup=False).job_id
-    if state is not JobState.QUEUED:
+    if state not in (JobState.QUEUED, JobState.WAITING):
         if state is JobState.CANCELLED:
             assert store.cancel(job_id) is not None
         else:

@@ -17,14 +17,17 @@ def test_counts_by_state_include_every_state(
     for state, how_many in ((JobState.QUEUED, 3), (JobState.FAILED, 2), (JobState.RUNNING, 1)):
         for _ in range(how_many):
             job_factory(state)
+    job_factory(JobState.WAITING)  # a document split in two: it waits, its two slices queue
     assert store.count_in_flight() == {
-        JobState.QUEUED: 3,
+        JobState.QUEUED: 5,
+        JobState.WAITING: 1,
         JobState.RUNNING: 1,
         JobState.RETRYING: 0,
     }
     counts = admin.count_by_state()
     assert counts == {
-        JobState.QUEUED: 3,
+        JobState.QUEUED: 5,
+        JobState.WAITING: 1,
         JobState.RUNNING: 1,
         JobState.RETRYING: 0,
         JobState.SUCCEEDED: 0,

@@ -31,6 +31,7 @@ RAW_UPDATES: dict[JobState, str] = {
         " lease_expires_at = now() + interval '1 minute' WHERE id = %s"
     ),
     JobState.FAILED: "UPDATE jobs SET state = 'failed', error_code = 'E399' WHERE id = %s",
+    JobState.WAITING: "UPDATE jobs SET state = 'waiting', slices_total = 2 WHERE id = %s",
 }
 
 

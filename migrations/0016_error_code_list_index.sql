@@ -1,4 +1,4 @@
--- 0013: the job lists filtered by an error code, newest first, in the order they are shown.
+-- 0016: the job lists filtered by an error code, newest first, in the order they are shown.
 --
 -- doclane jobs --error-code, GET /v1/jobs?error_code= and the console's lists (which page by
 -- keyset on (created_at, id)) order by creation; jobs_error_code_idx (0001) orders a code's
