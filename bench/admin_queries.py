@@ -37,8 +37,10 @@ import psycopg
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
 from pipeline.admin.stats import _job_figures
+from pipeline.jobs import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.store import AdminStore, apply_migrations, load_store_settings
+from pipeline.store import AdminStore, JobFilter, apply_migrations, load_store_settings
+from pipeline.store.admin import list_jobs_params
 from pipeline.store.queries import query
 
 LOAD_EVENTS = """
@@ -120,10 +122,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         )
         report["stats_python_ms"] = _best_ms(lambda: _job_figures(store, 3600.0), args.runs)
 
-        failed = {
-            "state": "failed", "error_code": None, "queue": None, "since": None,
-            "submission": None, "limit": 50,
-        }  # fmt: skip
+        failed = list_jobs_params(JobFilter(state=JobState.FAILED, limit=50))
         report["jobs_failed_50"] = explain(conn, query("list_jobs"), failed, args.runs)
         some = conn.execute(
             "SELECT id FROM jobs WHERE state = 'succeeded' LIMIT 1 OFFSET %s", (args.jobs // 200,)

@@ -187,17 +187,7 @@ class AdminStore(JobStore):
     def list_jobs(self, filters: JobFilter) -> list[Job]:
         """Newest jobs matching every given filter. Sent unprepared (see ``list_jobs`` in
         admin.sql): a generic plan could not drop the unused filters and pick the index."""
-        params: dict[str, Any] = {
-            "state": filters.state.value if filters.state else None,
-            "error_code": filters.error_code,
-            "queue": filters.queue,
-            "since": filters.since,
-            "until": filters.until,
-            "before_at": filters.before[0] if filters.before else None,
-            "before_id": filters.before[1] if filters.before else None,
-            "submission": filters.submission,
-            "limit": filters.limit,
-        }
+        params = list_jobs_params(filters)
         with self._connection("listing jobs") as conn:
             cur = conn.cursor(row_factory=dict_row)
             rows = cur.execute(query("list_jobs"), params, prepare=False).fetchall()
@@ -239,3 +229,19 @@ class AdminStore(JobStore):
         params: dict[str, Any] = {"limit": limit, **given}
         rows = self._fetch_rows("listing jobs", query(name), params)
         return [Job.model_validate(row) for row in rows]
+
+
+def list_jobs_params(filters: JobFilter) -> dict[str, Any]:
+    """The parameters of ``list_jobs`` (admin.sql) for ``filters``: every one named, unused
+    ones None, so the bench that explains the query binds what the store binds."""
+    return {
+        "state": filters.state.value if filters.state else None,
+        "error_code": filters.error_code,
+        "queue": filters.queue,
+        "since": filters.since,
+        "until": filters.until,
+        "before_at": filters.before[0] if filters.before else None,
+        "before_id": filters.before[1] if filters.before else None,
+        "submission": filters.submission,
+        "limit": filters.limit,
+    }
