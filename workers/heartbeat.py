@@ -30,7 +30,10 @@ log = logging.getLogger("doclane.worker")
 class Heartbeat(bootsteps.StartStopStep):
     """The worker blueprint's step that keeps the node's heartbeat."""
 
-    requires = {"celery.worker.components:Pool"}
+    # After the pool and the embedded beat have forked: a fork while this thread opens its
+    # first connection (inside the C library's resolver) can leave the child holding a lock
+    # no thread will release, and an embedded beat stuck that way sends no reconciler pass.
+    requires = {"celery.worker.components:Pool", "celery.worker.components:Beat"}
 
     def __init__(self, parent: Any, **kwargs: Any) -> None:
         super().__init__(parent, **kwargs)
