@@ -51,9 +51,11 @@ def test_each_pool_process_converts_through_its_own_child(
     cache_dir = tmp_path / "docling-cache"
     cache_dir.mkdir()
     cluster = stdio_cluster(make_cluster, redis_broker, cache_dir)
-    # One job a call, so that both pool processes take some (a batch would carry all six
-    # samples to one process and one child; test_batches_through_a_child covers that).
-    worker = cluster.start_worker(concurrency=2, extra_env={"DOCLANE_BATCH_MAX_DOCS": "1"})
+    # One job a call, so that both pool processes take some (a batch or a round would carry
+    # all six samples to one process and one child; test_batches_through_a_child covers that).
+    worker = cluster.start_worker(
+        concurrency=2, extra_env={"DOCLANE_BATCH_MAX_DOCS": "1", "DOCLANE_ROUND_MAX_DOCS": "1"}
+    )
     assert marked_children(cache_dir) == []  # started lazily, by the first job
 
     submission = cluster.submit(docling_mcp_samples(), formats=("md", "json"), no_dedup=True)
