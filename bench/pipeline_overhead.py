@@ -70,13 +70,11 @@ from bench.harness import (
     worker_env,
     write_documents,
 )
-from bench.harness.conversions import ignore
+from bench.harness.conversions import convert_pair, ignore
 from bench.harness.processes import TICK
 from bench.harness.timeline import job_timeline
 from pipeline.jobs.submit import enqueue
 from pipeline.mcp import McpClient
-from pipeline.profiles.base import call_tool, require_str, structured
-from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 from pipeline.store import JobStore, load_store_settings
 
 
@@ -134,25 +132,7 @@ def client_pairs(url: str, files: list[Path], server_pid: int) -> PairsRun:
         own_cpu = time.process_time()
         started = time.perf_counter()
         for path in files:
-            size = path.stat().st_size
-            result = call_tool(
-                client,
-                CONVERT,
-                {"source": str(path)},
-                stage="convert",
-                report=ignore,
-                size_bytes=size,
-            )
-            key = require_str(structured(result, CONVERT), "document_key", CONVERT)
-            result = call_tool(
-                client,
-                EXPORT_MARKDOWN,
-                {"document_key": key},
-                stage="export",
-                report=ignore,
-                size_bytes=size,
-            )
-            require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
+            convert_pair(client, path, ignore)
         elapsed = time.perf_counter() - started
         cpu = {
             "client": (time.process_time() - own_cpu) / len(files) * 1000,

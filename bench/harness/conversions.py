@@ -14,7 +14,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,25 @@ class Run:
         return self.documents / self.seconds if self.seconds else 0.0
 
 
+def convert_pair(client: McpClient, path: Path, report: Callable[[Any], None]) -> str:
+    """One document the way a worker converts it with docling-mcp: convert, then export the
+    markdown of the key it answered; the markdown. Every call's record goes to ``report``."""
+    size = path.stat().st_size
+    result = call_tool(
+        client, CONVERT, {"source": str(path)}, stage="convert", report=report, size_bytes=size
+    )
+    key = require_str(structured(result, CONVERT), "document_key", CONVERT)
+    result = call_tool(
+        client,
+        EXPORT_MARKDOWN,
+        {"document_key": key},
+        stage="export",
+        report=report,
+        size_bytes=size,
+    )
+    return require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
+
+
 def direct(files: list[Path], server: DoclingServer) -> Run:
     """One document per call with doclane's client: convert, then export the markdown."""
     run = Run("direct", 0.0, len(files))
@@ -69,26 +88,8 @@ def direct(files: list[Path], server: DoclingServer) -> Run:
         client.tools()
         started = time.monotonic()
         for path in files:
-            size = path.stat().st_size
             try:
-                result = call_tool(
-                    client,
-                    CONVERT,
-                    {"source": str(path)},
-                    stage="convert",
-                    report=tally,
-                    size_bytes=size,
-                )
-                key = require_str(structured(result, CONVERT), "document_key", CONVERT)
-                result = call_tool(
-                    client,
-                    EXPORT_MARKDOWN,
-                    {"document_key": key},
-                    stage="export",
-                    report=tally,
-                    size_bytes=size,
-                )
-                markdown = require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
+                markdown = convert_pair(client, path, tally)
             except PipelineError as exc:
                 run.failures[path.name] = exc.code
             else:
