@@ -3,16 +3,18 @@
 ``RsServer`` starts one docling-rs-mcp over Streamable HTTP (as scripts/lib.sh's
 ``start_docling_rs_mcp`` does), reading only under ``root``; ``direct`` converts the corpus with
 doclane's own MCP client and the docling-rs profile (``convert{uri, to: md}``, tables padded as
-docling pads them), one call at a time per client, ``clients`` clients at once on their own
-threads: the baselines ``doclane worker -c 2`` over the same server is compared with.
+docling pads them), one call at a time per client, ``clients`` clients at once, each in a process of
+its own: the baselines ``doclane worker -c 2`` over the same server is compared with.
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import shlex
 import subprocess
-import threading
 import time
+from multiprocessing.queues import Queue
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 from bench import harness
@@ -68,44 +70,67 @@ class RsServer:
 
 
 def direct(mode: str, files: list[Path], server: RsServer, clients: int = 1) -> Run:
-    """``clients`` direct callers, each with its own client and its share of the files."""
-    run = Run(mode, 0.0, len(files))
-    profile = DoclingRsProfile()
-    opened = [
-        McpClient(server.url, settings=McpSettings(request_timeout_s=300)) for _ in range(clients)
-    ]
-    lock = threading.Lock()
+    """``clients`` direct callers, each a process of its own with its own client, each taking
+    the next file from one shared queue as it frees.
 
-    def convert(client: McpClient, share: list[Path]) -> None:
-        for path in share:
+    Processes, not threads: two users' clients do not share an interpreter lock, and the
+    pipeline's two worker processes do not either. A shared queue, not a fixed share: with fixed
+    shares one caller idles once its share is done while the other still has large documents.
+    The clock starts when every caller has shaken hands and ends when the last one is done."""
+    context = multiprocessing.get_context("fork")
+    queue: Queue[str | None] = context.Queue()
+    outcomes: Queue[tuple[float, dict[str, str], dict[str, str]]] = context.Queue()
+    for path in files:
+        queue.put(str(path))
+    for _ in range(clients):
+        queue.put(None)
+    ready = context.Barrier(clients + 1)
+    callers = [
+        context.Process(target=_caller, args=(server.url, queue, ready, outcomes))
+        for _ in range(clients)
+    ]
+    for caller in callers:
+        caller.start()
+    try:
+        ready.wait(timeout=60)
+        started = time.monotonic()
+        results = [outcomes.get(timeout=3600) for _ in callers]
+    finally:
+        for caller in callers:
+            caller.join(timeout=10)
+    run = Run(mode, max(ended for ended, _, _ in results) - started, len(files))
+    for _, markdown, failures in results:
+        run.markdown.update(markdown)
+        run.failures.update(failures)
+    return run
+
+
+def _caller(
+    url: str,
+    queue: Queue[str | None],
+    ready: Barrier,
+    outcomes: Queue[tuple[float, dict[str, str], dict[str, str]]],
+) -> None:
+    """One direct caller (in its own process): its end time, markdown and failures by name go
+    to ``outcomes``."""
+    profile = DoclingRsProfile()
+    markdown: dict[str, str] = {}
+    failures: dict[str, str] = {}
+    with McpClient(url, settings=McpSettings(request_timeout_s=300)) as client:
+        client.initialize()  # the handshakes are not part of the figure
+        client.tools()
+        ready.wait()
+        while (name := queue.get()) is not None:
+            path = Path(name)
             request = ConversionRequest(
-                source=str(path), kind="file", suffix=path.suffix, formats=("md",),
+                source=name, kind="file", suffix=path.suffix, formats=("md",),
                 size_bytes=path.stat().st_size,
             )  # fmt: skip
             try:
-                markdown = profile.convert(client, request, lambda _call: None).outputs["md"]
+                converted = profile.convert(client, request, lambda _call: None)
             except PipelineError as exc:
-                with lock:
-                    run.failures[path.name] = exc.code
+                failures[path.name] = exc.code
             else:
-                with lock:
-                    run.markdown[path.name] = markdown
-
-    try:
-        for client in opened:
-            client.initialize()  # the handshakes are not part of the figure
-            client.tools()
-        threads = [
-            threading.Thread(target=convert, args=(client, files[n::clients]))
-            for n, client in enumerate(opened)
-        ]
-        started = time.monotonic()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        run.seconds = time.monotonic() - started
-    finally:
-        for client in opened:
-            client.close()
-    return run
+                markdown[path.name] = converted.outputs["md"]
+        ended = time.monotonic()
+    outcomes.put((ended, markdown, failures))

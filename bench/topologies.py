@@ -65,6 +65,7 @@ from bench import rs_server as rs
 from bench.harness import conversions
 from bench.harness import docling_serve as ds
 from bench.harness.conversions import Run
+from pipeline.processing.settings import ProcessingSettings
 
 SMOKE_MODES = ("direct", "a-http-c1-on", "d-remote-c2-on", "e-serve")
 
@@ -235,6 +236,12 @@ def rs_modes(args: argparse.Namespace) -> list[tuple[str, Callable[[], Run]]]:
             rs_server.start()
             env = {"DOCLING_MCP_ORIGIN": rs_server.url}
         env["DOCLANE_PROFILE"] = "docling-rs"
+        # Rounds as a user gets them (the settings' defaults unless the bench is told otherwise):
+        # the harness turns them off for the other modes, which compare a job at a time.
+        default_docs = ProcessingSettings.model_fields["round_max_docs"].default
+        env["DOCLANE_ROUND_MAX_DOCS"] = str(args.rs_round_docs or default_docs)
+        if args.rs_server_concurrency:
+            env["DOCLANE_SERVER_CONCURRENCY"] = str(args.rs_server_concurrency)
         try:
             return conversions.pipeline(
                 mode, files[0].parent, len(files), rs_server, args.scratch,  # type: ignore[arg-type]
@@ -338,6 +345,13 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=1, help="Every mode N times, in turn.")
     parser.add_argument("--cache-documents", type=int, default=200, help="docling-mcp's cache.")
+    parser.add_argument("--rs-round-docs", type=int, default=0, help="rs-*-c2 rounds (0: default).")
+    parser.add_argument(
+        "--rs-server-concurrency",
+        type=int,
+        default=0,
+        help="DOCLANE_SERVER_CONCURRENCY of the rs-*-c2 modes (0: the setting's default).",
+    )
     parser.add_argument(
         "--no-install", action="store_true", help="Fail if docling-serve is absent."
     )
