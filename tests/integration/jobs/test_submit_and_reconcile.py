@@ -368,11 +368,11 @@ class FailingSecondChunk(JobStore):
         super().__init__(store.settings)
         self.chunks = 0
 
-    def create_many(self, specs: Any, *, dedup: bool = True) -> Any:
+    def create_many(self, specs: Any, **dedup: Any) -> Any:
         self.chunks += 1
         if self.chunks == 2:
             raise DatabaseUnavailable("creating jobs: the server closed the connection")
-        return super().create_many(specs, dedup=dedup)
+        return super().create_many(specs, **dedup)
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
