@@ -103,7 +103,11 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 "take_stale_waiting",
                 {"now": None, "older_than_s": 600.0, "limit": 1000, "queues": None},
             ),
-            ("dedup lookup of 100 hashes", "find_succeeded_by_content", {"hashes": hashes}),
+            (
+                "dedup lookup of 100 hashes",
+                "find_succeeded_by_content",
+                {"hashes": hashes, "engine": None},
+            ),
         ]
         report["queries"] = {
             label: {"query": name, **explain(conn, query(name), params, args.runs)}

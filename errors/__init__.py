@@ -19,7 +19,8 @@ runtime, E4xx store) and the catalog's
     │   ├── InvalidOption         E110  a conversion option (page range, password variable)
     │   ├── ObjectNotFound        E111  s3://: no such bucket or key
     │   ├── ObjectAccessDenied    E112  s3://: the credentials are refused
-    │   └── ResultsExpired        E113  the results were deleted by retention
+    │   ├── ResultsExpired        E113  the results were deleted by retention
+    │   └── SignInThrottled       E114  console: too many failed sign-ins (429)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -128,6 +129,7 @@ from errors._tree import (
     ServerCannotReach,
     ServerUnavailable,
     SessionExpired,
+    SignInThrottled,
     SourceNotFound,
     SourceTooLarge,
     SourceUnavailable,
@@ -179,6 +181,7 @@ __all__ = [
     "ServerCannotReach",
     "ServerUnavailable",
     "SessionExpired",
+    "SignInThrottled",
     "SourceNotFound",
     "SourceTooLarge",
     "SourceUnavailable",

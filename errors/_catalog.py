@@ -96,6 +96,15 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E114",
+        "too many failed sign-ins",
+        "Too many sign-ins with a wrong token came from this address; the console refuses its "
+        "sign-ins for a while.",
+        "Wait until the time given has passed, then sign in with a valid API token "
+        "(DOCLANE_CONSOLE_SIGNIN_FAILURES, DOCLANE_CONSOLE_SIGNIN_WINDOW_S set the limit).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",

@@ -167,6 +167,12 @@ class ResultsExpired(InputError):
     code = "E113"
 
 
+class SignInThrottled(InputError):
+    """The console refuses sign-ins from an address that failed too many (the page answers 429)."""
+
+    code = "E114"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

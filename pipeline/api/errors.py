@@ -64,11 +64,12 @@ def error_response(
 
 
 #: Catalog codes whose HTTP status is not their family's.
-_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403, "E113": 410}
+_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403, "E113": 410, "E114": 429}
 
 
 def catalog_status(exc: PipelineError) -> int:
-    """E103 413, E108 404, E109 403, E113 410 (the results are gone for good); other input
+    """E103 413, E108 404, E109 403, E113 410 (the results are gone for good), E114 429 (too
+    many failed sign-ins); other input
     errors 422; the database or a server down 503; the rest 502."""
     if exc.code in _STATUS_OF_CODE:
         return _STATUS_OF_CODE[exc.code]

@@ -63,6 +63,12 @@ class ApiSettings(BaseSettings):
     api_tokens: Annotated[tuple[ApiToken, ...], NoDecode] = ()
     #: Seconds between refreshes of the status page.
     api_page_refresh_s: int = Field(default=5, ge=1)
+    #: Failed console sign-ins one client address may make within
+    #: DOCLANE_CONSOLE_SIGNIN_WINDOW_S; past them its sign-ins are refused (E114, HTTP 429)
+    #: until the oldest failure leaves the window. Each API process counts on its own.
+    console_signin_failures: int = Field(default=10, ge=1)
+    #: The window of DOCLANE_CONSOLE_SIGNIN_FAILURES, in seconds.
+    console_signin_window_s: float = Field(default=300.0, gt=0)
 
     @field_validator("api_tokens", mode="before")
     @classmethod

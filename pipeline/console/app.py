@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from errors import RoleForbidden
+from errors import RoleForbidden, SignInThrottled
 from pipeline.admin import JobNotFound, WrongState
 from pipeline.api.errors import catalog_response, install_handlers
 from pipeline.console import actions, pages, uploading
@@ -27,6 +27,7 @@ from pipeline.console.session import (
     check_csrf,
     token_accepted,
 )
+from pipeline.console.throttle import SignInThrottle
 
 if TYPE_CHECKING:
     from pipeline.api.app import ApiContext
@@ -55,6 +56,10 @@ def console_app(ctx: ApiContext) -> FastAPI:
 
 
 def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
+    throttle = SignInThrottle(
+        ctx.settings.console_signin_failures, ctx.settings.console_signin_window_s
+    )
+
     @app.get("/", include_in_schema=False)
     def home() -> Response:
         return RedirectResponse("/console/jobs", status_code=303)
@@ -67,8 +72,14 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     async def login(request: Request) -> Response:
         form = await request.form()
         token, target = str(form.get("token", "")), _local(str(form.get("next", "")))
+        address = request.client.host if request.client else ""
+        try:
+            throttle.check(address)  # before the token is looked at: no answer to a guess
+        except SignInThrottled as exc:
+            return _throttled(exc, target)
         caller = token_accepted(ctx, token)
         if caller is None:
+            throttle.failed(address)
             return page("login.html", status_code=401, next=target, refused=True)
         response = RedirectResponse(target, status_code=303)
         sessions.start(request, response, caller)
@@ -81,6 +92,13 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         response = RedirectResponse("/console/login", status_code=303)
         sessions.end(response)
         return response
+
+
+def _throttled(exc: SignInThrottled, target: str) -> Response:
+    """The catalog's refusal (E114) on the sign-in page, with how long to wait."""
+    answer = page("login.html", status_code=429, next=target, refused=False, throttled=exc)
+    answer.headers["Retry-After"] = str(int(exc.retry_after or 1))
+    return answer
 
 
 def _local(target: str) -> str:

@@ -72,6 +72,11 @@ class SubmitSettings(BaseSettings):
     max_attempts: int = Field(default=3, ge=1)
     #: The tool profile jobs ask for (``auto``: whatever fits the server); part of dedup's key.
     profile: str = "auto"
+    #: The engine the workers convert with, as its server names itself at initialize: a name
+    #: (``docling-rs``, ``docling``: any version) or a name and version (``docling-rs 2.52.7``).
+    #: Dedup then reuses only results that engine made, so that after switching servers a
+    #: document submitted again is converted by the new one. Empty: any engine's results.
+    dedup_engine: str = ""
     #: A PDF of more pages than this is converted as slices of this many pages, by any worker,
     #: and joined when the last is stored (md, text and chunks only). 0: never sliced. Slices
     #: use the server's ``pages`` option, which the docling-rs profile has (docling-mcp fails
@@ -165,9 +170,10 @@ def enqueue(
     """Validate ``sources``, create their jobs, commit, then publish one message per new job.
 
     ``store`` defaults to a short-lived one from the environment's settings. A deduplicated
-    source (same content, profile, options and formats as a succeeded job) returns that job and
-    publishes nothing. Sources are kept and reported as ``masker`` shows them (by default the
-    process's, ``process_masker()``): a URL's secrets masked. ``options`` are the job's
+    source (same content, profile, options and formats as a succeeded job, and with
+    ``DOCLANE_DEDUP_ENGINE`` results of that engine) returns that job and publishes nothing.
+    Sources are kept and reported as ``masker`` shows them (by default the process's,
+    ``process_masker()``): a URL's secrets masked. ``options`` are the job's
     conversion options (:mod:`pipeline.jobs.options`): an invalid one refuses the whole
     submission (E110).
 
@@ -191,6 +197,7 @@ def enqueue(
         job_store,
         publisher,
         dedup=not no_dedup,
+        dedup_engine=submit.dedup_engine.strip() or None,
         new_job=lambda c: _new_job(
             c,
             formats=wanted,
@@ -242,6 +249,7 @@ class _Chunks:
         publisher: Publisher,
         *,
         dedup: bool,
+        dedup_engine: str | None,
         new_job: Callable[[Candidate], NewJob],
         shown: Callable[[str], str],
     ) -> None:
@@ -249,6 +257,7 @@ class _Chunks:
         self.store = store
         self.publisher = publisher
         self.dedup = dedup
+        self.dedup_engine = dedup_engine
         self.new_job = new_job
         self.shown = shown
         self.size = CHUNK_FIRST
@@ -270,7 +279,9 @@ class _Chunks:
             return
         specs = [self.new_job(c) for c in candidates]
         try:
-            created = self.store.create_many(specs, dedup=self.dedup)
+            created = self.store.create_many(
+                specs, dedup=self.dedup, dedup_engine=self.dedup_engine
+            )
         except DatabaseUnavailable as exc:
             before = len(self.submission.accepted)
             if before:  # the chunks before this one are jobs, and are being converted

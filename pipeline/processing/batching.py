@@ -38,12 +38,12 @@ from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
 from pipeline.processing.failures import FailurePolicy, lost, publish_next_attempt
-from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
+from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import PreparedSource, SourcePreparer
-from pipeline.profiles import McpCallRecord, ProfileSettings, available_profiles
+from pipeline.profiles import Conversion, McpCallRecord, ProfileSettings, available_profiles
 from pipeline.profiles.docling_batch import BatchConversion, BatchMember, DoclingBatchProfile
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
@@ -281,7 +281,7 @@ class BatchRunner:
                 self._stage(member, Stage.CONVERTING, client.origin)
             members = [BatchMember(m.name, m.source.info.size_bytes or 0, m.source.info.sha256)
                        for m in active if m.source is not None]  # fmt: skip
-            return profile.convert(
+            converted = profile.convert(
                 client,
                 folder,
                 members,
@@ -290,6 +290,10 @@ class BatchRunner:
                 timeout=deadline,
                 listing=listing,
             )
+            engine = engine_of(client)  # each result names it, as a lone job's results do
+            for conversion in converted.converted.values():
+                conversion.engine = engine
+            return converted
 
         return unit
 
@@ -310,7 +314,7 @@ class BatchRunner:
             elif conversion is None:
                 self._release(member, "the batch gave no result it could prove; converting alone")
             else:
-                member.outcome = self._store(member, conversion.outputs, conversion.profile)
+                member.outcome = self._store(member, conversion)
 
     # ---- per member ----------------------------------------------------------------------------
     def _profile(self, client: McpClient) -> DoclingBatchProfile:
@@ -329,18 +333,20 @@ class BatchRunner:
         with contextlib.suppress(AttemptLost):
             member.journal.stage(stage, origin=origin)
 
-    def _store(self, member: _Member, outputs: dict[str, str], profile: str) -> Outcome:
+    def _store(self, member: _Member, conversion: Conversion) -> Outcome:
+        """The results under the member's own fence, with the note a lone job's results get
+        (the profile and engine: the database gives each result the engine from it)."""
         job = member.job
         try:
             self._stage(member, Stage.STORING)
             stored = self.failures.patiently(
-                lambda: self.store.finish(job.id, job.attempt, outputs), "storing the results"
+                lambda: member.journal.finish(conversion), "storing the results"
             )
         except DatabaseUnavailable as exc:
             return self.failures.hand_back(job, exc)
         if not stored:
             return lost(job, "storing")
-        log.info("batch member %s succeeded (%s)", job.id, profile)
+        log.info("batch member %s succeeded (%s)", job.id, conversion.profile)
         return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
 
     def _release(self, member: _Member, reason: str) -> None:

@@ -23,7 +23,7 @@ import logging
 import threading
 import time
 from contextvars import copy_context
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from errors import DatabaseUnavailable, UnexpectedError
 from pipeline.jobs import Job, Stage
@@ -33,6 +33,9 @@ from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
 from pipeline.store import AttemptResults, CallEvent, JobStore
 from pipeline.support.secrets import Masker, process_masker
+
+if TYPE_CHECKING:
+    from pipeline.mcp import McpClient
 
 log = logging.getLogger("doclane.processor")
 
@@ -52,6 +55,15 @@ def job_masker(job: Job) -> Masker:
     the URL it fetched; the exact URL is replaced first, the patterns catch it in any other
     spelling."""
     return process_masker().knowing(job.source_fetch_uri, job.source_uri)
+
+
+def engine_of(client: McpClient) -> str | None:
+    """The engine as the server names itself at initialize ("docling-rs 2.52.7"): what a
+    conversion records (``Conversion.engine``), and its note then gives each result."""
+    server = client.server
+    if server is None:
+        return None
+    return f"{server.name} {server.version}".strip() or None
 
 
 def conversion_note(conversion: Conversion) -> dict[str, Any]:

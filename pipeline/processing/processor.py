@@ -39,7 +39,7 @@ from pipeline.processing.failures import (
     lost,
     uncharged_retry,
 )
-from pipeline.processing.journal import AttemptJournal, AttemptLost, job_masker
+from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.rounds import RoundRunner
@@ -333,11 +333,3 @@ class JobProcessor:
         if error.code == "E399":
             log.error("unexpected error", exc_info=exc)
         return error
-
-
-def engine_of(client: McpClient) -> str | None:
-    """The engine as the server names itself at initialize ("docling-rs 2.52.7")."""
-    server = client.server
-    if server is None:
-        return None
-    return f"{server.name} {server.version}".strip() or None

@@ -135,14 +135,20 @@ class JobStore:
         self.close()
 
     # ---- submission ---------------------------------------------------------------------------
-    def create(self, spec: NewJob, *, dedup: bool = True) -> CreatedJob:
-        return self.create_many([spec], dedup=dedup)[0]
+    def create(
+        self, spec: NewJob, *, dedup: bool = True, dedup_engine: str | None = None
+    ) -> CreatedJob:
+        return self.create_many([spec], dedup=dedup, dedup_engine=dedup_engine)[0]
 
-    def create_many(self, specs: Iterable[NewJob], *, dedup: bool = True) -> list[CreatedJob]:
+    def create_many(
+        self, specs: Iterable[NewJob], *, dedup: bool = True, dedup_engine: str | None = None
+    ) -> list[CreatedJob]:
         """Queue many jobs in one transaction (one COPY), in input order.
 
         With ``dedup``, a spec whose content hash, profile, options and formats equal those of a
-        succeeded job gets that job back (``deduplicated=True``) instead of a new one. A new
+        succeeded job gets that job back (``deduplicated=True``) instead of a new one; with
+        ``dedup_engine`` too, only a job whose results that engine made (its name, any version,
+        or its name and version, as ``results.engine`` records it). A new
         job whose spec names ``slices`` is split in the same transaction (``split_job``,
         migration 0017): it waits, and its ``slice_ids`` are the jobs to publish.
         """
@@ -150,7 +156,7 @@ class JobStore:
         if not specs:
             return []
         with self._connection("creating jobs") as conn, conn.transaction():
-            known = self._succeeded_by_content(conn, specs) if dedup else {}
+            known = self._succeeded_by_content(conn, specs, dedup_engine) if dedup else {}
             created: list[CreatedJob] = []
             rows: list[tuple[Any, ...]] = []
             for spec in specs:
@@ -759,12 +765,13 @@ class JobStore:
 
     @staticmethod
     def _succeeded_by_content(
-        conn: psycopg.Connection, specs: list[NewJob]
+        conn: psycopg.Connection, specs: list[NewJob], engine: str | None
     ) -> dict[DedupKey, UUID]:
         hashes = sorted({s.content_sha256 for s in specs if s.content_sha256})
         if not hashes:
             return {}
-        rows = conn.execute(query("find_succeeded_by_content"), {"hashes": hashes})
+        params = {"hashes": hashes, "engine": engine or None}
+        rows = conn.execute(query("find_succeeded_by_content"), params)
         return {
             (sha, profile, canonical_json(options), tuple(formats)): job_id
             for job_id, sha, profile, options, formats in rows

@@ -12,12 +12,19 @@ FROM STDIN (FORMAT binary)
 -- name: find_succeeded_by_content
 -- Dedup candidates: the newest succeeded job per (content, profile, options, formats) among
 -- the given hashes; the caller matches profile, options and formats exactly. A job whose
--- results expired (retention) has nothing to give: it is no candidate.
+-- results expired (retention) has nothing to give: it is no candidate. With an engine
+-- (DOCLANE_DEDUP_ENGINE), only a job whose results that engine made: its name alone
+-- ("docling-rs") matches every version, a name and version ("docling-rs 2.52.7") that one;
+-- a result of unknown engine (NULL, before migration 0013) matches none.
 SELECT DISTINCT ON (content_sha256, profile, options, formats)
        id, content_sha256, profile, options, formats
 FROM jobs
 WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
   AND NOT EXISTS (SELECT 1 FROM result_expiries x WHERE x.job_id = jobs.id)
+  AND (%(engine)s::text IS NULL OR EXISTS (
+        SELECT 1 FROM results r
+        WHERE r.job_id = jobs.id
+          AND (r.engine = %(engine)s::text OR starts_with(r.engine, %(engine)s::text || ' '))))
 ORDER BY content_sha256, profile, options, formats, finished_at DESC
 
 -- name: split_job

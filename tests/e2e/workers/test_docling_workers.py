@@ -43,3 +43,7 @@ def test_the_examples_convert_through_workers_on_the_real_server(
             assert fragment in markdown, (name, fragment, markdown)
         document = json.loads(cluster.store.get_result(job.id, "json") or "null")
         assert document["schema_name"] == "DoclingDocument"
+    # every result names the engine, as the server named itself; these small files go through
+    # the directory tool's batches, whose results were once stored without it
+    results = [r for j in jobs for r in cluster.store.list_results(j.id)]
+    assert {r.engine for r in results} == {"docling"}

@@ -5,9 +5,6 @@ The bucket is a real S3-compatible server (SeaweedFS)."""
 from __future__ import annotations
 
 import hashlib
-import json
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -69,9 +66,8 @@ def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire
     again = cluster.cli_json("submit", f"s3://{bucket}/in/")
     assert all(a["deduplicated"] for a in again["accepted"]), again
 
-    expiring = {**cluster.env, "DOCLANE_RESULT_RETENTION": "1s"}
     wait_for(
-        lambda: cluster_reconcile(cluster, expiring),
+        lambda: cluster.reconcile(DOCLANE_RESULT_RETENTION="1s"),
         timeout=60,
         message="a reconciler pass that expires the results",
     )
@@ -80,20 +76,6 @@ def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire
     assert cluster.cli_json("status", md_job["job_id"])["job"]["state"] == "succeeded"
     left = client.list_objects_v2(Bucket=bucket, Prefix="results/").get("Contents", [])
     assert left == []  # every result was older than the retention: every object deleted
-
-
-def cluster_reconcile(cluster: Cluster, env: dict[str, str]) -> list[object]:
-    """The results one ``doclane reconcile --json`` pass expired."""
-    done = subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", "reconcile", "--json"],
-        cwd=cluster.workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return list(json.loads(done.stdout)["expired_results"])
 
 
 def test_a_result_store_that_is_down_retries_the_job_and_never_succeeds_it_without_results(

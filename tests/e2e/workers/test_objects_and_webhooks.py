@@ -11,14 +11,12 @@ from pathlib import Path
 
 import psycopg
 
-from tests.e2e.workers.test_object_storage import cluster_reconcile
-from tests.e2e.workers.test_webhooks import WEBHOOK_TIMINGS
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
-from tests.fixtures.webhook_receiver import WebhookReceiver
+from tests.fixtures.webhook_receiver import WEBHOOK_TIMINGS, WebhookReceiver
 from tests.fixtures.workers import Cluster
 
 #: Each event is refused this often before the receiver takes it: a receiver that is down.
@@ -84,7 +82,7 @@ def test_a_prefix_with_a_webhook_is_converted_into_the_bucket_told_once_and_expi
     assert young["state"] == "succeeded", young
     _age_results(cluster.env["DOCLANE_DATABASE_URL"], list(jobs), hours=2)
 
-    expired = cluster_reconcile(cluster, {**cluster.env, "DOCLANE_RESULT_RETENTION": "1h"})
+    expired = cluster.reconcile(DOCLANE_RESULT_RETENTION="1h")
 
     assert sorted(e["job_id"] for e in expired) == sorted(jobs)  # type: ignore[index]
     [kept] = _result_keys(client, bucket, "results/")  # the old objects gone, the young kept

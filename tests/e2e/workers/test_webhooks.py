@@ -12,16 +12,8 @@ from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.fixtures.webhook_receiver import WebhookReceiver
+from tests.fixtures.webhook_receiver import WEBHOOK_TIMINGS, WebhookReceiver
 from tests.fixtures.workers import Cluster
-
-#: A delivery pass five times a second and retries of milliseconds: a receiver that refuses
-#: its first tries is retried at once, and no test waits for a real backoff.
-WEBHOOK_TIMINGS = {
-    "DOCLANE_WEBHOOK_POLL_S": "0.2",
-    "DOCLANE_WEBHOOK_RETRY_BASE_S": "0.05",
-    "DOCLANE_WEBHOOK_RETRY_MAX_S": "0.2",
-}
 
 
 def test_submit_with_a_webhook_tells_a_receiver_that_was_down_of_every_job_once(

@@ -259,3 +259,29 @@ def test_an_upload_carries_its_conversion_options(
     forced = make_api_server(api_env, DOCLANE_PROFILE="per-format")
     page = _signed_in(forced).get("/console/upload").text
     assert '<fieldset id="options" disabled>' in page and 'id="options-refused"' in page
+
+
+def test_an_address_that_failed_too_many_sign_ins_is_refused_even_the_right_token(
+    make_api_server: Callable[..., ApiServer], api_env: dict[str, str]
+) -> None:
+    """Failed sign-ins are counted per client address (here as a proxy on the same host names
+    it, X-Forwarded-For, which uvicorn trusts): past the limit the catalog's E114, 429."""
+    api = make_api_server(
+        api_env, DOCLANE_CONSOLE_SIGNIN_FAILURES="3", DOCLANE_CONSOLE_SIGNIN_WINDOW_S="3600"
+    )
+    guesser, someone = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.9"}
+    login = api.url + "/console/login"
+    for n in range(3):
+        wrong = httpx.post(login, data={"token": f"guess-{n}"}, headers=guesser, timeout=30)
+        assert wrong.status_code == 401 and 'id="refused"' in wrong.text, n
+
+    refused = httpx.post(login, data={"token": api.token}, headers=guesser, timeout=30)
+
+    assert refused.status_code == 429 and "set-cookie" not in refused.headers
+    assert 0 < int(refused.headers["retry-after"]) <= 3600
+    assert 'id="throttled"' in refused.text and "E114" in refused.text
+    assert "try again in" in refused.text
+    # another address still signs in, and the right token was never looked at for the guesser
+    signed = {"token": api.token, "next": "/console/jobs"}
+    other = httpx.post(login, data=signed, headers=someone, timeout=30)
+    assert other.status_code == 303 and "set-cookie" in other.headers

@@ -124,6 +124,29 @@ def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
     assert [m.job_id for m in publisher.messages] == [first, forced.job_ids[0]]
 
 
+def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
+    store: JobStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A document converted by docling-mcp, submitted again once the fleet names docling-rs as
+    its engine, is a new job; submitted again under docling's name, the same job."""
+    path = write_sample(tmp_path / "docs", "md", 5)
+    publisher = RecordingPublisher()
+    first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
+    claimed = store.claim(first, "w", 30)
+    assert claimed is not None
+    engine = {"note": "converted", "engine": "docling"}
+    assert store.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
+
+    monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling-rs")
+    switched = enqueue([str(path)], publisher=publisher, store=store)
+    monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling")
+    same = enqueue([str(path)], publisher=publisher, store=store)
+
+    assert not switched.accepted[0].deduplicated and switched.job_ids[0] != first
+    assert same.accepted[0].deduplicated and same.job_ids[0] == first
+    assert [m.job_id for m in publisher.messages] == [first, switched.job_ids[0]]
+
+
 def test_queues_follow_the_size_tier(store: JobStore, tmp_path: Path) -> None:
     big = tmp_path / "docs" / "big.md"
     big.parent.mkdir()
@@ -345,11 +368,11 @@ class FailingSecondChunk(JobStore):
         super().__init__(store.settings)
         self.chunks = 0
 
-    def create_many(self, specs: Any, *, dedup: bool = True) -> Any:
+    def create_many(self, specs: Any, **dedup: Any) -> Any:
         self.chunks += 1
         if self.chunks == 2:
             raise DatabaseUnavailable("creating jobs: the server closed the connection")
-        return super().create_many(specs, dedup=dedup)
+        return super().create_many(specs, **dedup)
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(

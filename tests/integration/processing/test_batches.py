@@ -76,6 +76,8 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
         assert Path(job.source_uri).name in (bench.store.get_result(job_id, "json") or "")
         [note] = batch_notes(bench, job_id)
         assert note["size"] == 6 and note["place"] == number - 1
+        # the engine as the fake names itself at initialize, as a lone job's results name it
+        assert {r.engine for r in bench.store.list_results(job_id)} == {"docling"}
     assert bench.publisher.messages == [], "no companion needs a message of its own"
     assert not list((bench.source_settings.inbox_dir).glob("batch-*")), "the folder is removed"
 

@@ -15,11 +15,14 @@ from tests.integration.store.builders import new_job, sha256_of
 REPORT = sha256_of("the quarterly report")
 
 
-def succeeded_job(store: JobStore, **overrides: object) -> Job:
+def succeeded_job(store: JobStore, *, engine: str | None = None, **overrides: object) -> Job:
+    """A succeeded job; its results name ``engine`` as a worker's closing note makes them."""
     job_id = store.create(new_job(**overrides), dedup=False).job_id
     claimed = store.claim(job_id, "worker-a", lease_s=60)
     assert claimed is not None
-    assert store.finish(job_id, claimed.attempt, {f: "# done" for f in claimed.formats})
+    note = {"note": "converted", "engine": engine} if engine else None
+    results = {f: "# done" for f in claimed.formats}
+    assert store.finish(job_id, claimed.attempt, results, note=note)
     job = store.get_job(job_id)
     assert job is not None
     return job
@@ -95,6 +98,40 @@ def test_no_dedup_always_makes_a_new_job(store: JobStore) -> None:
     done = succeeded_job(store, content_sha256=REPORT)
     created = store.create(new_job(content_sha256=REPORT), dedup=False)
     assert not created.deduplicated and created.job_id != done.id
+
+
+@pytest.mark.parametrize(
+    ("dedup_engine", "reused"),
+    [
+        (None, True),
+        ("docling-rs", True),
+        ("docling-rs 2.52.7", True),
+        ("docling", False),
+        ("docling-rs 2.52", False),
+        ("docling-rs 2.52.8", False),
+    ],
+)
+def test_a_dedup_engine_reuses_only_the_results_that_engine_made(
+    store: JobStore, dedup_engine: str | None, reused: bool
+) -> None:
+    done = succeeded_job(store, content_sha256=REPORT, engine="docling-rs 2.52.7")
+    created = store.create(new_job(content_sha256=REPORT), dedup_engine=dedup_engine)
+    assert created.deduplicated is reused
+    assert (created.job_id == done.id) is reused
+
+
+def test_a_dedup_engine_passes_over_a_newer_job_of_another_engine(store: JobStore) -> None:
+    """After a switch back: the newest succeeded job is another engine's, an older one this
+    engine's; results of unknown engine (stored before engines were recorded) are never its."""
+    unknown = succeeded_job(store, content_sha256=REPORT)
+    ours = succeeded_job(store, content_sha256=REPORT, engine="docling")
+    newest = succeeded_job(store, content_sha256=REPORT, engine="docling-rs 2.52.7")
+
+    assert store.create(new_job(content_sha256=REPORT)).job_id == newest.id
+    again = store.create(new_job(content_sha256=REPORT), dedup_engine="docling")
+    assert again.deduplicated and again.job_id == ours.id
+    other = store.create(new_job(content_sha256=REPORT), dedup_engine="pdf-magic")
+    assert not other.deduplicated and other.job_id not in (unknown.id, ours.id, newest.id)
 
 
 def test_ten_thousand_jobs_in_one_call(store: JobStore, raw_sql: psycopg.Connection) -> None:

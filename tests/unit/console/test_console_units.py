@@ -12,7 +12,7 @@ import pytest
 from fastapi import Response
 from starlette.requests import Request
 
-from errors import RoleForbidden
+from errors import RoleForbidden, SignInThrottled
 from pipeline.api import load_api_settings
 from pipeline.api.auth import Caller
 from pipeline.console.app import _local
@@ -26,6 +26,7 @@ from pipeline.console.session import (
     check_csrf,
     token_accepted,
 )
+from pipeline.console.throttle import SignInThrottle
 from pipeline.jobs import JobState
 
 
@@ -123,3 +124,41 @@ def test_a_documents_markdown_keeps_its_text_and_loses_its_scripts() -> None:
     assert "<script" not in html and "onerror" not in html and "javascript:" not in html
     assert 'href="data:' not in html and 'src="data:image/png;base64,' in html
     assert 'href="https://example.test"' in html
+
+
+class _Clock:
+    """Time as the test sets it: the window's end is reached without waiting."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_sign_in_throttle_refuses_past_the_limit_until_the_oldest_failure_leaves() -> None:
+    clock = _Clock()
+    throttle = SignInThrottle(3, 60, clock=clock)
+    for _ in range(3):
+        throttle.check("203.0.113.7")
+        throttle.failed("203.0.113.7")
+        clock.now += 10
+    with pytest.raises(SignInThrottled) as refused:
+        throttle.check("203.0.113.7")
+    assert refused.value.code == "E114" and refused.value.retry_after == 30
+    throttle.check("198.51.100.9")  # another address is not concerned
+    clock.now += 30  # the first failure leaves the window: one more try
+    throttle.check("203.0.113.7")
+    throttle.failed("203.0.113.7")
+    with pytest.raises(SignInThrottled):
+        throttle.check("203.0.113.7")
+
+
+def test_the_sign_in_throttle_forgets_the_address_whose_last_failure_is_oldest() -> None:
+    throttle = SignInThrottle(1, 60, max_addresses=2, clock=_Clock())
+    for address in ("a", "b", "a", "c"):  # "b" failed last longest ago when "c" came
+        throttle.failed(address)
+    throttle.check("b")
+    for address in ("a", "c"):
+        with pytest.raises(SignInThrottled):
+            throttle.check(address)
