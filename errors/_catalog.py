@@ -92,7 +92,8 @@ _ENTRIES = (
         "E113",
         "results expired",
         "The job succeeded, but its results are older than the retention and were deleted.",
-        "Submit the document again with --no-dedup, or raise DOCLANE_RESULT_RETENTION.",
+        "Submit the document again (expired results are never reused), or raise "
+        "DOCLANE_RESULT_RETENTION.",
         retryable=False,
     ),
     CatalogEntry(
