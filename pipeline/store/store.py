@@ -249,6 +249,35 @@ class JobStore:
         jobs = [Job.model_validate(row) for row in rows]
         return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
 
+    def claim_round_of(
+        self, job_id: UUID, worker: str, lease_s: float, *, limit: int, small_below: int
+    ) -> tuple[Job | None, list[Job], float | None]:
+        """:meth:`claim_or_wait` and the round's claim in one round trip and one commit
+        (sql/rounds.sql, ``claim_round_of``): the job if it could be claimed, up to ``limit``
+        companions in priority order (also when the job itself is running elsewhere or ended),
+        and how long the job still waits when it is a retrying job not yet due."""
+        params = {
+            "job_id": job_id,
+            "worker": worker,
+            "lease_s": float(lease_s),
+            "limit": limit,
+            "small_below": small_below,
+        }
+        with self._connection("claiming a round") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_round_of"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            rows, wait = claim.fetchall(), due.fetchone()
+        lead: Job | None = None
+        companions: list[Job] = []
+        for row in rows:
+            if row.pop("round_lead"):
+                lead = Job.model_validate(row)
+            else:
+                companions.append(Job.model_validate(row))
+        companions.sort(key=lambda job: (-job.priority, job.created_at))
+        waits = float(wait[0]) if wait and lead is None else None
+        return lead, companions, waits
+
     def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
         """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
         with self._connection("releasing a job") as conn, conn.transaction():
