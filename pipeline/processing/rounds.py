@@ -70,7 +70,7 @@ REMEMBERED = 4096
 
 #: A converted document's results wait at most this long for others to share their commit
 #: (they go sooner when half the round's room is converted, or when nothing else is in flight).
-STORE_WITHIN_S = 0.1
+STORE_WITHIN_S = 0.2
 
 
 class AttemptSteps(Protocol):
@@ -240,23 +240,31 @@ class RoundRunner:
                 len(converted) >= group
                 or not round_.in_flight
                 or time.monotonic() >= converted[0].converted_at + STORE_WITHIN_S
-            ):
-                self._store(round_)
-            if round_.held <= self.room - group:
-                self._grow(round_)
+            ):  # with the store, as many more as its room takes (one commit for both)
+                room = self.room - len(round_.in_flight)
+                self._store(round_, more=room if room >= group and self._grows(round_) else 0)
+            elif round_.held <= self.room - group and self._grows(round_):
+                self._grow(round_, self.room - round_.held)
 
-    def _grow(self, round_: _Round) -> None:
-        """More jobs like the round's, up to its room, while it may grow."""
-        if not round_.may_grow or time.monotonic() >= round_.grow_until:
+    @staticmethod
+    def _grows(round_: _Round) -> bool:
+        """Whether the round may still take more jobs (for DOCLANE_ROUND_MAX_S, and while its
+        claims come back full)."""
+        if round_.may_grow and time.monotonic() >= round_.grow_until:
             round_.may_grow = False
-            return
-        wanted = self.room - round_.held
+        return round_.may_grow
+
+    def _grow(self, round_: _Round, wanted: int) -> None:
+        """Up to ``wanted`` more jobs like the round's."""
         try:
             more = self.claim_companions(round_.key, wanted)
         except DatabaseUnavailable as exc:  # the round finishes what it holds
             log.warning("cannot claim more for the round: %s", exc)
             more = []
-        round_.may_grow = len(more) == wanted
+        self._took(round_, more, wanted)
+
+    def _took(self, round_: _Round, more: list[Job], wanted: int) -> None:
+        round_.may_grow = len(more) == wanted  # a claim that came back short found no more
         if more:
             self._start(round_, more, None)
 
@@ -299,8 +307,9 @@ class RoundRunner:
         if not member.lead:
             publish_next_attempt(self.publisher, member.attempt.job, outcome)
 
-    def _store(self, round_: _Round) -> None:
-        """The converted members' results in one transaction, each under its own fence.
+    def _store(self, round_: _Round, *, more: int = 0) -> None:
+        """The converted members' results in one transaction, each under its own fence, and
+        with ``more``, up to that many more jobs claimed in the same transaction.
 
         They stay the round's converted until stored: a time limit that interrupts the store
         stores them again (a fence that no longer matches then says they were stored)."""
@@ -308,10 +317,21 @@ class RoundRunner:
         if not done:
             return
         ends = [m.attempt.journal.results(m.conversion) for m in done if m.conversion]
-        try:
-            stored = self.failures.patiently(
-                lambda: self.store.finish_together(ends), "storing a round's results"
+
+        def write() -> tuple[list[bool], list[Job]]:
+            if not more:
+                return self.store.finish_together(ends), []
+            return self.store.finish_then_claim(
+                ends,
+                round_.key,
+                self.worker_id,
+                self.settings.lease_s,
+                limit=more,
+                small_below=SMALL_BELOW_BYTES,
             )
+
+        try:
+            stored, taken = self.failures.patiently(write, "storing a round's results")
         except DatabaseUnavailable as exc:
             round_.converted = []
             for member in done:
@@ -323,6 +343,8 @@ class RoundRunner:
                 self._ended(member, self._store_alone(member))
             return
         round_.converted = []
+        if more:
+            self._took(round_, taken, more)
         for member, ours in zip(done, stored, strict=True):
             self._ended(member, self.steps.stored(member.attempt, _already(ours)))
 

@@ -92,6 +92,28 @@ def _split(conn: psycopg.Connection, made: CreatedJob, spec: NewJob) -> CreatedJ
     return CreatedJob(job_id=made.job_id, slice_ids=tuple(ids))
 
 
+def _round_params(
+    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+) -> dict[str, Any]:
+    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
+    return {
+        "queue": lead.queue,
+        "profile": lead.profile,
+        "options": jsonb(lead.options),
+        "formats": list(lead.formats),
+        "small_below": small_below,
+        "lead": lead.id,
+        "limit": limit,
+        "worker": worker,
+        "lease_s": float(lease_s),
+    }
+
+
+def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
+    jobs = [Job.model_validate(row) for row in rows]
+    return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
+
+
 def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
     if set(wanted) != set(results):
         raise ValueError(
@@ -234,20 +256,9 @@ class JobStore:
     ) -> list[Job]:
         """Claim up to ``limit`` due jobs that can share ``lead``'s round, in one statement
         (sql/rounds.sql); each is claimed as :meth:`claim` claims one, in priority order."""
-        params = {
-            "queue": lead.queue,
-            "profile": lead.profile,
-            "options": jsonb(lead.options),
-            "formats": list(lead.formats),
-            "small_below": small_below,
-            "lead": lead.id,
-            "limit": limit,
-            "worker": worker,
-            "lease_s": float(lease_s),
-        }
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
         rows = self._fetch_rows("claiming a round", query("claim_round"), params)
-        jobs = [Job.model_validate(row) for row in rows]
-        return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
+        return _in_round_order(rows)
 
     def claim_round_of(
         self, job_id: UUID, worker: str, lease_s: float, *, limit: int, small_below: int
@@ -518,6 +529,38 @@ class JobStore:
                     origin=end.origin,
                 )
         return [stored[n] for n in range(len(ends))]
+
+    def finish_then_claim(
+        self,
+        ends: Sequence[AttemptResults],
+        lead: Job,
+        worker: str,
+        lease_s: float,
+        *,
+        limit: int,
+        small_below: int,
+    ) -> tuple[list[bool], list[Job]]:
+        """:meth:`finish_together`, then :meth:`claim_round`, in one transaction and one round
+        trip: a growing round's one wait for the disk serves its stored results and its next
+        jobs. Where a result cannot go inline (too large, or an object store), the two are
+        made apart. A ValueError undoes both (the caller stores each result alone)."""
+        inline = self.result_objects is None and all(
+            sum(len(content) for content in end.results.values()) <= INLINE_RESULTS_MAX_CHARS
+            for end in ends
+        )
+        if not inline:
+            stored = self.finish_together(ends)
+            more = self.claim_round(lead, worker, lease_s, limit=limit, small_below=small_below)
+            return stored, more
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
+        with _formats_mismatch(), self._connection("storing a round's results") as conn:
+            with conn.pipeline(), conn.transaction():  # BEGIN, finishes, claim, COMMIT at once
+                cursors = [conn.execute(query("finish_attempt"), end.params()) for end in ends]
+                claim = conn.cursor(row_factory=dict_row).execute(query("claim_round"), params)
+            stored = [(row := cur.fetchone()) is not None and row[0] is not None
+                      for cur in cursors]  # fmt: skip
+            rows = claim.fetchall()
+        return stored, _in_round_order(rows)
 
     def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
         """running -> failed with the error's code; ``False`` for a stale attempt."""
