@@ -16,8 +16,9 @@ client's connection pool), each through the resilience layer as a lone job's uni
 whatever profile the server's tools select; a thread that finishes one starts the next at once.
 Meanwhile the round's own thread (the task's) stores the finished results in groups, each group
 one transaction (one commit, one wait for the disk), each result under its own fence, and, for
-up to ``DOCLANE_ROUND_MAX_S`` after the round started, claims more jobs like them as room frees,
-so the threads do not idle through a claim, a commit or Celery's hand-off between rounds. A
+up to ``DOCLANE_ROUND_MAX_S`` after the round started, claims more jobs like them as room frees
+(in the same transaction as the group it follows), so the threads do not idle through a claim,
+a commit or Celery's hand-off between rounds. A
 round never holds more than ``DOCLANE_ROUND_MAX_DOCS`` jobs at once (claimed and not yet
 stored): what a killed worker leaves to the reconciler.
 
