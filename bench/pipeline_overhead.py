@@ -18,7 +18,9 @@ One fake Docling MCP server (tests/fakes) that answers at once; in one run, alte
    costs a lone job on top of the calls themselves. In the throughput run, the database's
    commits per job (``pg_stat_database.xact_commit``) and each worker process's time per
    document beyond a client pair's (``c / rate - 1 / pairs``: what the pipeline adds to a
-   document when many are in flight) are reported too.
+   document when many are in flight) are reported too, and how long the broker then takes to
+   drain (the messages still waiting when the last job ended, each finding its job taken by a
+   round; the worker's and PostgreSQL's CPU per job are given with that drain too).
 
 The order is pairs, c1, pairs, c2, pairs, c4, pairs, so each pipeline figure sits between two
 client figures taken minutes apart on the same machine; its ratio uses their mean. This kind of
@@ -54,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import redis
 
 from bench.harness import (
     DOCLANE,
@@ -164,6 +167,9 @@ class PipelineRun:
     #: from one job's commit to its next claim (Celery's hand-off, the claim).
     in_job_ms: list[float] = field(default_factory=list)
     between_ms: list[float] = field(default_factory=list)
+    #: From ``doclane submit`` returning (every job ended) to the broker's job queues empty:
+    #: the messages still waiting then, each of which finds its job taken (CPU ``*_drained``).
+    drain_s: float = 0.0
 
     @property
     def rate(self) -> float:
@@ -228,6 +234,13 @@ def pipeline_run(
             for name, seconds in services_cpu_s().items():
                 run.cpu_ms[name] = (seconds - services_cpu[name]) / run.jobs * 1000
             run.commits = database_commits(db_url) - commits
+            returned = time.time()
+            wait_until_drained(broker)
+            run.drain_s = time.time() - returned
+            drained = process_tree_cpu_s(worker.pid) - worker_cpu
+            run.cpu_ms["worker_drained"] = drained / run.jobs * 1000
+            drained_services = services_cpu_s()["postgres"] - services_cpu["postgres"]
+            run.cpu_ms["postgres_drained"] = drained_services / run.jobs * 1000
             for spy in spies:
                 spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:
@@ -245,6 +258,22 @@ def pipeline_run(
                 spy.wait()
             stop_worker(worker)
     return run
+
+
+def wait_until_drained(broker: Broker, timeout_s: float = 120.0) -> None:
+    """Until no message waits in the broker's job queues (every priority level's list)."""
+    client = redis.Redis.from_url(broker.url)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:  # a bench's own wait: at most timeout_s, then it says so
+            lists = [k for k in client.keys("doclane.*") if client.type(k) == b"list"]
+            if sum(int(client.llen(k)) for k in lists) == 0:  # type: ignore[misc]
+                return
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the broker still held messages after {timeout_s:.0f} s")
+            time.sleep(0.005)
+    finally:
+        client.close()
 
 
 def database_commits(db_url: str) -> int:
@@ -446,6 +475,7 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
                 if run.rate and around
                 else None,
                 "in_job_ms_p95": round(percentile(run.in_job_ms, 0.95), 1),
+                "drain_s": round(run.drain_s, 2),
             }
         )
     client = [
@@ -479,7 +509,9 @@ def show(args: argparse.Namespace, pairs: list[PairsRun], runs: list[PipelineRun
             f"  | head {row['head_s']:.2f} s, in job {row['in_job_ms_p50']:.1f}"
             f"/{row['in_job_ms_p95']:.1f} ms (p50/p95),"
             f" between {row['between_jobs_ms_p50']:.1f} ms, commits/job {row['commits_per_job']},"
-            f" added ms/doc {row['added_ms_per_doc']}"
+            f" added ms/doc {row['added_ms_per_doc']}, then {row['drain_s']:.2f} s to drain the"
+            f" broker (worker, postgres CPU ms/job with it: {cpu['worker_drained']:.2f},"
+            f" {cpu['postgres_drained']:.2f})"
         )
     if args.rounds > 1 or args.compare_with is not None:
         print("medians over rounds (ratio; jobs/s):")

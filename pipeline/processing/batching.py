@@ -132,17 +132,24 @@ class BatchRunner:
         self._origin = ""
 
     # ---- who may share a call ----------------------------------------------------------------
-    def may_lead(self, job: Job) -> bool:
+    @property
+    def possible(self) -> bool:
+        """Whether any job may lead a batch here (else small jobs go straight to rounds)."""
         return (
             self.settings.batch_max_docs > 1
+            and self.profile_settings.server_cache_dir is not None
+            and self.profile_settings.profile in ("auto", "docling-mcp")
+        )
+
+    def may_lead(self, job: Job) -> bool:
+        return (
+            self.possible
             and job.attempt == 1
             and not job.options  # the directory tool takes none
             and job.source_kind.value == "file"
             and job.size_bytes is not None
             and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)
             and self.admitted(job.source_uri, job.size_bytes)
-            and self.profile_settings.server_cache_dir is not None
-            and self.profile_settings.profile in ("auto", "docling-mcp")
         )
 
     def admitted(self, source_uri: str, size_bytes: int) -> bool:

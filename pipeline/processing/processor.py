@@ -119,6 +119,10 @@ class JobProcessor:
             if publisher is not None and settings.round_max_docs > 1
             else None
         )
+        #: Rounds claimed with the message's job: small jobs can go in no batch here.
+        self._rounds_claim = self.rounds is not None and (
+            self.batches is None or not self.batches.possible
+        )
 
     def close(self) -> None:
         """Stop the round threads (a worker process's shutdown); no attempt is running."""
@@ -129,10 +133,11 @@ class JobProcessor:
     def process(self, job_id: UUID) -> Outcome:
         """Run one attempt of ``job_id``; never raises for anything a job can run into."""
         with job_context(str(job_id)):
+            if self.rounds is not None and self.rounds.ended_here(job_id):
+                log.debug("nothing to claim: a round of this process ended the job")
+                return Outcome(OutcomeKind.SKIPPED, job_id)
             try:
-                job, wait_s = self.store.claim_or_wait(
-                    job_id, self.worker_id, self.settings.lease_s
-                )
+                job, companions, wait_s = self._claim(job_id)
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
                 return uncharged_retry(job_id, None, exc, jittered(self.settings.db_retry_s))
@@ -148,7 +153,10 @@ class JobProcessor:
                     attempt_spent=False,
                 )
             if job is None:
-                log.info("nothing to claim (finished, cancelled, unknown or running elsewhere)")
+                if companions and self.rounds is not None:  # due jobs like it: their round
+                    self.rounds.run(None, companions)
+                else:
+                    log.info("nothing to claim (finished, cancelled, unknown or running elsewhere)")
                 return Outcome(OutcomeKind.SKIPPED, job_id)
             update_job_context(attempt=job.attempt)
             log.info(
@@ -159,19 +167,37 @@ class JobProcessor:
                 job.attempts_spent,
                 job.max_attempts,
             )
+            if companions and self.rounds is not None:
+                return self._led(self.rounds.run(job, companions))
             if self.batches is not None and self.batches.may_lead(job):
                 companions = self._companions(job)
                 if companions:
                     return self.batches.run(job, companions)
-            if self.rounds is not None and self.rounds.may_lead(job):
+            if self.rounds is not None and self.rounds.may_lead(job) and not self._rounds_claim:
                 companions = self._round_companions(job)
                 if companions:
-                    return self.rounds.run(job, companions)
+                    return self._led(self.rounds.run(job, companions))
             attempt = self.begin(job)
             try:
                 return self._run_attempt(attempt)
             finally:
                 attempt.keeper.stop()
+
+    def _claim(self, job_id: UUID) -> tuple[Job | None, list[Job], float | None]:
+        """The message's job (or None), the companions of its round, the job's wait if not due.
+
+        Where no batch can be led, the round is claimed with the job, in one round trip; else
+        the job alone, and the batch's or the round's companions once the job is known."""
+        if self._rounds_claim:
+            assert self.rounds is not None
+            return self.rounds.claim(job_id)
+        job, wait_s = self.store.claim_or_wait(job_id, self.worker_id, self.settings.lease_s)
+        return job, [], wait_s
+
+    @staticmethod
+    def _led(outcome: Outcome | None) -> Outcome:
+        assert outcome is not None, "a round with its lead gives the lead's outcome"
+        return outcome
 
     def begin(self, job: Job) -> Attempt:
         """A claimed job's attempt: its lease kept, its writes journaled, its calls cancellable."""

@@ -2,25 +2,40 @@
 
 Against a server that converts a small document in milliseconds, a job at a time spends more on
 its own bookkeeping (a claim, a commit that waits for the disk, Celery's hand-off) than on the
-conversion. A round spreads that over many jobs: a worker that claimed a small, never-tried file
-job (its *lead*) claims up to ``DOCLANE_ROUND_MAX_DOCS - 1`` more due jobs that can share the
-round, in one statement (same queue, profile, options and formats; SKIP LOCKED, so two workers
-never wait for each other's rows). Their conversions run concurrently on the process's round
-threads, at most ``DOCLANE_SERVER_CONCURRENCY`` at a time (the server's own concurrency: over
-stdio as many requests in flight on the child's pipe, matched by id; over HTTP as many
-requests on the client's connection pool), each through the resilience layer as a lone job's
-unit, with whatever profile the server's tools select. The finished results are stored in one
-transaction (one commit, one wait for the disk), each under its own fence.
+conversion. A round spreads that over many jobs. A message's claim takes, in the same statement,
+up to ``DOCLANE_ROUND_MAX_DOCS - 1`` more due jobs that can share the round (same queue,
+profile, options and formats; small, never-tried file jobs; SKIP LOCKED, so two workers never
+wait for each other's rows): with its own job when that job was claimed now for its first try,
+or without it when its job is running elsewhere or ended (a companion's message, typically: it
+starts a round of the jobs like it that are still due, instead of finding nothing to do).
+
+A round is continuous. Its documents are converted on the process's round threads, at most
+``DOCLANE_SERVER_CONCURRENCY`` at a time (the server's own concurrency: over stdio as many
+requests in flight on the child's pipe, matched by id; over HTTP as many requests on the
+client's connection pool), each through the resilience layer as a lone job's unit, with
+whatever profile the server's tools select; a thread that finishes one starts the next at once.
+Meanwhile the round's own thread (the task's) stores the finished results in groups, each group
+one transaction (one commit, one wait for the disk), each result under its own fence, and, for
+up to ``DOCLANE_ROUND_MAX_S`` after the round started, claims more jobs like them as room frees
+(in the same transaction as the group it follows), so the threads do not idle through a claim,
+a commit or Celery's hand-off between rounds. A
+round never holds more than ``DOCLANE_ROUND_MAX_DOCS`` jobs at once (claimed and not yet
+stored): what a killed worker leaves to the reconciler.
 
 Each job stays its own: its own claim, attempt, lease (kept by its own keeper on the process's
 timer thread), journal, cancel scope and outcome. A cancel reaches only that job's call; a
 failure is that job's retry or failure; a fence that no longer matches loses only that job's
-results. A worker killed mid-round leaves its jobs running with leases that lapse: the reconciler
-requeues them, and since every write is fenced by its attempt nothing is stored twice; a
-requeued job has been tried, so it goes alone next time (only never-tried jobs share a round).
+results. A worker killed mid-round leaves its unstored jobs running with leases that lapse: the
+reconciler requeues them, and since every write is fenced by its attempt nothing is stored
+twice; a requeued job has been tried, so it goes alone next time (only never-tried jobs share a
+round).
 
-The companions' own broker messages later find nothing to claim; a companion that ends retrying
-gets a message of its own through the publisher, the lead's outcome goes back to the glue.
+A job taken into a round leaves its broker message behind: that message later finds its job
+taken and starts a round of its own if jobs like it are due, or finds nothing. When it comes to
+the process whose round ended that job (succeeded or failed: final states, which the database
+never lets change), it is acknowledged without a round trip. A job of the round that ends
+retrying gets a message of its own through the publisher; the outcome of the message's own job
+goes back to the glue.
 
 docling-mcp's directory tool (:mod:`.batching`) is a different bargain: one call for many
 documents, which a server without concurrency needs, at the price of proving each result's key.
@@ -30,10 +45,12 @@ Where it applies (the server offers it and shares its cache folder) it is tried 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from typing import Protocol
+from uuid import UUID
 
 from errors import CallTimeout, DatabaseUnavailable
 from pipeline.jobs import Job
@@ -47,6 +64,14 @@ from pipeline.store import JobStore
 from pipeline.support.logs import job_context
 
 log = logging.getLogger("doclane.processor")
+
+#: How many of the jobs its rounds ended a process remembers, to acknowledge their messages
+#: without asking the database (a few seconds of rounds at the rates of an instant server).
+REMEMBERED = 4096
+
+#: A converted document's results wait at most this long for others to share their commit
+#: (they go sooner when half the round's room is converted, or when nothing else is in flight).
+STORE_WITHIN_S = 0.2
 
 
 class AttemptSteps(Protocol):
@@ -64,12 +89,31 @@ class AttemptSteps(Protocol):
 @dataclass
 class _Member:
     attempt: Attempt
+    #: The job its message names (its outcome goes back to the glue, not to the publisher).
+    lead: bool = False
     conversion: Conversion | None = None
     outcome: Outcome | None = None
+    converted_at: float = 0.0
+
+
+@dataclass
+class _Round:
+    """One round's state, kept by the round's own thread."""
+
+    key: Job  # whose queue, profile, options and formats the round's claims match
+    grow_until: float
+    may_grow: bool
+    members: list[_Member] = field(default_factory=list)
+    in_flight: dict[Future[Conversion | Outcome], _Member] = field(default_factory=dict)
+    converted: list[_Member] = field(default_factory=list)
+
+    @property
+    def held(self) -> int:
+        return len(self.in_flight) + len(self.converted)
 
 
 class RoundRunner:
-    """Claims companions for a lead job and runs them all at once (see the module docstring)."""
+    """Claims rounds and runs them, continuously (see the module docstring)."""
 
     def __init__(
         self,
@@ -88,22 +132,47 @@ class RoundRunner:
         self.publisher = publisher
         self.worker_id = worker_id
         self._threads: ThreadPoolExecutor | None = None
+        #: Jobs this process's rounds ended (succeeded or failed for good), oldest first.
+        self._ended_here: dict[UUID, None] = {}
+
+    def ended_here(self, job_id: UUID) -> bool:
+        """Whether a round of this process stored ``job_id``'s end: a job that succeeded or
+        failed never changes again (the database refuses it), so its message has nothing to
+        do, and needs no round trip to find that out."""
+        return job_id in self._ended_here
+
+    @property
+    def room(self) -> int:
+        """The most jobs a round holds at once (claimed and not yet stored)."""
+        return self.settings.round_max_docs
 
     def may_lead(self, job: Job) -> bool:
         return (
-            self.settings.round_max_docs > 1
+            self.room > 1
             and job.attempt == 1
             and job.source_kind.value == "file"
             and job.size_bytes is not None
             and job.size_bytes < SMALL_BELOW_BYTES
         )
 
-    def claim_companions(self, lead: Job) -> list[Job]:
+    def claim(self, job_id: UUID) -> tuple[Job | None, list[Job], float | None]:
+        """A message's claim with its round's (``JobStore.claim_round_of``): the job if it
+        could be claimed, its companions, and how long the job still waits to be due."""
+        return self.store.claim_round_of(
+            job_id,
+            self.worker_id,
+            self.settings.lease_s,
+            limit=self.room - 1,
+            small_below=SMALL_BELOW_BYTES,
+        )
+
+    def claim_companions(self, lead: Job, limit: int | None = None) -> list[Job]:
+        """Up to ``limit`` (the round's room but one) due jobs that can share ``lead``'s round."""
         return self.store.claim_round(
             lead,
             self.worker_id,
             self.settings.lease_s,
-            limit=self.settings.round_max_docs - 1,
+            limit=self.room - 1 if limit is None else limit,
             small_below=SMALL_BELOW_BYTES,
         )
 
@@ -113,93 +182,177 @@ class RoundRunner:
             self._threads = None
 
     # ---- one round ---------------------------------------------------------------------------
-    def run(self, lead: Job, companions: list[Job]) -> Outcome:
-        members = [_Member(self.steps.begin(job)) for job in [lead, *companions]]
-        log.info("round of %d document(s) led by %s", len(members), lead.id)
+    def run(self, lead: Job | None, companions: list[Job]) -> Outcome | None:
+        """The round of ``lead`` (None: its message's job was taken) and ``companions``, grown
+        while it may; ``lead``'s outcome."""
+        jobs = [lead, *companions] if lead is not None else companions
+        now = time.monotonic()
+        round_ = _Round(
+            key=jobs[0],
+            grow_until=now + self.settings.round_max_s,
+            # a claim that came back short found no more to take
+            may_grow=len(companions) >= self.room - 1,
+        )
+        log.info(
+            "round of %d document(s)%s",
+            len(jobs),
+            f" led by {lead.id}" if lead is not None else ", its message's job taken",
+        )
         try:
-            self._convert_all(members)
-            self._store_all([m for m in members if m.conversion is not None])
-        finally:
-            for member in members:
-                member.attempt.keeper.stop()
-        for member in members[1:]:
-            publish_next_attempt(self.publisher, member.attempt.job, member.outcome)
-        assert members[0].outcome is not None
-        return members[0].outcome
-
-    def _convert_all(self, members: list[_Member]) -> None:
-        """Every member's conversion, at most the server's concurrency at once.
-
-        A deadline that interrupts the wait (the lead's task time limit) cancels every call
-        still in flight; their jobs fail with E303 as a lone job at its limit does, and the
-        jobs already converted are stored."""
-        threads = self._pool()
-        futures: list[Future[Conversion | Outcome]] = [
-            threads.submit(self._convert_one, member.attempt) for member in members
-        ]
-        try:
-            wait(futures)
-        except Exception as limit:  # the task's soft time limit: what is converted is stored
-            self._cancel_all(members, futures)
-            self._settle_converted(members, futures, limit)
-            return
+            self._start(round_, jobs, lead)
+            self._keep_going(round_)
+        except Exception:  # the task's soft time limit: what is converted is stored
+            self._cancel_all(round_)
+            self._settle(round_, list(round_.in_flight), stopped=True)
+            self._store(round_)
         except BaseException:  # the process is stopping: nothing more is written
-            self._cancel_all(members, futures)
+            self._cancel_all(round_)
             raise
-        self._settle_converted(members, futures, None)
+        finally:
+            for member in round_.members:
+                member.attempt.keeper.stop()
+        led = [m for m in round_.members if m.lead]
+        if not led:
+            return None
+        assert led[0].outcome is not None
+        return led[0].outcome
+
+    def _start(self, round_: _Round, jobs: list[Job], lead: Job | None) -> None:
+        threads = self._pool()
+        for job in jobs:
+            member = _Member(self.steps.begin(job), lead=job is lead)
+            round_.members.append(member)
+            round_.in_flight[threads.submit(self._convert_one, member.attempt)] = member
+
+    def _keep_going(self, round_: _Round) -> None:
+        """Until every job of the round has its outcome: settle what the threads finish, store
+        the converted in groups, and claim more while the round may grow."""
+        group = max(1, self.room // 2)
+        while round_.in_flight or round_.converted:
+            if round_.in_flight:
+                timeout = None
+                if round_.converted:
+                    oldest = round_.converted[0].converted_at
+                    timeout = max(0.0, oldest + STORE_WITHIN_S - time.monotonic())
+                done, _ = wait(round_.in_flight, timeout=timeout, return_when=FIRST_COMPLETED)
+                self._settle(round_, list(done), stopped=False)
+            converted = round_.converted
+            if converted and (
+                len(converted) >= group
+                or not round_.in_flight
+                or time.monotonic() >= converted[0].converted_at + STORE_WITHIN_S
+            ):  # with the store, as many more as its room takes (one commit for both)
+                room = self.room - len(round_.in_flight)
+                self._store(round_, more=room if room >= group and self._grows(round_) else 0)
+            elif round_.held <= self.room - group and self._grows(round_):
+                self._grow(round_, self.room - round_.held)
 
     @staticmethod
-    def _cancel_all(members: list[_Member], futures: list[Future[Conversion | Outcome]]) -> None:
-        for member in members:
+    def _grows(round_: _Round) -> bool:
+        """Whether the round may still take more jobs (for DOCLANE_ROUND_MAX_S, and while its
+        claims come back full)."""
+        if round_.may_grow and time.monotonic() >= round_.grow_until:
+            round_.may_grow = False
+        return round_.may_grow
+
+    def _grow(self, round_: _Round, wanted: int) -> None:
+        """Up to ``wanted`` more jobs like the round's."""
+        try:
+            more = self.claim_companions(round_.key, wanted)
+        except DatabaseUnavailable as exc:  # the round finishes what it holds
+            log.warning("cannot claim more for the round: %s", exc)
+            more = []
+        self._took(round_, more, wanted)
+
+    def _took(self, round_: _Round, more: list[Job], wanted: int) -> None:
+        round_.may_grow = len(more) == wanted  # a claim that came back short found no more
+        if more:
+            self._start(round_, more, None)
+
+    def _cancel_all(self, round_: _Round) -> None:
+        for member in round_.in_flight.values():
             member.attempt.scope.cancel("the round reached its time limit")
-        wait(futures)
+        wait(round_.in_flight)
 
     def _convert_one(self, attempt: Attempt) -> Conversion | Outcome:
         with job_context(str(attempt.job.id), attempt.job.attempt):
             attempt.journal.hold_from_now()
             return self.steps.converted(attempt)
 
-    def _settle_converted(
-        self,
-        members: list[_Member],
-        futures: list[Future[Conversion | Outcome]],
-        stop: BaseException | None,
+    def _settle(
+        self, round_: _Round, done: list[Future[Conversion | Outcome]], *, stopped: bool
     ) -> None:
-        for member, future in zip(members, futures, strict=True):
+        """What the threads finished: a conversion waits to be stored, an outcome is final.
+        ``stopped``: the round reached its time limit, and a call it withdrew is a timeout."""
+        now = time.monotonic()
+        for future in done:
+            member = round_.in_flight.pop(future)
             result = future.result()
             if isinstance(result, Outcome):
-                member.outcome = result
                 timed_out = result.kind is OutcomeKind.LOST and not member.attempt.keeper.lost
-                if stop is not None and timed_out:
+                if stopped and timed_out:
                     limit = CallTimeout("the round reached the time limit of its size tier")
-                    member.outcome = self.steps.ended(member.attempt, limit)
+                    result = self.steps.ended(member.attempt, limit)
+                self._ended(member, result)
             else:
-                member.conversion = result
+                member.conversion, member.converted_at = result, now
+                round_.converted.append(member)
 
-    def _store_all(self, done: list[_Member]) -> None:
-        """The converted members' results in one transaction, each under its own fence."""
+    def _ended(self, member: _Member, outcome: Outcome) -> None:
+        member.outcome = outcome
+        member.attempt.keeper.stop()
+        if outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
+            self._ended_here[outcome.job_id] = None
+            if len(self._ended_here) > REMEMBERED:
+                del self._ended_here[next(iter(self._ended_here))]
+        if not member.lead:
+            publish_next_attempt(self.publisher, member.attempt.job, outcome)
+
+    def _store(self, round_: _Round, *, more: int = 0) -> None:
+        """The converted members' results in one transaction, each under its own fence, and
+        with ``more``, up to that many more jobs claimed in the same transaction.
+
+        They stay the round's converted until stored: a time limit that interrupts the store
+        stores them again (a fence that no longer matches then says they were stored)."""
+        done = round_.converted
         if not done:
             return
         ends = [m.attempt.journal.results(m.conversion) for m in done if m.conversion]
-        try:
-            stored = self.failures.patiently(
-                lambda: self.store.finish_together(ends), "storing a round's results"
+
+        def write() -> tuple[list[bool], list[Job]]:
+            if not more:
+                return self.store.finish_together(ends), []
+            return self.store.finish_then_claim(
+                ends,
+                round_.key,
+                self.worker_id,
+                self.settings.lease_s,
+                limit=more,
+                small_below=SMALL_BELOW_BYTES,
             )
+
+        try:
+            stored, taken = self.failures.patiently(write, "storing a round's results")
         except DatabaseUnavailable as exc:
+            round_.converted = []
             for member in done:
-                member.outcome = self.steps.ended(member.attempt, exc)
+                self._ended(member, self.steps.ended(member.attempt, exc))
             return
         except ValueError:  # one member's results are not its formats: find whose, alone
+            round_.converted = []
             for member in done:
-                self._store_alone(member)
+                self._ended(member, self._store_alone(member))
             return
+        round_.converted = []
+        if more:
+            self._took(round_, taken, more)
         for member, ours in zip(done, stored, strict=True):
-            member.outcome = self.steps.stored(member.attempt, _already(ours))
+            self._ended(member, self.steps.stored(member.attempt, _already(ours)))
 
-    def _store_alone(self, member: _Member) -> None:
+    def _store_alone(self, member: _Member) -> Outcome:
         conversion, journal = member.conversion, member.attempt.journal
         assert conversion is not None
-        member.outcome = self.steps.stored(member.attempt, lambda: journal.finish(conversion))
+        return self.steps.stored(member.attempt, lambda: journal.finish(conversion))
 
     def _pool(self) -> ThreadPoolExecutor:
         """The process's round threads, made on first use (after the fork, in a worker)."""

@@ -64,12 +64,18 @@ class ProcessingSettings(BaseSettings):
     #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md, bench/proof_cost.py).
     batch_max_table_bytes: int = Field(default=48 * 1024, ge=0)
 
-    #: Small jobs go in rounds: a process that claims a small, never-tried file job claims up
-    #: to this many in all (itself included) that can share its round (same queue, profile,
-    #: options and formats), converts them concurrently and stores their results in one
-    #: transaction (1 turns rounds off). Where the server offers docling-mcp's directory tool
-    #: and a cache folder is shared, a batch is tried first (``DOCLANE_BATCH_MAX_DOCS``).
+    #: Small jobs go in rounds: a message's claim takes up to this many small, never-tried
+    #: file jobs in all (its own included, when it may be claimed) that can share a round
+    #: (same queue, profile, options and formats); the process converts them concurrently,
+    #: stores their results in groups, one transaction each, and claims more as room frees.
+    #: A round never holds more than this many jobs at once (1 turns rounds off). Where the
+    #: server offers docling-mcp's directory tool and a cache folder is shared, a batch is
+    #: tried first (``DOCLANE_BATCH_MAX_DOCS``).
     round_max_docs: int = Field(default=8, ge=1)
+    #: How long a round keeps claiming more jobs as room frees; then it finishes what it holds
+    #: and the process takes its next message (other queues, priorities, a warm shutdown wait
+    #: for that). 0: a round is what its first claim took.
+    round_max_s: float = Field(default=2.0, ge=0)
     #: How many conversions of a round one worker process has in flight at once: the server's
     #: own concurrency (docling-rs-mcp's ``--concurrency``); more only queue at the server.
     server_concurrency: int = Field(default=2, ge=1)

@@ -92,6 +92,28 @@ def _split(conn: psycopg.Connection, made: CreatedJob, spec: NewJob) -> CreatedJ
     return CreatedJob(job_id=made.job_id, slice_ids=tuple(ids))
 
 
+def _round_params(
+    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+) -> dict[str, Any]:
+    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
+    return {
+        "queue": lead.queue,
+        "profile": lead.profile,
+        "options": jsonb(lead.options),
+        "formats": list(lead.formats),
+        "small_below": small_below,
+        "lead": lead.id,
+        "limit": limit,
+        "worker": worker,
+        "lease_s": float(lease_s),
+    }
+
+
+def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
+    jobs = [Job.model_validate(row) for row in rows]
+    return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
+
+
 def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
     if set(wanted) != set(results):
         raise ValueError(
@@ -240,20 +262,38 @@ class JobStore:
     ) -> list[Job]:
         """Claim up to ``limit`` due jobs that can share ``lead``'s round, in one statement
         (sql/rounds.sql); each is claimed as :meth:`claim` claims one, in priority order."""
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
+        rows = self._fetch_rows("claiming a round", query("claim_round"), params)
+        return _in_round_order(rows)
+
+    def claim_round_of(
+        self, job_id: UUID, worker: str, lease_s: float, *, limit: int, small_below: int
+    ) -> tuple[Job | None, list[Job], float | None]:
+        """:meth:`claim_or_wait` and the round's claim in one round trip and one commit
+        (sql/rounds.sql, ``claim_round_of``): the job if it could be claimed, up to ``limit``
+        companions in priority order (also when the job itself is running elsewhere or ended),
+        and how long the job still waits when it is a retrying job not yet due."""
         params = {
-            "queue": lead.queue,
-            "profile": lead.profile,
-            "options": jsonb(lead.options),
-            "formats": list(lead.formats),
-            "small_below": small_below,
-            "lead": lead.id,
-            "limit": limit,
+            "job_id": job_id,
             "worker": worker,
             "lease_s": float(lease_s),
+            "limit": limit,
+            "small_below": small_below,
         }
-        rows = self._fetch_rows("claiming a round", query("claim_round"), params)
-        jobs = [Job.model_validate(row) for row in rows]
-        return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
+        with self._connection("claiming a round") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_round_of"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            rows, wait = claim.fetchall(), due.fetchone()
+        lead: Job | None = None
+        companions: list[Job] = []
+        for row in rows:
+            if row.pop("round_lead"):
+                lead = Job.model_validate(row)
+            else:
+                companions.append(Job.model_validate(row))
+        companions.sort(key=lambda job: (-job.priority, job.created_at))
+        waits = float(wait[0]) if wait and lead is None else None
+        return lead, companions, waits
 
     def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
         """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
@@ -495,6 +535,38 @@ class JobStore:
                     origin=end.origin,
                 )
         return [stored[n] for n in range(len(ends))]
+
+    def finish_then_claim(
+        self,
+        ends: Sequence[AttemptResults],
+        lead: Job,
+        worker: str,
+        lease_s: float,
+        *,
+        limit: int,
+        small_below: int,
+    ) -> tuple[list[bool], list[Job]]:
+        """:meth:`finish_together`, then :meth:`claim_round`, in one transaction and one round
+        trip: a growing round's one wait for the disk serves its stored results and its next
+        jobs. Where a result cannot go inline (too large, or an object store), the two are
+        made apart. A ValueError undoes both (the caller stores each result alone)."""
+        inline = self.result_objects is None and all(
+            sum(len(content) for content in end.results.values()) <= INLINE_RESULTS_MAX_CHARS
+            for end in ends
+        )
+        if not inline:
+            stored = self.finish_together(ends)
+            more = self.claim_round(lead, worker, lease_s, limit=limit, small_below=small_below)
+            return stored, more
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
+        with _formats_mismatch(), self._connection("storing a round's results") as conn:
+            with conn.pipeline(), conn.transaction():  # BEGIN, finishes, claim, COMMIT at once
+                cursors = [conn.execute(query("finish_attempt"), end.params()) for end in ends]
+                claim = conn.cursor(row_factory=dict_row).execute(query("claim_round"), params)
+            stored = [(row := cur.fetchone()) is not None and row[0] is not None
+                      for cur in cursors]  # fmt: skip
+            rows = claim.fetchall()
+        return stored, _in_round_order(rows)
 
     def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
         """running -> failed with the error's code; ``False`` for a stale attempt."""

@@ -26,8 +26,10 @@ def test_pipeline_overhead_smoke() -> None:
         assert run["lone_jobs"] == 3 and run["overhead_ms_p50"] > 0
         assert run["commits_per_job"] > 0
         assert set(run["cpu_ms_per_job"]) == {
-            "worker", "worker_main", "submit", "server", "postgres", "redis"
+            "worker", "worker_main", "submit", "server", "postgres", "redis",
+            "worker_drained", "postgres_drained",
         }  # fmt: skip
+        assert run["drain_s"] >= 0
     medians = [(m["label"], m["concurrency"], m["round_docs"]) for m in out["medians"]]
     assert medians == [("doclane", 1, 1), ("doclane", 1, 4)]
 

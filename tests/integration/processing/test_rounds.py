@@ -73,12 +73,25 @@ def assert_others_succeeded(bench: Bench, ids: list[UUID], but: UUID) -> None:
 
 
 def hanging_job(bench: Bench, ids: list[UUID]) -> UUID | None:
-    """The one job whose call hangs, once every other job of the round is converted."""
+    """The one job whose call hangs, once every other job of the round is converted (stored
+    already, or waiting for its group's commit)."""
     jobs = bench.store.get_jobs(ids)
     stuck = [j.id for j in jobs if j.state is JobState.RUNNING and j.stage is Stage.CONVERTING]
     others = [j for j in jobs if j.id not in stuck]
-    done = all(j.stage is Stage.EXPORTING for j in others)  # converted, awaiting the round
+    done = all(j.stage is Stage.EXPORTING or j.state is JobState.SUCCEEDED for j in others)
     return stuck[0] if len(stuck) == 1 and done else None
+
+
+def most_held_at_once(bench: Bench, ids: list[UUID]) -> int:
+    """The most of these jobs claimed and not yet stored at any one time, by the database's
+    clock (a claim's and a commit's ``now()``: one process's round claims after it stores)."""
+    jobs = bench.store.get_jobs(ids)
+    spans = [(j.started_at, j.finished_at) for j in jobs]
+    assert all(start is not None and end is not None for start, end in spans)
+    return max(
+        sum(1 for start, end in spans if start <= at < end)  # type: ignore[operator]
+        for at, _ in spans
+    )
 
 
 @pytest.fixture
@@ -87,7 +100,7 @@ def background() -> Iterator[ThreadPoolExecutor]:
         yield pool
 
 
-def test_a_round_converts_its_jobs_concurrently_and_stores_them_together(
+def test_a_round_claims_its_jobs_at_once_and_converts_them_concurrently(
     make_bench: Callable[..., Bench],
 ) -> None:
     bench = round_bench(make_bench)
@@ -114,17 +127,57 @@ def test_a_round_converts_its_jobs_concurrently_and_stores_them_together(
     stats = bench.server.stats()
     assert stats["max_tool_calls_in_flight"] <= 2, "never more than DOCLANE_SERVER_CONCURRENCY"
     jobs = {j.id: j for j in bench.store.get_jobs(ids)}
-    assert len({j.finished_at for j in jobs.values()}) == 1, "the results in one transaction"
-    claims = {jobs[i].started_at for i in ids[1:]}
-    assert len(claims) == 1, "the companions claimed in one statement"
+    claims = {jobs[i].started_at for i in ids}
+    assert len(claims) == 1, "the job and its companions claimed in one statement"
     assert bench.publisher.messages == [], "nothing to publish: every companion succeeded"
     # The companions' own messages find nothing to claim.
     assert bench.processor.process(ids[1]).kind is OutcomeKind.SKIPPED
 
 
+def test_a_round_claims_more_as_room_frees_never_holding_more_than_its_room(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """A round of room 3 takes all seven jobs like its lead, never more than three claimed
+    and unstored at once, and leaves the job of other formats alone."""
+    bench = round_bench(make_bench, round_max_docs=3, round_max_s=600)
+    ids = submit_samples(bench, 7)
+    other = submit_samples_from(bench, 20, formats=("md", "html"))
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    for number, job_id in enumerate(ids, start=1):
+        assert_succeeded_once(bench, job_id, number)
+    assert most_held_at_once(bench, ids) <= 3
+    claims = {j.started_at for j in bench.store.get_jobs(ids)}
+    assert len(claims) >= 3, "seven jobs at most three at a time: three claims at least"
+    other_job = bench.store.get_job(other)
+    assert other_job is not None and other_job.state is JobState.QUEUED
+
+
+def test_a_message_whose_job_is_taken_starts_a_round_of_the_jobs_like_it(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """The message's job runs elsewhere: the message takes the jobs like it that are due and
+    converts them, and leaves the job it names to the worker that holds it."""
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 4)
+    elsewhere = bench.store.claim(ids[0], "another-worker", lease_s=60)
+    assert elsewhere is not None
+
+    outcome = bench.processor.process(ids[0])
+
+    assert (outcome.kind, outcome.job_id) == (OutcomeKind.SKIPPED, ids[0])
+    held = bench.store.get_job(ids[0])
+    assert held is not None and held.state is JobState.RUNNING and held.attempt == 1
+    assert bench.store.list_results(ids[0]) == []
+    assert_others_succeeded(bench, ids, ids[0])
+    assert bench.publisher.messages == []
+
+
 def test_a_round_takes_only_jobs_that_can_share_it(make_bench: Callable[..., Bench]) -> None:
-    """Same formats only, never a job tried before, at most DOCLANE_ROUND_MAX_DOCS."""
-    bench = round_bench(make_bench, round_max_docs=3)
+    """Same formats only, never a job tried before, at most DOCLANE_ROUND_MAX_DOCS (a round
+    that does not grow: ``DOCLANE_ROUND_MAX_S`` 0)."""
+    bench = round_bench(make_bench, round_max_docs=3, round_max_s=0)
     ids = submit_samples(bench, 4)
     other = submit_samples_from(bench, 20, formats=("md", "html"))
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
@@ -189,6 +242,9 @@ def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
     assert job.attempts_spent == 1, "charged: it was its own try"
     assert [m.job_id for m in bench.publisher.messages] == [unlucky]
     assert_others_succeeded(bench, ids, unlucky)
+    # Its next message is heard (not yet due, it comes back); only ended jobs' are passed over.
+    assert bench.processor.process(unlucky).kind is OutcomeKind.RETRY
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SKIPPED
 
 
 def test_a_job_cancelled_mid_round_stops_alone(
@@ -272,3 +328,24 @@ def _interrupt_when_hanging(bench: Bench, ids: list[UUID]) -> UUID:
     assert main is not None
     signal.pthread_kill(main, signal.SIGUSR1)
     return job_id
+
+
+def test_a_job_tried_before_goes_alone_and_one_not_yet_due_takes_no_round(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """A retrying job's message claims no companions: not when the job is due (a document
+    that may have broken a round goes alone), nor when it is not yet (it comes back later)."""
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 4)
+    waiting, due, untouched = ids[0], ids[1], ids[2:]
+    for job_id, delay_s in ((waiting, 600.0), (due, 0.0)):
+        assert bench.store.claim(job_id, "another-worker", lease_s=60) is not None
+        error = ServerUnavailable("the server went away")
+        assert bench.store.schedule_retry(job_id, 1, error, delay=delay_s) is JobState.RETRYING
+
+    assert bench.processor.process(waiting).kind is OutcomeKind.RETRY
+    assert bench.processor.process(due).kind is OutcomeKind.SUCCEEDED
+
+    jobs = {j.id: j for j in bench.store.get_jobs(ids)}
+    assert jobs[due].attempt == 2 and jobs[waiting].state is JobState.RETRYING
+    assert [jobs[i].state for i in untouched] == [JobState.QUEUED] * 2, "no round took them"

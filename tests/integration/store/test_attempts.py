@@ -159,6 +159,33 @@ def test_a_round_is_finished_together_each_under_its_own_fence(
     assert store.finish_together(ends[:1]) == [False], "a duplicate writes nothing"
 
 
+def test_a_growing_round_stores_and_claims_more_in_one_transaction(
+    job_factory: Callable[..., Job], store: JobStore
+) -> None:
+    """``finish_then_claim``: the stored results and the next jobs like them commit together
+    (one ``now()``); each result under its own fence, the claim as ``claim_round``'s."""
+    done, gone = job_factory(JobState.RUNNING), job_factory(JobState.RUNNING)
+    assert store.cancel(gone.id) is not None
+    waiting = [job_factory(JobState.QUEUED) for _ in range(3)]
+    ends = [
+        AttemptResults(done.id, done.attempt, {"md": "# done"}),
+        AttemptResults(gone.id, gone.attempt, {"md": "# gone"}),
+    ]
+
+    stored, more = store.finish_then_claim(ends, done, "worker-b", 60, limit=2, small_below=1 << 20)
+
+    assert stored == [True, False]
+    assert [j.id for j in more] == [w.id for w in waiting[:2]], "by priority, then age"
+    assert {(j.state, j.attempt, j.lease_owner) for j in more} == {
+        (JobState.RUNNING, 1, "worker-b")
+    }
+    finished = store.get_job(done.id)
+    assert finished is not None and finished.finished_at == more[0].started_at, "one commit"
+    assert store.list_results(gone.id) == []
+    third = store.get_job(waiting[2].id)
+    assert third is not None and third.state is JobState.QUEUED, "at most the limit"
+
+
 def test_a_round_with_results_that_are_not_a_jobs_formats_stores_nothing(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
@@ -171,6 +198,12 @@ def test_a_round_with_results_that_are_not_a_jobs_formats_stores_nothing(
         store.finish_together(ends)
     assert store.get_job(first.id) == first, "the whole transaction was undone"
     assert store.list_results(first.id) == []
+    queued = job_factory(JobState.QUEUED)
+    with pytest.raises(ValueError, match="wants formats"):
+        store.finish_then_claim(ends, first, "worker-b", 60, limit=1, small_below=1 << 20)
+    assert store.get_job(first.id) == first and store.get_job(queued.id) == queued, (
+        "the claim was undone with the results"
+    )
 
 
 def test_a_cancelled_running_job_is_never_written_as_succeeded(
