@@ -114,6 +114,8 @@ def _host_and_port(hostport: str) -> tuple[str, int | None]:
             raise ValueError(f"not an IPv6 address: [{literal}]") from exc
         return literal, _port(after[1:])
     host, _, port = hostport.partition(":")
+    if "[" in host or "]" in host:  # refused by urlsplit too, from Python 3.11.4 on
+        raise ValueError(f"a bracket outside an IPv6 host: {host!r}")
     return _normal_host(host), _port(port)
 
 
