@@ -10,11 +10,11 @@ information, path, query and fragment what the WHATWG URL standard percent-encod
 origins, and loading httpx for that (with the rich, pygments and click its own command line
 imports) was a third of the command's time beyond the CLI's start.
 
-A few addresses httpx took are refused, since no server is reached through them and an error
-at start is clearer than a key that never matches: a port that is not plain ASCII digits
-(``+80``, `` 80``), anything but ``:port`` after an IPv6 host's ``]``, unbalanced brackets,
-``.`` or ``..`` segments in the path (httpx removed them in a way of its own), and non-ASCII
-text that NFKC-normalises to a delimiter in the host or user information.
+A few addresses httpx took are refused, each odd enough that an error at start says more than
+a key or path nobody wrote: a port that is not plain ASCII digits (``+80``, `` 80``), anything
+but ``:port`` after an IPv6 host's ``]``, a bracket outside an IPv6 host, ``.`` or ``..``
+segments in the path (httpx removed them in a way of its own: ``/a/b/..`` became ``/a``), and
+non-ASCII text that NFKC-normalises to a delimiter in the host or user information.
 """
 
 from __future__ import annotations
