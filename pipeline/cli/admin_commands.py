@@ -14,7 +14,7 @@ from uuid import UUID
 
 import typer
 
-from pipeline.admin import AdminStore, Stats, collect_stats, list_jobs, load_admin_settings
+from pipeline.admin import AdminStore, Stats, collect_stats, load_admin_settings
 from pipeline.jobs import Job, JobState
 from pipeline.resilience import load_resilience_settings
 
@@ -139,6 +139,9 @@ def jobs(
     as_json: bool = AS_JSON,
 ) -> None:
     """List jobs, newest first."""
+    # Here, not at the top: the job views' module (its models) is no part of `doclane stats`.
+    from pipeline.admin import list_jobs
+
     filters = job_filter(
         state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json
     )

@@ -59,15 +59,8 @@ if TYPE_CHECKING:
     from pipeline.mcp._timeouts import CallTimeouts
     from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
     from pipeline.mcp._watchdog import CancelScope
-    from pipeline.mcp.settings import (
-        McpSettings,
-        check_no_auth_for_stdio,
-        is_stdio,
-        load_mcp_settings,
-        normalize_endpoint,
-        origin_of,
-        stdio_endpoint,
-    )
+    from pipeline.mcp.endpoints import is_stdio, normalize_endpoint, origin_of, stdio_endpoint
+    from pipeline.mcp.settings import McpSettings, check_no_auth_for_stdio, load_mcp_settings
 
 #: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
 #: ``McpSettings`` (a publisher's time limits) loads no client, and one that never
@@ -107,11 +100,11 @@ __getattr__ = lazy.exports(
         "CancelScope": "._watchdog",
         "McpSettings": ".settings",
         "check_no_auth_for_stdio": ".settings",
-        "is_stdio": ".settings",
+        "is_stdio": ".endpoints",
         "load_mcp_settings": ".settings",
-        "normalize_endpoint": ".settings",
-        "origin_of": ".settings",
-        "stdio_endpoint": ".settings",
+        "normalize_endpoint": ".endpoints",
+        "origin_of": ".endpoints",
+        "stdio_endpoint": ".endpoints",
     },
 )
 

@@ -52,7 +52,8 @@ from pipeline.mcp._revision import MODERN_VERSION, ParamHeaders
 from pipeline.mcp._session import JsonRpcSession, Listeners
 from pipeline.mcp._timeouts import CallTimeouts, Deadline
 from pipeline.mcp._transport import Binding, Transport
-from pipeline.mcp.settings import McpSettings, load_mcp_settings, origin_of
+from pipeline.mcp.endpoints import origin_of
+from pipeline.mcp.settings import McpSettings, load_mcp_settings
 from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.client")

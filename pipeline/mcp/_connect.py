@@ -18,7 +18,8 @@ from pipeline.mcp._http import StreamableHttpTransport
 from pipeline.mcp._stdio import StdioTransport
 from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.mcp._transport import Transport
-from pipeline.mcp.settings import McpSettings, is_stdio
+from pipeline.mcp.endpoints import is_stdio
+from pipeline.mcp.settings import McpSettings
 
 
 def transport_for(

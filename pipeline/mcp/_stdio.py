@@ -35,7 +35,7 @@ from pipeline.mcp._stdio_stream import ChildStream, Waiter, WakingAlarm
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._transport import Binding, MessageSink, Reply, describe_message
 from pipeline.mcp._watchdog import CancelScope
-from pipeline.mcp.settings import STDIO_PREFIX, stdio_origin
+from pipeline.mcp.endpoints import STDIO_PREFIX, stdio_origin
 
 logger = logging.getLogger("doclane.mcp.stdio")
 

@@ -57,24 +57,17 @@ The token, the API key and the OAuth client secret are ``SecretStr``: they print
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import os
 import shlex
-import socket
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pipeline.mcp.endpoints import normalize_endpoint, stdio_endpoint
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
-DEFAULT_PATH = "/mcp"
-#: An endpoint ``stdio:<command line>`` names a server run as a child process (the stdio transport).
-STDIO_PREFIX = "stdio:"
 
 AuthKind = Literal["none", "bearer", "api-key", "oauth-client-credentials"]
 OAUTH = "oauth-client-credentials"
@@ -305,56 +298,6 @@ def split_origins(value: str) -> list[str]:
     for origin in origins:
         normalize_endpoint(origin)
     return origins
-
-
-def normalize_endpoint(origin: str) -> str:
-    """``http://host:port`` -> ``http://host:port/mcp``; a URL with a path is kept as it is."""
-    try:
-        url = httpx.URL(origin.strip())
-    except httpx.InvalidURL as exc:
-        raise ValueError(f"not a URL: {origin!r}") from exc
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ValueError(f"not an http(s) origin or endpoint URL: {origin!r}")
-    if url.path in ("", "/"):
-        url = url.copy_with(path=DEFAULT_PATH)
-    return str(url)
-
-
-def is_stdio(endpoint: str) -> bool:
-    return endpoint.startswith(STDIO_PREFIX)
-
-
-def stdio_endpoint(command: str) -> str:
-    """``stdio:<command line>``: the endpoint of a server run as a child (``--command``)."""
-    argv = shlex.split(command)
-    if not argv:
-        raise ValueError("the server command is empty")
-    return STDIO_PREFIX + shlex.join(argv)
-
-
-def stdio_origin(endpoint: str) -> str:
-    """``stdio://<host>/<pid>/<command hash>``: the breaker key of *this process's* child.
-
-    A child is one process's server: its failures say nothing about the children of other
-    processes, so its breaker (shared through Redis like any other) must be keyed per process.
-    The host name keeps pids of different machines or containers apart.
-    """
-    digest = hashlib.sha256(endpoint.encode()).hexdigest()[:12]
-    return f"stdio://{socket.gethostname()}/{os.getpid()}/{digest}"
-
-
-@functools.lru_cache(maxsize=256)
-def origin_of(endpoint: str) -> str:
-    """``scheme://host[:port]`` of an endpoint: the key of its circuit breaker.
-
-    Remembered: a worker asks it of its few endpoints several times per job, and parsing the
-    URL each time was 2% of a worker's CPU against a fast server."""
-    if is_stdio(endpoint):
-        return stdio_origin(endpoint)
-    url = httpx.URL(endpoint)
-    host = f"[{url.host}]" if ":" in url.host else url.host
-    port = f":{url.port}" if url.port is not None else ""
-    return f"{url.scheme}://{host}{port}"
 
 
 def load_mcp_settings(**overrides: Any) -> McpSettings:

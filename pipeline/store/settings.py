@@ -52,10 +52,10 @@ class StoreSettings(BaseSettings):
     @field_validator("result_store")
     @classmethod
     def _check_result_store(cls, value: str) -> str:
-        from pipeline.objects import ObjectAddress, is_object_address
-
         if value == "postgres":
             return value
+        from pipeline.objects import ObjectAddress, is_object_address
+
         if not is_object_address(value):
             raise ValueError("DOCLANE_RESULT_STORE is `postgres` or `s3://bucket/prefix`")
         ObjectAddress.parse(value)  # E104 (a ValueError's sibling) names what is wrong

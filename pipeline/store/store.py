@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from datetime import datetime, timedelta
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 from uuid import UUID, uuid4
 
 import psycopg
@@ -49,7 +49,6 @@ from pipeline.jobs import (
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.large_values import copy_results_in, copy_single_value
 from pipeline.store.queries import query
-from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import (
     COPY_JOB_TYPES,
     AttemptResults,
@@ -64,6 +63,9 @@ from pipeline.store.rows import (
     jsonb,
 )
 from pipeline.store.settings import StoreSettings, load_store_settings
+
+if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
+    from pipeline.store.result_objects import ObjectResults
 
 log = logging.getLogger("doclane.store")
 
@@ -144,6 +146,8 @@ class JobStore:
     def result_objects(self) -> ObjectResults | None:
         """The object half of the result store, or None when results live in PostgreSQL."""
         if self._result_objects is None and self.settings.result_store != "postgres":
+            from pipeline.store.result_objects import ObjectResults
+
             self._result_objects = ObjectResults(self.settings.result_store)
         return self._result_objects
 
@@ -730,6 +734,8 @@ class JobStore:
     def _objects_for(self, uri: str) -> ObjectResults:
         """The result store's objects; one under another root (kept before the setting
         changed) is still read, through a store built for it."""
+        from pipeline.store.result_objects import ObjectResults
+
         return self.result_objects or ObjectResults(uri)
 
     def check_not_expired(self, job_id: UUID, fmt: str | None = None) -> None:

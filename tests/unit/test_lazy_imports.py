@@ -3,6 +3,7 @@ second of every CLI command's and every worker's start."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -59,3 +60,18 @@ def test_the_cli_and_the_worker_load_no_boto3_until_they_meet_s3() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_configured_origins_are_read_without_httpx() -> None:
+    """``doclane stats`` lists the breakers of the configured origins: reading them loaded httpx
+    (and the rich, pygments and click its command line imports), a tenth of a second."""
+    probe = (
+        "import sys; from pipeline.mcp import load_mcp_settings, origin_of; "
+        "print([origin_of(e) for e in load_mcp_settings().endpoints], "
+        "sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'rich', 'pygments')))"
+    )
+    env = {**os.environ, "DOCLING_MCP_ORIGIN": "http://a:80, https://Bücher.example/mcp"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
+    assert done.stdout.strip() == "['http://a', 'https://bücher.example'] []"

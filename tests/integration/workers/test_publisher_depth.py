@@ -1,8 +1,10 @@
 """What the reconciler and the admin views read from the broker: how many messages wait in a
-queue; the admin views (``doclane stats``, the API) ask without a Celery app, and load none."""
+queue; the admin views (``doclane stats``, the API) ask without a Celery app, and load none (nor
+httpx)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,7 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
+from pipeline.admin import WorkerInfo
+from pipeline.admin.heartbeats import beat
 from pipeline.queues import (
     CONTROL_QUEUE,
     JOB_QUEUES,
@@ -20,6 +25,7 @@ from pipeline.queues import (
     QUEUE_SMALL,
     JobMessage,
 )
+from pipeline.resilience import load_resilience_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
@@ -79,15 +85,22 @@ def test_an_unreachable_broker_is_reported() -> None:
         BrokerFleet("redis://127.0.0.1:1/0").queue_depths()
 
 
-def test_stats_loads_no_celery(
+def test_stats_loads_neither_celery_nor_httpx(
     migrated_database_url: str, redis_broker: Broker, tmp_path: Path
 ) -> None:
     """Building the Celery app to ask four queue depths cost every ``doclane stats`` a third
-    of a second of imports and set-up."""
+    of a second of imports and set-up; parsing the configured origins with ``httpx.URL`` cost
+    another tenth (httpx loads rich, pygments and click). Asked here as an operator asks: a
+    worker alive (its heartbeat), two origins configured, one of them internationalised."""
+    resilience = load_resilience_settings()
+    heartbeats = redis.Redis.from_url(resilience.redis_url)
+    beat(heartbeats, resilience.breaker_namespace, WorkerInfo(name="alive@host"), interval_s=600)
+    heartbeats.close()
     env = {
         **os.environ,
         "DOCLANE_DATABASE_URL": migrated_database_url,
         "DOCLANE_BROKER_URL": redis_broker.url,
+        "DOCLING_MCP_ORIGIN": "http://127.0.0.1:8765, HTTPS://Bücher.example:443/mcp",
     }
     script = (
         "import runpy, sys\n"
@@ -96,7 +109,7 @@ def test_stats_loads_no_celery(
         "    runpy.run_module('pipeline.cli', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'celery')\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('celery', 'httpx'))\n"
         "print('LOADED', loaded, file=sys.stderr)\n"
     )
     done = subprocess.run(
@@ -107,5 +120,11 @@ def test_stats_loads_no_celery(
         text=True,
         check=False,
     )
-    assert '"queue": "doclane.small"' in done.stdout, done.stderr
+    stats = json.loads(done.stdout)
+    assert [d["queue"] for d in stats["queues"]] == [*JOB_QUEUES, CONTROL_QUEUE], done.stderr
+    assert [w["name"] for w in stats["workers"]] == ["alive@host"]
+    assert [b["origin"] for b in stats["breakers"]] == [
+        "http://127.0.0.1:8765",
+        "https://bücher.example",
+    ]
     assert "LOADED []" in done.stderr, done.stderr[-2000:]

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.mcp import CallTimeouts, McpClient, McpSettings, load_mcp_settings, normalize_endpoint
-from pipeline.mcp.settings import origin_of
+from pipeline.mcp import (
+    CallTimeouts,
+    McpClient,
+    McpSettings,
+    load_mcp_settings,
+    normalize_endpoint,
+    origin_of,
+)
 from pipeline.support.secrets import mask_address
 from tests.unit.mcp.conftest import MakeClient
 from tests.unit.mcp.scripted import ScriptedServer
