@@ -42,6 +42,17 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
     assert versions == {"sse": "2025-11-25", "json": "2026-07-28", "stdio": "2026-07-28"}
 
 
+@pytest.mark.docling
+def test_worker_memory_stores_through_docling_rs_both_ways() -> None:
+    """Needs the real docling-rs-mcp (scripts/test installs it)."""
+    report = run_bench("worker_memory", "--smoke", "--docling-rs")
+    assert set(report["docling_rs"]) == {"stdio", "http"}
+    for figures in report["docling_rs"].values():
+        assert figures["markdown_bytes"] > 0
+        for peak in (figures["storing"], figures["reply_alone"]):
+            assert peak["peak_mb"] >= peak["rss_before_mb"] > 0
+
+
 def test_mcp_hardening_ends_every_misbehaving_call_with_its_code() -> None:
     # 12 MB: just over the 10 MiB bound the bench sets, so the oversize reply is refused.
     report = run_bench("mcp_hardening", "--rounds", "1", "--oversize-bytes", "12000000")
@@ -63,6 +74,6 @@ def test_stdio_throughput_converts_every_copy_both_ways() -> None:
 
 def test_worker_memory_measures_the_sse_parser_alone() -> None:
     report = run_bench("worker_memory", "--sse-alone", "--result-mb", "2")
-    assert set(report["sse_alone"]) == {"sse", "parse"}
+    assert set(report["sse_alone"]) == {"sse", "parse", "stream"}
     for figures in report["sse_alone"].values():
         assert figures["peak_mb"] >= figures["rss_before_mb"] > 0
