@@ -9,7 +9,9 @@ tools), a scratch database and a claimed Redis database (bench.harness):
 2. Storing: one Markdown source of ``--result-mb`` MB (default 50) whose exported markdown is as
    large. The pool process's peak (``VmHWM``, reset through ``/proc/<pid>/clear_refs`` just
    before) while it calls the tools, receives the reply (the markdown twice, as the SDK sends a
-   structured result: text and ``structuredContent``) and stores the result.
+   structured result: text and ``structuredContent``) and stores the result. That worker speaks
+   SSE (2025-11-25); ``storing_wires`` is the same job in a fresh worker warmed by one small
+   job, with the fake answering JSON bodies (2026-07-28) and as each pool process's stdio child.
 3. Serving: ``doclane api``, then ``GET /v1/jobs/{id}/result/md`` of that result, read and
    counted by the bench; the API process's peak (``VmHWM``, reset the same way) meanwhile.
 4. Where the storing peak is: the same convert and export of the same source by ``McpClient``
@@ -213,12 +215,19 @@ def measure(
                 wire: reply_alone(wire_env(env, wire, server), code, large, result_mb)
                 for wire in WIRES
             }
+            done = jobs + 1
+            report["storing_wires"] = {}
+            for wire in ("json", "stdio"):
+                peaks = warm_storing(wire_env(env, wire, server), db_url, scratch / wire, done=done)
+                report["storing_wires"][wire] = peak_figures(*peaks, result_mb)
+                done += 2
+            server.configure(stateless=False)
             if docling_rs:
                 report["docling_rs"] = {}
                 for n, wire in enumerate(("stdio", "http")):
                     try:  # a failure here leaves the figures above standing
                         figures = through_docling_rs(
-                            env, db_url, scratch, code, wire, done=jobs + 1 + 2 * n
+                            env, db_url, scratch, code, wire, done=done + 2 * n
                         )
                     except (SystemExit, Exception) as exc:
                         figures = {"error": f"{type(exc).__name__}: {exc}"}
@@ -264,6 +273,27 @@ def storing(
     return job_id, peak_figures(before, peak_mb(pool), result_mb)
 
 
+def warm_storing(env: dict[str, str], db_url: str, work: Path, *, done: int) -> tuple[float, float]:
+    """A fresh worker (one pool process) warmed by one small job, then one job of the large
+    source (``--no-dedup``): the pool process's RSS before that job and its peak during it.
+    ``done``: the jobs that had succeeded before."""
+    work.mkdir(exist_ok=True)
+    large = work.parent / "large"
+    worker = start_worker(env, work / "worker.log", "--concurrency", "1", "--no-beat")
+    try:
+        pool = pool_process(worker.pid)
+        write_small_files(work / "warm", 0, 1)
+        submit(env, work / "warm", "--no-dedup")
+        wait_succeeded(db_url, done + 1, timeout=300)
+        before = rss_mb(pool)
+        reset_peak(pool)
+        submit(env, large, "--no-dedup")
+        wait_succeeded(db_url, done + 2, timeout=600)
+        return before, peak_mb(pool)
+    finally:
+        stop_worker(worker)
+
+
 def through_docling_rs(
     env: dict[str, str], db_url: str, scratch: Path, code: Path, wire: str, *, done: int
 ) -> dict[str, Any]:
@@ -279,21 +309,8 @@ def through_docling_rs(
         rs_env["DOCLING_MCP_ORIGIN"] = server.url
     else:
         rs_env["DOCLING_MCP_COMMAND"] = server.stdio_command()
-    warm = server.work / "warm"
     try:
-        worker = start_worker(rs_env, server.work / "worker.log", "--concurrency", "1", "--no-beat")
-        try:
-            pool = pool_process(worker.pid)
-            write_small_files(warm, 0, 1)
-            submit(rs_env, warm, "--no-dedup")
-            wait_succeeded(db_url, done + 1, timeout=300)
-            before = rss_mb(pool)
-            reset_peak(pool)
-            submit(rs_env, large.parent, "--no-dedup")
-            wait_succeeded(db_url, done + 2, timeout=600)
-            peak = peak_mb(pool)
-        finally:
-            stop_worker(worker)
+        before, peak = warm_storing(rs_env, db_url, server.work, done=done)
         alone = reply_alone(rs_env, code, large, result_mb=0, tools="docling-rs")
     finally:
         server.stop()
@@ -491,6 +508,7 @@ def show(report: dict[str, Any]) -> None:
         f"(goal < {GROWTH_GOAL_MB} MB)"
     )
     peaks = {"storing": report["storing"], "serving": report["serving"]}
+    peaks |= {f"store {wire}": f for wire, f in report.get("storing_wires", {}).items()}
     peaks |= {f"reply {wire}": figures for wire, figures in report["reply_alone"].items()}
     for wire, rs in report.get("docling_rs", {}).items():
         if "error" in rs:

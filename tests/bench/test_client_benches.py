@@ -34,8 +34,9 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
     report = run_bench("worker_memory", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
-    replies = report["reply_alone"]
-    for figures in (report["storing"], report["serving"], *replies.values()):
+    replies, stores = report["reply_alone"], report["storing_wires"]
+    assert set(stores) == {"json", "stdio"}
+    for figures in (report["storing"], report["serving"], *replies.values(), *stores.values()):
         assert figures["peak_mb"] >= figures["rss_before_mb"] > 0
     assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
     versions = {wire: figures["version"] for wire, figures in replies.items()}
