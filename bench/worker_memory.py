@@ -9,7 +9,9 @@ tools), a scratch database and a claimed Redis database (bench.harness):
 2. Storing: one Markdown source of ``--result-mb`` MB (default 50) whose exported markdown is as
    large. The pool process's peak (``VmHWM``, reset through ``/proc/<pid>/clear_refs`` just
    before) while it calls the tools, receives the reply (the markdown twice, as the SDK sends a
-   structured result: text and ``structuredContent``) and stores the result.
+   structured result: text and ``structuredContent``) and stores the result. That worker speaks
+   SSE (2025-11-25); ``storing_wires`` is the same job in a fresh worker warmed by one small
+   job, with the fake answering JSON bodies (2026-07-28) and as each pool process's stdio child.
 3. Serving: ``doclane api``, then ``GET /v1/jobs/{id}/result/md`` of that result, read and
    counted by the bench; the API process's peak (``VmHWM``, reset the same way) meanwhile.
 4. Where the storing peak is: the same convert and export of the same source by ``McpClient``
@@ -19,14 +21,21 @@ tools), a scratch database and a claimed Redis database (bench.harness):
    ``application/json``) and ``stdio`` (the fake as the client's child process).
 
 5. ``--sse-alone``: only ``httpx-sse`` reading that reply (one SSE event, the markdown twice,
-   fed in 64 KiB chunks) in a fresh process, with and without ``json.loads`` of the event's
-   data: how much of the peak is the SSE parser's before any JSON parser sees a byte.
+   fed in ``--sse-chunk-kb`` chunks, 64 by default) in a fresh process, alone, then with
+   ``json.loads`` of the event's data, then with the event's data parsed as it is fed by
+   ``pipeline.mcp._large_reply`` (one copy of the markdown kept): how much of the peak is the
+   SSE parser's before any JSON parser sees a byte.
+6. ``--docling-rs``: the same storing (a warmed worker, one job of the large source) and lone
+   client through docling-rs-mcp, over stdio (a child per worker process) and over HTTP
+   (``--http``). Its reply carries the markdown once, as one text block; its markdown of a
+   markdown source is not byte for byte the source, so its factor counts the markdown it sent.
 
 Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS just before.
 
     .venv/bin/python -m bench.worker_memory [--smoke] [--jobs 1000] [--result-mb 50] [--json]
         [--rounds N] [--compare-with DIR]   # alternate with another checkout's code (A B A B)
-    .venv/bin/python -m bench.worker_memory --sse-alone [--result-mb 50] [--json]
+        [--docling-rs]
+    .venv/bin/python -m bench.worker_memory --sse-alone [--result-mb 50] [--sse-chunk-kb 64]
 """
 
 from __future__ import annotations
@@ -60,6 +69,7 @@ from bench.harness import (
     wait_succeeded,
     worker_env,
 )
+from bench.rs_server import RsServer
 
 MB = 1024 * 1024
 GROWTH_GOAL_MB = 50
@@ -136,9 +146,9 @@ def write_large_file(path: Path, size: int) -> None:
     path.write_bytes(body)
 
 
-def submit(env: dict[str, str], folder: Path) -> list[str]:
+def submit(env: dict[str, str], folder: Path, *options: str) -> list[str]:
     done = subprocess.run(
-        [DOCLANE, "submit", str(folder), "--json"],
+        [DOCLANE, "submit", str(folder), "--json", *options],
         env=env,
         capture_output=True,
         text=True,
@@ -177,7 +187,9 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[tuple[int, str]]:
 
 
 # ---- the measurement ---------------------------------------------------------------------------
-def measure(jobs: int, result_mb: int, scratch: Path, code: Path) -> dict[str, Any]:
+def measure(
+    jobs: int, result_mb: int, scratch: Path, code: Path, *, docling_rs: bool = False
+) -> dict[str, Any]:
     """One run of every figure, with the doclane of checkout ``code`` (``PYTHONPATH``)."""
     report: dict[str, Any] = {"jobs": jobs, "result_mb": result_mb, "checkout": str(code)}
     broker = claim_redis_db()
@@ -203,6 +215,23 @@ def measure(jobs: int, result_mb: int, scratch: Path, code: Path) -> dict[str, A
                 wire: reply_alone(wire_env(env, wire, server), code, large, result_mb)
                 for wire in WIRES
             }
+            done = jobs + 1
+            report["storing_wires"] = {}
+            for wire in ("json", "stdio"):
+                peaks = warm_storing(wire_env(env, wire, server), db_url, scratch / wire, done=done)
+                report["storing_wires"][wire] = peak_figures(*peaks, result_mb)
+                done += 2
+            server.configure(stateless=False)
+            if docling_rs:
+                report["docling_rs"] = {}
+                for n, wire in enumerate(("stdio", "http")):
+                    try:  # a failure here leaves the figures above standing
+                        figures = through_docling_rs(
+                            env, db_url, scratch, code, wire, done=done + 2 * n
+                        )
+                    except (SystemExit, Exception) as exc:
+                        figures = {"error": f"{type(exc).__name__}: {exc}"}
+                    report["docling_rs"][wire] = figures
     finally:
         broker.release()
     return report
@@ -244,6 +273,55 @@ def storing(
     return job_id, peak_figures(before, peak_mb(pool), result_mb)
 
 
+def warm_storing(env: dict[str, str], db_url: str, work: Path, *, done: int) -> tuple[float, float]:
+    """A fresh worker (one pool process) warmed by one small job, then one job of the large
+    source (``--no-dedup``): the pool process's RSS before that job and its peak during it.
+    ``done``: the jobs that had succeeded before."""
+    work.mkdir(exist_ok=True)
+    large = work.parent / "large"
+    worker = start_worker(env, work / "worker.log", "--concurrency", "1", "--no-beat")
+    try:
+        pool = pool_process(worker.pid)
+        write_small_files(work / "warm", 0, 1)
+        submit(env, work / "warm", "--no-dedup")
+        wait_succeeded(db_url, done + 1, timeout=300)
+        before = rss_mb(pool)
+        reset_peak(pool)
+        submit(env, large, "--no-dedup")
+        wait_succeeded(db_url, done + 2, timeout=600)
+        return before, peak_mb(pool)
+    finally:
+        stop_worker(worker)
+
+
+def through_docling_rs(
+    env: dict[str, str], db_url: str, scratch: Path, code: Path, wire: str, *, done: int
+) -> dict[str, Any]:
+    """Storing the large source's markdown through docling-rs-mcp (a warmed worker whose pool
+    process converts one job of it), then the lone client's peak on the same reply."""
+    large = scratch / "large" / "large.md"
+    server = RsServer(scratch / f"rs-{wire}", root=scratch)
+    server.work.mkdir()
+    rs_env = {k: v for k, v in env.items() if k != "DOCLING_MCP_ORIGIN"}
+    rs_env |= {"DOCLANE_PROFILE": "docling-rs", "DOCLANE_ALLOWED_ROOTS": str(scratch)}
+    if wire == "http":
+        server.start()
+        rs_env["DOCLING_MCP_ORIGIN"] = server.url
+    else:
+        rs_env["DOCLING_MCP_COMMAND"] = server.stdio_command()
+    try:
+        before, peak = warm_storing(rs_env, db_url, server.work, done=done)
+        alone = reply_alone(rs_env, code, large, result_mb=0, tools="docling-rs")
+    finally:
+        server.stop()
+    markdown_mb = alone["markdown_bytes"] / MB
+    return {
+        "storing": peak_figures(before, peak, markdown_mb),
+        "reply_alone": alone,
+        "markdown_bytes": alone["markdown_bytes"],
+    }
+
+
 def serving(env: dict[str, str], scratch: Path, job_id: str, result_mb: int) -> dict[str, float]:
     """``doclane api``'s peak while a client reads the large result."""
     with api_server(env, scratch / "api.log") as (api_pid, base):
@@ -277,11 +355,15 @@ def wire_env(env: dict[str, str], wire: str, server: FakeServer) -> dict[str, st
     }
 
 
-def reply_alone(env: dict[str, str], code: Path, source: Path, result_mb: int) -> dict[str, Any]:
+def reply_alone(
+    env: dict[str, str], code: Path, source: Path, result_mb: int, tools: str = "docling-mcp"
+) -> dict[str, Any]:
     """The client's share of the storing peak: a fresh process (the code of checkout ``code``)
-    converts and exports ``source`` with ``McpClient`` as the worker does, and nothing else."""
+    converts and exports ``source`` with ``McpClient`` as the worker does, and nothing else.
+    ``result_mb`` 0: the factor counts the markdown the server sent (docling-rs-mcp's is not
+    the source byte for byte)."""
     done = subprocess.run(
-        [sys.executable, "-c", ONE_REPLY, str(source)],
+        [sys.executable, "-c", ONE_REPLY, str(source), tools],
         env=env,
         cwd=code,
         capture_output=True,
@@ -291,12 +373,14 @@ def reply_alone(env: dict[str, str], code: Path, source: Path, result_mb: int) -
     if done.returncode != 0:
         raise SystemExit(f"the lone client failed: {done.stderr[-2000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    if figures["markdown_bytes"] != result_mb * MB:
+    if result_mb and figures["markdown_bytes"] != result_mb * MB:
         raise SystemExit(f"exported {figures['markdown_bytes']} bytes, expected {result_mb * MB}")
+    size_mb = result_mb or figures["markdown_bytes"] / MB
     return {
-        **peak_figures(figures["before"], figures["peak"], result_mb),
+        **peak_figures(figures["before"], figures["peak"], size_mb),
         "s": figures["s"],
         "version": figures["version"],
+        "markdown_bytes": figures["markdown_bytes"],
     }
 
 
@@ -312,21 +396,26 @@ ONE_REPLY = textwrap.dedent(
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
 
-    source = sys.argv[1]
+    source, tools = sys.argv[1], sys.argv[2]
     size = os.path.getsize(source)
     with McpClient() as client:
         client.initialize()
+        client.tools()
         before = status("VmRSS")
         Path("/proc/self/clear_refs").write_text("5")
         started = time.monotonic()
-        converted = client.call_tool(
-            "convert_document_into_docling_document", {"source": source}, size_bytes=size
-        )
-        key = converted.structured["document_key"]
-        exported = client.call_tool(
-            "export_docling_document_to_markdown", {"document_key": key}, size_bytes=size
-        )
-        markdown = exported.structured["markdown"]
+        if tools == "docling-rs":
+            arguments = {"uri": source, "to": "md", "options": {"compact_tables": False}}
+            markdown = client.call_tool("convert", arguments, size_bytes=size).text
+        else:
+            converted = client.call_tool(
+                "convert_document_into_docling_document", {"source": source}, size_bytes=size
+            )
+            key = converted.structured["document_key"]
+            exported = client.call_tool(
+                "export_docling_document_to_markdown", {"document_key": key}, size_bytes=size
+            )
+            markdown = exported.structured["markdown"]
         elapsed = time.monotonic() - started
         peak = status("VmHWM")
         version = client.negotiated_version
@@ -336,20 +425,22 @@ ONE_REPLY = textwrap.dedent(
 )
 
 
-#: ``httpx-sse`` alone on the export's reply (``python -c``; argv: result MB, "parse" or "sse").
+#: ``httpx-sse`` alone on the export's reply (``python -c``; argv: result MB, "sse", "parse" or
+#: "stream", chunk KiB).
 SSE_ALONE = textwrap.dedent(
     """
     import json, sys
     from pathlib import Path
     import httpx
     from httpx_sse import EventSource
+    from pipeline.mcp._large_reply import LargeReplyParser
 
     def status(field):
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith(field + ":"):
                 return int(line.split()[1]) / 1024
 
-    size, parse = int(sys.argv[1]) * 1024 * 1024, sys.argv[2] == "parse"
+    size, mode, chunk = int(sys.argv[1]) * 1024 * 1024, sys.argv[2], int(sys.argv[3]) * 1024
     markdown = ("result markdown worker memory table figure page text\\n" * (size // 52 + 1))[:size]
     text = json.dumps({"markdown": markdown})
     result = {
@@ -359,7 +450,7 @@ SSE_ALONE = textwrap.dedent(
     line = json.dumps({"jsonrpc": "2.0", "id": 3, "result": result})
     body = ("event: message\\ndata: " + line + "\\n\\n").encode()
     del markdown, text, result, line
-    chunks = [body[i:i + 65536] for i in range(0, len(body), 65536)]
+    chunks = [body[i:i + chunk] for i in range(0, len(body), chunk)]
     del body
 
     class Chunks(httpx.SyncByteStream):
@@ -371,29 +462,34 @@ SSE_ALONE = textwrap.dedent(
     before = status("VmRSS")
     Path("/proc/self/clear_refs").write_text("5")
     for event in EventSource(response).iter_sse():
-        if parse:
+        if mode == "parse":
             message = json.loads(event.data)
+        elif mode == "stream":
+            parser = LargeReplyParser()
+            parser.feed_text(event.data)
+            message = parser.finish()
     print(json.dumps({"before": before, "peak": status("VmHWM")}))
     """
 )
 
 
-def sse_alone(result_mb: int) -> dict[str, dict[str, float]]:
-    """``httpx-sse``'s own peak on the reply, then with ``json.loads`` of the event."""
+def sse_alone(result_mb: int, chunk_kb: int = 64) -> dict[str, dict[str, float]]:
+    """``httpx-sse``'s own peak on the reply, then with each way of parsing the event."""
     figures = {}
-    for mode in ("sse", "parse"):
+    for mode in ("sse", "parse", "stream"):
         done = subprocess.run(
-            [sys.executable, "-c", SSE_ALONE, str(result_mb), mode],
+            [sys.executable, "-c", SSE_ALONE, str(result_mb), mode, str(chunk_kb)],
             capture_output=True,
             text=True,
             check=True,
+            cwd=ROOT,
         )
         out = json.loads(done.stdout)
         figures[mode] = peak_figures(out["before"], out["peak"], result_mb)
     return figures
 
 
-def peak_figures(before: float, peak: float, result_mb: int) -> dict[str, float]:
+def peak_figures(before: float, peak: float, result_mb: float) -> dict[str, float]:
     return {
         "rss_before_mb": before,
         "peak_mb": peak,
@@ -412,12 +508,17 @@ def show(report: dict[str, Any]) -> None:
         f"(goal < {GROWTH_GOAL_MB} MB)"
     )
     peaks = {"storing": report["storing"], "serving": report["serving"]}
+    peaks |= {f"store {wire}": f for wire, f in report.get("storing_wires", {}).items()}
     peaks |= {f"reply {wire}": figures for wire, figures in report["reply_alone"].items()}
+    for wire, rs in report.get("docling_rs", {}).items():
+        if "error" in rs:
+            print(f"docling-rs-mcp over {wire}: {rs['error']}")
+            continue
+        peaks |= {f"rs {wire} store": rs["storing"], f"rs {wire} reply": rs["reply_alone"]}
     for what, f in peaks.items():
         print(
             f"{what:>12}: RSS {f['rss_before_mb']:.1f} MB -> peak {f['peak_mb']:.1f} MB, "
-            f"+{f['extra_mb']:.1f} MB = {f['factor']:.2f}x the {report['result_mb']} MB result "
-            f"(goal < {PEAK_FACTOR_GOAL}x)"
+            f"+{f['extra_mb']:.1f} MB = {f['factor']:.2f}x the result (goal < {PEAK_FACTOR_GOAL}x)"
         )
 
 
@@ -430,6 +531,10 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folders (logs)")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--sse-alone", action="store_true", help="httpx-sse's own peak only")
+    parser.add_argument("--sse-chunk-kb", type=int, default=64, help="--sse-alone's chunks")
+    parser.add_argument(
+        "--docling-rs", action="store_true", help="also store the result through docling-rs-mcp"
+    )
     parser.add_argument(
         "--compare-with", type=Path, help="another checkout whose code runs before each round"
     )
@@ -437,7 +542,7 @@ def main() -> None:
     if args.smoke:
         args.jobs, args.result_mb = 12, 2
     if args.sse_alone:
-        figures = sse_alone(args.result_mb)
+        figures = sse_alone(args.result_mb, args.sse_chunk_kb)
         if args.json:
             print(json.dumps({"result_mb": args.result_mb, "sse_alone": figures}))
         for mode, f in figures.items() if not args.json else ():
@@ -452,7 +557,9 @@ def main() -> None:
         for code in checkouts:
             scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-memory-"))
             try:
-                reports.append(measure(args.jobs, args.result_mb, scratch, code))
+                reports.append(
+                    measure(args.jobs, args.result_mb, scratch, code, docling_rs=args.docling_rs)
+                )
             finally:
                 if not args.keep:
                     shutil.rmtree(scratch, ignore_errors=True)

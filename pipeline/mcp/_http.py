@@ -45,7 +45,8 @@ from errors import (
     error_for,
 )
 from pipeline import __version__
-from pipeline.mcp._protocol import JsonObject, parse_json_messages
+from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER, LargeReplyParser
+from pipeline.mcp._protocol import JsonObject, json_messages, parse_json_messages, unparseable
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._transport import Binding, MessageSink, Reply
 from pipeline.mcp._transport import describe_message as _describe
@@ -156,9 +157,7 @@ class StreamableHttpTransport:
                 raise ParseError(f"{what}: the server accepted the request but sent no reply")
             kind = _content_type(response)
             if kind == "application/json":
-                for item in parse_json_messages(
-                    self._read_whole(response, what), f"reply to {what}"
-                ):
+                for item in self._read_json(response, what):
                     sink(item)
                 return reply
             if kind != "text/event-stream":
@@ -312,23 +311,41 @@ class StreamableHttpTransport:
             raise ServerUnavailable(f"{what}: the reply broke off: {exc}") from exc
         return b"".join(chunks)[:limit]
 
-    def _read_whole(self, response: httpx.Response, what: str) -> bytes:
-        """The whole body, or E312 as soon as it passes ``max_reply_bytes``."""
+    def _read_json(self, response: httpx.Response, what: str) -> list[JsonObject]:
+        """A JSON body's messages (E312 as soon as it passes ``max_reply_bytes``): read whole
+        and parsed by ``json.loads`` while short, parsed as it arrives once long."""
+        where = f"reply to {what}"
+        pending, parser = bytearray(), None
         try:
-            return b"".join(self._capped(response, what))
+            for chunk in self._capped(response, what, FEED_BYTES):
+                if parser is not None:
+                    parser.feed(chunk)
+                    continue
+                pending += chunk
+                if len(pending) > STREAM_AFTER:
+                    parser = LargeReplyParser()
+                    parser.feed(pending)
+                    pending.clear()
+            if parser is None:
+                return parse_json_messages(pending, where)
+            return json_messages(parser.finish(), where)
+        except ValueError as exc:
+            raise unparseable(where, exc) from exc
         except httpx.TimeoutException:
             raise
         except httpx.TransportError as exc:
             raise ServerUnavailable(f"{what}: the reply broke off: {exc}") from exc
 
-    def _capped(self, response: httpx.Response, what: str) -> Iterator[bytes]:
+    def _capped(
+        self, response: httpx.Response, what: str, chunk_size: int | None = None
+    ) -> Iterator[bytes]:
         """The decoded body chunk by chunk, stopping with E312 past ``max_reply_bytes``."""
         limit = self._max_reply_bytes
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             raise _too_large(what, limit, f"it announced {int(declared)} bytes")
         size = 0
-        for chunk in response.iter_bytes():
+        for chunk in response.iter_bytes(chunk_size):
             size += len(chunk)
             if size > limit:
                 raise _too_large(what, limit, "reading stopped there")

@@ -61,12 +61,23 @@ def message_kind(message: Mapping[str, Any]) -> MessageKind:
     raise ParseError(f"not a JSON-RPC message: {_excerpt(message)}")
 
 
-def parse_json_messages(text: str | bytes, where: str) -> list[JsonObject]:
+def parse_json_messages(text: str | bytes | bytearray, where: str) -> list[JsonObject]:
     """One JSON-RPC message, or a batch of them, from a reply body or an SSE ``data`` field."""
     try:
         decoded = json.loads(text)
     except ValueError as exc:
-        raise ParseError(f"unparseable JSON in {where}: {exc}") from exc
+        raise unparseable(where, exc) from exc
+    return json_messages(decoded, where)
+
+
+def unparseable(where: str, exc: ValueError) -> ParseError:
+    """E200 for bytes that are not JSON (the parser's first line says where)."""
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ParseError(f"unparseable JSON in {where}: {reason}")
+
+
+def json_messages(decoded: Any, where: str) -> list[JsonObject]:
+    """The messages of a decoded reply; E200 unless it is one message or a batch of them."""
     items = decoded if isinstance(decoded, list) else [decoded]
     if not items or not all(isinstance(item, dict) for item in items):
         raise ParseError(f"{where} is not a JSON-RPC message: {_excerpt(decoded)}")
@@ -194,7 +205,8 @@ class ToolResult:
 
     ``structured`` is the ``structuredContent`` (checked against the tool's ``outputSchema``
     when it has one); ``raw`` is the whole wire result, which ``errors.classify`` reads to turn
-    an ``isError`` result into E306/E307.
+    an ``isError`` result into E306/E307 (less, in a reply of megabytes, a text block that was
+    ``structuredContent`` again as JSON: see ``pipeline.mcp._large_reply``).
     """
 
     tool: str

@@ -7,8 +7,10 @@ waiting request (the session handles them the same whoever receives them), or ke
 next request when none waits. Each request's own thread takes its messages from its inbox, so
 its sink may write (answer a ``ping``) with no lock held. A line longer than ``max_reply_bytes``
 is never held whole: the reader skips to its end and fails the request its id names (E312), or
-every waiting request when the prefix names none. EOF on stdout is the child's death: whatever
-waits is failed with the reason, exit status and last stderr lines included.
+every waiting request when the prefix names none. A line that grows past a few MiB is parsed as
+it arrives (``pipeline.mcp._large_reply``), never held whole either; shorter ones, nearly all,
+are read whole and parsed by ``json.loads``. EOF on stdout is the child's death: whatever waits
+is failed with the reason, exit status and last stderr lines included.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Literal
 
 from errors import CallTimeout, ServerUnavailable
 from pipeline.mcp._child import ChildProcess
+from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER, LargeReplyParser
 from pipeline.mcp._protocol import JsonObject, RequestId
 from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp._watchdog import Alarm, Reason
@@ -33,6 +36,7 @@ from pipeline.mcp._watchdog import Alarm, Reason
 logger = logging.getLogger("doclane.mcp.stdio")
 
 _UNROUTED_KEPT = 64
+_HEAD_BYTES = 256
 _ID_IN_PREFIX = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.)*")')
 
 Kind = Literal["message", "dead", "too_large", "cancelled"]
@@ -145,26 +149,18 @@ class ChildStream:
     def _read_loop(self) -> None:
         stdout = self.child.popen.stdout
         assert stdout is not None
-        fd, line, skipping = stdout.fileno(), bytearray(), False
+        fd, line = stdout.fileno(), _Line()
         reason = "closed its stdout"
         try:
             while chunk := os.read(fd, 65536):
                 start = 0
                 while start <= len(chunk):
                     end = chunk.find(b"\n", start)
-                    piece = chunk[start:] if end < 0 else chunk[start:end]
-                    if not skipping and len(line) + len(piece) > self._max:
-                        self._oversize(bytes((line + piece[:256])[:256]))
-                        line.clear()
-                        skipping = True
-                    if not skipping:
-                        line += piece
+                    self._take(line, chunk[start:] if end < 0 else chunk[start:end])
                     if end < 0:
                         break
-                    if not skipping:
-                        self._dispatch(bytes(line))
-                    line.clear()
-                    skipping = False
+                    self._end_of_line(line)
+                    line = _Line()
                     start = end + 1
         except (OSError, ValueError) as exc:
             reason = f"reading its stdout failed: {exc}"
@@ -174,14 +170,64 @@ class ChildStream:
             stop=status == "still running",
         )
 
-    def _dispatch(self, line: bytes) -> None:
+    def _take(self, line: _Line, piece: bytes) -> None:
+        """One piece of the line being read: kept, fed to its parser, or skipped."""
+        if line.skipping:
+            return
+        if len(line.head) < _HEAD_BYTES:
+            line.head += piece[: _HEAD_BYTES - len(line.head)]
+        line.size += len(piece)
+        if line.size > self._max:
+            self._oversize(bytes(line.head))
+            line.skip()
+            return
+        line.pending += piece
+        if line.parser is None and line.size <= STREAM_AFTER:
+            return
+        if line.parser is None or len(line.pending) >= FEED_BYTES:
+            line.parser = line.parser or LargeReplyParser()
+            try:
+                line.parser.feed(line.pending)
+            except ValueError as exc:
+                self._not_json(line.head, exc)
+                line.skip()
+                return
+            line.pending.clear()
+
+    def _end_of_line(self, line: _Line) -> None:
+        if line.skipping:
+            return
+        if line.parser is None:
+            self._dispatch(line.pending)
+            return
+        try:
+            line.parser.feed(line.pending)
+            line.pending.clear()
+            decoded = line.parser.finish()
+        except ValueError as exc:
+            self._not_json(line.head, exc)
+            return
+        self._deliver(decoded)
+
+    def _dispatch(self, line: bytearray) -> None:
         if not line.strip():
             return
         try:
             decoded = json.loads(line)
-        except ValueError:
-            logger.warning("child %s wrote a non-JSON line: %.200r", self.child.pid, line)
+        except ValueError as exc:
+            self._not_json(line, exc)
             return
+        self._deliver(decoded)
+
+    def _not_json(self, line: bytes | bytearray, exc: ValueError) -> None:
+        logger.warning(
+            "child %s wrote a non-JSON line: %.200r (%s)",
+            self.child.pid,
+            bytes(line[:256]),
+            str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__,
+        )
+
+    def _deliver(self, decoded: object) -> None:
         for item in decoded if isinstance(decoded, list) else [decoded]:
             if isinstance(item, dict):
                 self._route(item)
@@ -241,3 +287,20 @@ class ChildStream:
             waiter.inbox.put(Event("dead", text=reason))
         if stop:
             threading.Thread(target=self.child.stop, args=(0.0, 1.0), daemon=True).start()
+
+
+class _Line:
+    """The line being read: its bytes while short, a parse in progress once long, or skipped."""
+
+    __slots__ = ("head", "parser", "pending", "size", "skipping")
+
+    def __init__(self) -> None:
+        self.head = bytearray()  # its first bytes, for the log and the E312 routing
+        self.pending = bytearray()  # read and not yet parsed
+        self.size = 0
+        self.parser: LargeReplyParser | None = None
+        self.skipping = False
+
+    def skip(self) -> None:
+        """Read the rest of the line without keeping it."""
+        self.skipping, self.parser, self.pending = True, None, bytearray()

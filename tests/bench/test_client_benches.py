@@ -34,12 +34,24 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
     report = run_bench("worker_memory", "--smoke")
     assert set(report["rss_mb"]) == {"after_10", f"after_{report['jobs']}"}
     assert set(report["growth_mb"]) == {"pool", "main"}
-    replies = report["reply_alone"]
-    for figures in (report["storing"], report["serving"], *replies.values()):
+    replies, stores = report["reply_alone"], report["storing_wires"]
+    assert set(stores) == {"json", "stdio"}
+    for figures in (report["storing"], report["serving"], *replies.values(), *stores.values()):
         assert figures["peak_mb"] >= figures["rss_before_mb"] > 0
     assert report["serving"]["bytes"] == report["result_mb"] * 1024 * 1024
     versions = {wire: figures["version"] for wire, figures in replies.items()}
     assert versions == {"sse": "2025-11-25", "json": "2026-07-28", "stdio": "2026-07-28"}
+
+
+@pytest.mark.docling
+def test_worker_memory_stores_through_docling_rs_both_ways() -> None:
+    """Needs the real docling-rs-mcp (scripts/test installs it)."""
+    report = run_bench("worker_memory", "--smoke", "--docling-rs")
+    assert set(report["docling_rs"]) == {"stdio", "http"}
+    for figures in report["docling_rs"].values():
+        assert figures["markdown_bytes"] > 0
+        for peak in (figures["storing"], figures["reply_alone"]):
+            assert peak["peak_mb"] >= peak["rss_before_mb"] > 0
 
 
 def test_mcp_hardening_ends_every_misbehaving_call_with_its_code() -> None:
@@ -63,6 +75,6 @@ def test_stdio_throughput_converts_every_copy_both_ways() -> None:
 
 def test_worker_memory_measures_the_sse_parser_alone() -> None:
     report = run_bench("worker_memory", "--sse-alone", "--result-mb", "2")
-    assert set(report["sse_alone"]) == {"sse", "parse"}
+    assert set(report["sse_alone"]) == {"sse", "parse", "stream"}
     for figures in report["sse_alone"].values():
         assert figures["peak_mb"] >= figures["rss_before_mb"] > 0

@@ -116,7 +116,7 @@ class HttpFaultLayer:
             knobs = state.knobs
             if exchange.method == "tools/call" and knobs.oversize_reply_bytes:
                 await _oversize(send, exchange.request_id, knobs.oversize_reply_bytes,
-                                sse=knobs.oversize_as == "sse")  # fmt: skip
+                                shape=knobs.oversize_as)  # fmt: skip
                 return
             scope[EXCHANGE_KEY] = exchange
             watched = self._watching(send, exchange, session_scope)
@@ -348,13 +348,14 @@ async def _shaped(
         group.cancel_scope.cancel()
 
 
-async def _oversize(send: Send, request_id: Any, size: int, *, sse: bool) -> None:
-    """A tools/call result whose text is ``size`` bytes, streamed in 1 MiB pieces."""
+async def _oversize(send: Send, request_id: Any, size: int, *, shape: str) -> None:
+    """A tools/call result whose text is ``size`` bytes, streamed in 1 MiB pieces (``json_cut``:
+    a JSON body without its closing bytes)."""
     head = json.dumps({"jsonrpc": "2.0", "id": request_id})[:-1].encode()
     head += b', "result": {"isError": false, "content": [{"type": "text", "text": "'
-    tail = b'"}]}}'
-    content_type = b"text/event-stream" if sse else b"application/json"
-    if sse:
+    tail = b'"}]}}' if shape != "json_cut" else b""
+    content_type = b"text/event-stream" if shape == "sse" else b"application/json"
+    if shape == "sse":
         head, tail = b"event: message\r\ndata: " + head, tail + b"\r\n\r\n"
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", content_type)]})  # fmt: skip

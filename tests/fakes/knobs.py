@@ -91,8 +91,10 @@ class Knobs(BaseModel):
         ge=1,
         description="answer tools/call with a text result this large, streamed, never held whole",
     )
-    oversize_as: Literal["sse", "json"] = Field(
-        default="sse", description="the oversize reply as one SSE event or a JSON body"
+    oversize_as: Literal["sse", "json", "json_cut"] = Field(
+        default="sse",
+        description="the oversize reply as one SSE event, a JSON body, or a JSON body cut off "
+        "before its last bytes (malformed)",
     )
 
     # --- the directory tool ----------------------------------------------------------------------

@@ -58,6 +58,10 @@ def handle(request: dict[str, Any]) -> None:
     elif method == "junk":  # a line that is not JSON, then the answer
         write_raw(b"this is not json\n")
         answer(request, {"after_junk": True})
+    elif method == "big_junk":  # a line of params.size bytes cut off before its end, the answer
+        write_raw(b'{"jsonrpc":"2.0","id":%d,"result":{"filler":"%s\n'
+                  % (request["id"], b"z" * params["size"]))  # fmt: skip
+        answer(request, {"after_junk": True})
     elif method == "trickle":  # notifications forever, never the response
         while True:
             send({"jsonrpc": "2.0", "method": "notifications/progress",

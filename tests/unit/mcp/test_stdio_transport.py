@@ -21,6 +21,7 @@ import pytest
 
 from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable, SessionExpired
 from pipeline.mcp import Binding, CancelScope, StdioTransport
+from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
 from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._session import JsonRpcSession
 from tests.fixtures.processes import process_gone
@@ -130,6 +131,36 @@ def test_an_oversized_reply_is_E312_and_the_stream_goes_on(make_transport: Any) 
     assert caught.value.detail == {"limit_bytes": 4096}
     pid = transport.child_pid
     assert Exchange(transport, 2, "echo").result["pid"] == pid  # same child, same stream
+
+
+def test_a_long_line_parsed_as_it_arrives_gives_what_a_short_one_gives(
+    make_transport: Any,
+) -> None:
+    transport = make_transport()
+    for size in (1000, STREAM_AFTER + 2 * FEED_BYTES + 17):  # json.loads, then streamed
+        assert Exchange(transport, size, "big", {"size": size}).result == {"filler": "x" * size}
+
+
+def test_a_long_line_over_the_bound_is_E312_once_streamed_too(make_transport: Any) -> None:
+    limit = STREAM_AFTER + FEED_BYTES  # past the point where the line is parsed as it arrives
+    transport = make_transport(max_reply_bytes=limit)
+    with pytest.raises(ReplyTooLarge) as caught:
+        Exchange(transport, 1, "big", {"size": limit + FEED_BYTES})
+    assert caught.value.detail == {"limit_bytes": limit}
+    assert Exchange(transport, 2, "big", {"size": limit // 2}).result == {
+        "filler": "x" * (limit // 2)
+    }
+
+
+@pytest.mark.parametrize("size", [100, STREAM_AFTER + FEED_BYTES])
+def test_a_malformed_line_long_or_short_is_skipped_alike(
+    make_transport: Any, caplog: pytest.LogCaptureFixture, size: int
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="doclane.mcp.stdio"):
+        assert Exchange(make_transport(), 1, "big_junk", {"size": size}).result == {
+            "after_junk": True
+        }
+    assert any("non-JSON line" in record.getMessage() for record in caplog.records)
 
 
 def test_an_oversized_notification_is_dropped_not_fatal(make_transport: Any) -> None:
