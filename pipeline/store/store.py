@@ -266,6 +266,14 @@ class JobStore:
         """Let a retrying job be claimed now instead of at its next_attempt_at."""
         return self._update("making a job due", query("make_due"), {"job_id": job_id})
 
+    def defer(self, job_id: UUID, delay_s: float) -> bool:
+        """A waiting job whose message went back unclaimed (every circuit open) is due
+        ``delay_s`` from now: its wait is then not taken for a lost message. A progress write
+        (nothing about the job changed but when it is next tried); False: not waiting."""
+        params = {"job_id": job_id, "delay_s": float(delay_s)}
+        with self._progress("deferring a job") as conn:
+            return conn.execute(query("defer_waiting"), params).rowcount == 1
+
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
         params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
         with self._progress("renewing a lease") as conn:
