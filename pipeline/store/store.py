@@ -594,6 +594,28 @@ class JobStore:
         with self._connection("finding stale jobs") as conn:
             return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]
 
+    def lost_queued(
+        self,
+        queue: str,
+        *,
+        waiting: int,
+        older_than: timedelta,
+        now: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[UUID]:
+        """Queued jobs of ``queue`` overdue by more than ``older_than`` beyond the ``waiting``
+        messages the broker holds for it, oldest first: their messages are presumed lost (see
+        sql/reconciler.sql). Taking them restarts their clock and notes it in their trail."""
+        params = {
+            "queue": queue,
+            "waiting": waiting,
+            "older_than_s": older_than.total_seconds(),
+            "now": now,
+            "limit": limit,
+        }
+        with self._connection("finding jobs whose message was lost") as conn:
+            return [r[0] for r in conn.execute(query("take_lost_queued"), params)]
+
     # ---- reading ------------------------------------------------------------------------------
     def get_job(self, job_id: UUID) -> Job | None:
         return self._fetch_job("reading a job", query("get_job"), {"job_id": job_id})
