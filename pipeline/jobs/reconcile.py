@@ -19,10 +19,13 @@ pass does three sweeps, each a bounded batch that is safe to run from several pr
    oldest get a new message. A queued job's message is in the queue or being worked on (then
    the job is running): apart from the moment between a worker's taking it and its claim, and
    a message sent back to wait out open circuits (whose job is then not due before it comes
-   back), only a lost message leaves a queued job without one. Retrying jobs' messages wait in
-   the workers (a countdown), where no broker counts them: they are sweep 2's. A queue with a
-   batch or more of messages waiting is left to sweep 2 (a backlog: its lost messages are
-   republished once it drains), which also bounds this sweep's reading to two batches.
+   back), only a lost message leaves a queued job without one. A retrying job's message waits
+   out its countdown in a worker, where no broker counts it, and runs once due: one overdue by
+   the same short threshold was lost with its worker (killed, or cut from a restarted broker),
+   and gets a new message too (a pool busy with long jobs may only be late with it: the
+   duplicate then runs on whichever worker is free first, and the other finds nothing to
+   claim). A queue with a batch or more of messages waiting is left to sweep 2 (a backlog: its
+   lost messages are republished once it drains), which also bounds this sweep's reading.
 
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
 left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
@@ -82,9 +85,9 @@ class ReconcileSettings(BaseSettings):
     #: Longer than a normal queue wait, or busy queues get duplicate (harmless) messages.
     reconcile_stale_after_s: float = Field(default=300.0, gt=0)
     #: How long past its due time a queued job may wait, on a queue whose broker holds fewer
-    #: messages than the database has such jobs, before it is republished (the difference was
-    #: lost: a broker restart, a flushed queue). Longer than a message takes from the queue to a
-    #: worker's claim.
+    #: messages than the database has such jobs (the difference was lost: a broker restart, a
+    #: flushed queue), or a retrying job at all (its countdown was lost with its worker), before
+    #: it is republished. Longer than a message takes from the queue to a worker's claim.
     reconcile_lost_after_s: float = Field(default=60.0, gt=0)
     #: Rows per sweep; a backlog larger than this is worked off over several passes.
     reconcile_batch: int = Field(default=1000, ge=1)
@@ -107,7 +110,8 @@ class ReconcileReport:
     requeued: list[UUID] = field(default_factory=list)
     failed: list[UUID] = field(default_factory=list)
     republished: list[UUID] = field(default_factory=list)
-    #: Queued jobs taken by the third sweep: more of them than messages in their queue.
+    #: Jobs taken by the third sweep: queued ones beyond the messages of their queue, and
+    #: retrying ones overdue by the same short threshold.
     lost: list[UUID] = field(default_factory=list)
     publish_failures: dict[UUID, str] = field(default_factory=dict)
     #: Queues skipped by the stale sweep: messages were still waiting in them.
@@ -154,17 +158,19 @@ def _queue_depths(publisher: Publisher) -> dict[str, int | None]:
 def _lost_queued(
     store: JobStore, depths: dict[str, int | None], cfg: ReconcileSettings
 ) -> list[UUID]:
-    """Sweep 3: queued jobs beyond the messages their queue holds, on queues whose depth is
-    known and below a batch (see the module docstring)."""
+    """Sweep 3: queued jobs beyond the messages their queue holds, and retrying jobs overdue,
+    on queues whose depth is known and below a batch (see the module docstring)."""
     lost: list[UUID] = []
-    for queue, depth in depths.items():
-        if depth is None or depth >= cfg.reconcile_batch:
-            continue
+    judged = [q for q, depth in depths.items() if depth is not None and depth < cfg.reconcile_batch]
+    threshold = timedelta(seconds=cfg.reconcile_lost_after_s)
+    for queue in judged:
+        waiting = depths[queue] or 0
         lost += store.lost_queued(
-            queue,
-            waiting=depth,
-            older_than=timedelta(seconds=cfg.reconcile_lost_after_s),
-            limit=cfg.reconcile_batch,
+            queue, waiting=waiting, older_than=threshold, limit=cfg.reconcile_batch
+        )
+    if judged:
+        lost += store.stale_queued(
+            threshold, limit=cfg.reconcile_batch, queues=judged, states=["retrying"]
         )
     return lost
 

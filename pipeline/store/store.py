@@ -580,16 +580,19 @@ class JobStore:
         now: datetime | None = None,
         limit: int = 1000,
         queues: Sequence[str] | None = None,
+        states: Sequence[str] | None = None,
     ) -> list[UUID]:
         """Queued or retrying jobs overdue by more than ``older_than``: their message is presumed
         lost, the reconciler republishes them. Taking them restarts their clock (and notes it in
         their trail), so the next sweep does not republish them again before another
-        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue)."""
+        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue), ``states``
+        to ``queued`` or ``retrying`` jobs (None: both)."""
         params = {
             "now": now,
             "older_than_s": older_than.total_seconds(),
             "limit": limit,
             "queues": list(queues) if queues is not None else None,
+            "states": list(states) if states is not None else None,
         }
         with self._connection("finding stale jobs") as conn:
             return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]

@@ -25,13 +25,15 @@ RETURNING j.id, j.state
 -- queued or retrying jobs that have waited longer than the threshold past their due time: their
 -- message is presumed lost. Taking them restarts their clock (updated_at), so the next sweep
 -- leaves them alone for another threshold, and notes it in their trail. %(queues)s (NULL: all)
--- limits the sweep to queues the reconciler found empty in the broker.
+-- limits the sweep to queues the reconciler found empty in the broker, %(states)s (NULL: both)
+-- to one of the two states (the lost-message sweep takes retrying jobs on a shorter threshold).
 WITH stale AS (
     UPDATE jobs j
     SET updated_at = now()
     FROM (
         SELECT id FROM jobs
         WHERE state IN ('queued', 'retrying')
+          AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
           AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))
           AND greatest(next_attempt_at, updated_at)
               < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)

@@ -241,6 +241,28 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     assert reconcile_once(store, publisher, settings).lost == [], "not taken again"
 
 
+def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: Path) -> None:
+    """A retrying job's message waits out its countdown in a worker and runs once due: one
+    overdue by the short threshold lost its message with its worker, whatever the queue holds
+    (below a batch)."""
+    path = write_sample(tmp_path / "docs", "md", 7)
+    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
+    job = store.claim(job_id, "killed-worker", lease_s=30)
+    assert job is not None
+    error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
+    assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
+    settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    publisher = RecordingPublisher(depths={"doclane.small": 3})
+
+    report = wait_for(
+        lambda: (r := reconcile_once(store, publisher, settings)).lost and r,
+        timeout=10,
+        message="the retrying job past the threshold",
+    )
+
+    assert report.lost == [job_id] == report.republished
+
+
 def test_publishing_stops_trying_once_the_broker_is_plainly_down(
     store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
