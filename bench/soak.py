@@ -390,11 +390,17 @@ def convert_calls(server: FakeServer | RsServer) -> int:
     return sum(int(n) for tool, n in by_tool.items() if tool.startswith("convert"))
 
 
+#: A call whose connection was refused (the server stopped) never reached the server.
+_NEVER_SENT = "coalesce(detail->>'message', '') LIKE '%ConnectError%'"
+
+
 def convert_calls_in_trails(conn: psycopg.Connection[Any]) -> int:
-    """Convert calls the jobs' trails record, answered or not (a call in flight when its
-    process was killed is in no trail)."""
+    """Convert calls the jobs' trails record that may have reached the server, answered or not
+    (a refused connection left out; a call in flight when its process was killed is in no
+    trail)."""
     row = conn.execute(
         "SELECT count(*) FROM job_events WHERE kind = 'mcp_call' AND tool LIKE 'convert%'"
+        f" AND NOT {_NEVER_SENT}"
     ).fetchone()
     return int(row[0]) if row is not None else 0
 
@@ -404,22 +410,23 @@ def doubles_in_trails(conn: psycopg.Connection[Any]) -> dict[str, int]:
     and state changes in order: ``convert ok, export E302, retrying E302, ...``), counted by
     story: what sent each job back to the server."""
     rows = conn.execute(
-        """
-        SELECT e.job_id, e.kind, e.tool, e.outcome, e.error_code, e.to_state
+        f"""
+        SELECT e.job_id, e.kind, e.tool, e.outcome, e.error_code, e.to_state,
+               coalesce(e.detail->>'message', '') LIKE '%ConnectError%'
         FROM job_events e
         WHERE e.job_id IN (
             SELECT job_id FROM job_events
-            WHERE kind = 'mcp_call' AND tool LIKE 'convert%'
+            WHERE kind = 'mcp_call' AND tool LIKE 'convert%' AND NOT {_NEVER_SENT}
             GROUP BY job_id HAVING count(*) > 1
         ) AND e.kind IN ('mcp_call', 'state_change')
         ORDER BY e.job_id, e.id
         """
     ).fetchall()
     stories: dict[Any, list[str]] = {}
-    for job_id, kind, tool, outcome, code, to_state in rows:
+    for job_id, kind, tool, outcome, code, to_state, refused in rows:
         if kind == "mcp_call":
             step = "convert" if str(tool).startswith("convert") else "export"
-            told = f"{step} {code or outcome}"
+            told = f"{step} refused" if refused else f"{step} {code or outcome}"
         elif to_state in ("running", "succeeded"):
             continue
         elif to_state == "queued" and job_id not in stories:
