@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import harness
-from bench.rs_server import RS_BIN, RsServer
+from bench.harness.docling_rs import RS_BIN, RsServer
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp import _http as http_transport
 from pipeline.profiles import ConversionRequest, DoclingRsProfile

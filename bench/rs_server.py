@@ -1,72 +1,27 @@
-"""docling-rs-mcp for the topologies bench: the server, and the direct clients doclane is held to.
+"""docling-rs-mcp for the topologies bench: the direct clients doclane is held to.
 
-``RsServer`` starts one docling-rs-mcp over Streamable HTTP (as scripts/lib.sh's
-``start_docling_rs_mcp`` does), reading only under ``root``; ``direct`` converts the corpus with
-doclane's own MCP client and the docling-rs profile (``convert{uri, to: md}``, tables padded as
-docling pads them), one call at a time per client, ``clients`` clients at once, each in a process of
-its own: the baselines ``doclane worker -c 2`` over the same server is compared with.
+The server is the harness's (:class:`bench.harness.docling_rs.RsServer`: the soak runs it too);
+``direct`` converts the corpus with doclane's own MCP client and the docling-rs profile
+(``convert{uri, to: md}``, tables padded as docling pads them), one call at a time per client,
+``clients`` clients at once, each in a process of its own: the baselines ``doclane worker -c 2``
+over the same server is compared with.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import shlex
-import subprocess
 import time
 from multiprocessing.queues import Queue
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
-from bench import harness
 from bench.harness.conversions import Run
+from bench.harness.docling_rs import RS_BIN, RsServer
 from errors import PipelineError
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.profiles import ConversionRequest, DoclingRsProfile
-from tests.support.tools import DOCLING_RS_MCP_BIN
 
-RS_BIN = DOCLING_RS_MCP_BIN
-
-
-class RsServer:
-    """One docling-rs-mcp over HTTP on a free port; ``cache_dir`` only satisfies the pipeline's
-    helper (this server saves nothing)."""
-
-    def __init__(self, work: Path, root: Path) -> None:
-        self.work = work
-        self.root = root
-        self.cache_dir = work / "unused-cache"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = ""
-
-    def command(self) -> list[str]:
-        return [RS_BIN, "--root", str(self.root)]
-
-    def stdio_command(self) -> str:
-        """``DOCLING_MCP_COMMAND`` for a child per worker process (stdio: the default)."""
-        return shlex.join(self.command())
-
-    def start(self) -> None:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        port = harness.free_port()
-        with open(self.work / "server.log", "ab") as logfile:
-            self.proc = subprocess.Popen(
-                [*self.command(), "--http", "--port", str(port)],
-                cwd=self.work,
-                stdout=logfile,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while not harness.port_open(port):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"docling-rs-mcp did not listen (log: {self.work / 'server.log'})")
-            time.sleep(0.1)
-        self.url = f"http://127.0.0.1:{port}/mcp"
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            proc, self.proc = self.proc, None
-            harness.stop_group(proc, 20)
+__all__ = ["RS_BIN", "RsServer", "direct"]
 
 
 def direct(mode: str, files: list[Path], server: RsServer, clients: int = 1) -> Run:

@@ -1,7 +1,8 @@
 """The soak: many small documents through two workers while the services around them fail.
 
 What a week in production would show, compressed: ``--docs`` small Markdown documents (default
-100,000) through two ``doclane worker`` nodes against the instant fake docling server, with a
+100,000) through two ``doclane worker`` nodes against the instant fake docling server (or,
+``--server docling-rs-mcp``, the real docling-rs-mcp over HTTP, profile ``docling-rs``), with a
 private Redis (the broker and the breakers) and a private PostgreSQL cluster
 (bench/harness/private.py), so that restarting them disturbs no one else on the machine.
 Meanwhile, on a schedule:
@@ -18,11 +19,14 @@ Documents are submitted in chunks, keeping at most ``--backlog`` unfinished, so 
 submit-to-result latency is the pipeline's and not a queue of the whole corpus.
 
 Recorded: jobs lost (not succeeded at the end), results doubled, conversions doubled (convert
-calls the server answered beyond one per document), throughput over time and worker RSS over
+calls beyond one per document: those the fake server counted; docling-rs-mcp counts nothing, so
+there the convert calls in the jobs' trails, which miss a call in flight when its process was
+killed), throughput over time and worker RSS over
 time (``--plot``), PostgreSQL table and index growth per 100,000 jobs, the reconciler's work
 (its ``reconciled:`` lines) and the p50/p99 submit-to-result latency.
 
     .venv/bin/python -m bench.soak [--docs 100000] [--smoke] [--plot docs/soak-throughput.png]
+        [--server fake|docling-rs-mcp]
         [--json] [--kill-every 180] [--redis-restart-at 0.3] [--postgres-restart-at 0.5]
         [--server-stop-at 0.7] [--no-postgres-restart]
 """
@@ -46,18 +50,28 @@ from typing import Any
 
 import psycopg
 
-from bench.harness import DOCLANE, FakeServer, percentile, print_json, start_worker, stop_worker
+from bench.harness import (
+    DOCLANE,
+    FakeServer,
+    RsServer,
+    percentile,
+    print_json,
+    start_worker,
+    stop_worker,
+)
 from bench.harness.private import PrivatePostgres, PrivateRedis
 from bench.worker_memory import children, rss_mb
 
 #: The reconciler's summary line (pipeline/jobs/reconcile.py).
 _RECONCILED = re.compile(
     r"reconciled: (\d+) lease\(s\) expired and requeued, (\d+) stale job\(s\), "
-    r"(\d+) message\(s\) published, (\d+) publish failure"
+    r"(?:(\d+) lost message\(s\), )?(\d+) message\(s\) published, (\d+) publish failure"
 )
 _LOST_STATES = ("failed", "cancelled")
 _UNFINISHED_STATES = ("queued", "running", "retrying")
 _TABLES = ("jobs", "results", "job_events", "job_state_transitions", "finished_rollup")
+#: The servers a soak can run against, and the profile the workers use with each.
+_PROFILES = {"fake": "docling-mcp", "docling-rs-mcp": "docling-rs"}
 
 
 def say(text: str) -> None:
@@ -141,7 +155,11 @@ class Soak:
         self.timeline = Timeline()
         self.redis = PrivateRedis(scratch)
         self.postgres = PrivatePostgres(scratch)
-        self.server = FakeServer(scratch)
+        self.server: FakeServer | RsServer = (
+            RsServer(scratch / "rs", root=scratch / "docs")
+            if args.server == "docling-rs-mcp"
+            else FakeServer(scratch)
+        )
         self.env: dict[str, str] = {}
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.submitted = 0
@@ -155,6 +173,8 @@ class Soak:
         a = self.args
         self.redis.start()
         self.postgres.start()
+        for folder in (self.scratch / "rs", self.scratch / "docs"):
+            folder.mkdir(exist_ok=True)
         self.server.start()
         try:
             self.env = self.environment()
@@ -185,11 +205,12 @@ class Soak:
             "DOCLANE_BROKER_URL": self.redis.url,
             "DOCLANE_REDIS_URL": self.redis.url,
             "DOCLING_MCP_ORIGIN": self.server.url,
-            "DOCLANE_PROFILE": "docling-mcp",
+            "DOCLANE_PROFILE": _PROFILES[a.server],
             "DOCLANE_LOG_LEVEL": "INFO",
             "DOCLANE_BATCH_MAX_DOCS": str(a.batch),
             "DOCLANE_RECONCILE_INTERVAL_S": str(a.reconcile_interval),
             "DOCLANE_RECONCILE_STALE_AFTER_S": str(a.stale_after),
+            "DOCLANE_RECONCILE_LOST_AFTER_S": str(a.lost_after),
             "DOCLANE_LEASE_S": str(a.lease),
             "DOCLANE_BREAKER_RESET_S": str(a.breaker_reset),
         }
@@ -296,6 +317,8 @@ class Soak:
         a = self.args
         self.convert_calls += convert_calls(self.server)
         with psycopg.connect(self.postgres.url) as conn:
+            in_trails = convert_calls_in_trails(conn)
+            doubles = doubles_in_trails(conn)
             states = dict(
                 conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall()
             )
@@ -322,8 +345,14 @@ class Soak:
             "jobs_lost": self.submitted - jobs + sum(states.get(s, 0) for s in _LOST_STATES),
             "unfinished": sum(states.get(s, 0) for s in _UNFINISHED_STATES),
             "results_doubled": int(results[0]) - int(results[1]),
-            "conversions_doubled": self.convert_calls - jobs,
+            "server": a.server,
+            "conversions_doubled": (
+                self.convert_calls if isinstance(self.server, FakeServer) else in_trails
+            )
+            - jobs,
             "convert_calls": self.convert_calls,
+            "convert_calls_in_trails": in_trails,
+            "doubles_in_trails": doubles,
             "latency_s": {
                 "p50": percentile(latencies, 0.5),
                 "p99": percentile(latencies, 0.99),
@@ -352,10 +381,64 @@ def write_docs(folder: Path, first: int, count: int) -> None:
         (folder / f"doc-{n:07d}.md").write_text(f"# Document {n}\n\nA paragraph of document {n}.\n")
 
 
-def convert_calls(server: FakeServer) -> int:
-    """Convert calls the server answered since it started (its counters end with it)."""
+def convert_calls(server: FakeServer | RsServer) -> int:
+    """Convert calls the fake server answered since it started (its counters end with it);
+    docling-rs-mcp counts nothing (0)."""
+    if not isinstance(server, FakeServer):
+        return 0
     by_tool = server.stats()["requests_by_tool"]
     return sum(int(n) for tool, n in by_tool.items() if tool.startswith("convert"))
+
+
+#: A call whose connection was refused (the server stopped) never reached the server.
+_NEVER_SENT = "coalesce(detail->>'message', '') LIKE '%ConnectError%'"
+
+
+def convert_calls_in_trails(conn: psycopg.Connection[Any]) -> int:
+    """Convert calls the jobs' trails record that may have reached the server, answered or not
+    (a refused connection left out; a call in flight when its process was killed is in no
+    trail)."""
+    row = conn.execute(
+        "SELECT count(*) FROM job_events WHERE kind = 'mcp_call' AND tool LIKE 'convert%'"
+        f" AND NOT {_NEVER_SENT}"
+    ).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def doubles_in_trails(conn: psycopg.Connection[Any]) -> dict[str, int]:
+    """The trails of the jobs that were converted more than once, told in short (their calls
+    and state changes in order: ``convert ok, export E302, retrying E302, ...``), counted by
+    story: what sent each job back to the server."""
+    rows = conn.execute(
+        f"""
+        SELECT e.job_id, e.kind, e.tool, e.outcome, e.error_code, e.to_state,
+               coalesce(e.detail->>'message', '') LIKE '%ConnectError%'
+        FROM job_events e
+        WHERE e.job_id IN (
+            SELECT job_id FROM job_events
+            WHERE kind = 'mcp_call' AND tool LIKE 'convert%' AND NOT {_NEVER_SENT}
+            GROUP BY job_id HAVING count(*) > 1
+        ) AND e.kind IN ('mcp_call', 'state_change')
+        ORDER BY e.job_id, e.id
+        """
+    ).fetchall()
+    stories: dict[Any, list[str]] = {}
+    for job_id, kind, tool, outcome, code, to_state, refused in rows:
+        if kind == "mcp_call":
+            step = "convert" if str(tool).startswith("convert") else "export"
+            told = f"{step} refused" if refused else f"{step} {code or outcome}"
+        elif to_state in ("running", "succeeded"):
+            continue
+        elif to_state == "queued" and job_id not in stories:
+            continue  # the submission
+        else:
+            told = f"{to_state} {code}" if code else str(to_state)
+        stories.setdefault(job_id, []).append(told)
+    counted: dict[str, int] = {}
+    for story in stories.values():
+        key = ", ".join(story)
+        counted[key] = counted.get(key, 0) + 1
+    return dict(sorted(counted.items(), key=lambda kv: -kv[1]))
 
 
 def rss_figures(samples: list[dict[str, float]], per_100k: float) -> dict[str, float]:
@@ -379,13 +462,15 @@ def rss_figures(samples: list[dict[str, float]], per_100k: float) -> dict[str, f
 
 def reconciler_work(logs: list[Path]) -> dict[str, int]:
     """The reconciler's passes that changed something, summed over every worker's logs."""
-    totals = {"passes_that_changed": 0, "requeued": 0, "stale": 0, "published": 0, "failed": 0}
+    totals = {"passes_that_changed": 0, "requeued": 0, "stale": 0, "lost": 0, "published": 0,
+              "failed": 0}  # fmt: skip
     text = "".join(log.read_text(errors="replace") for log in logs)
     for match in _RECONCILED.finditer(text):
-        requeued, stale, published, failed = (int(g) for g in match.groups())
+        requeued, stale, lost, published, failed = (int(g or 0) for g in match.groups())
         totals["passes_that_changed"] += 1
         totals["requeued"] += requeued
         totals["stale"] += stale
+        totals["lost"] += lost
         totals["published"] += published
         totals["failed"] += failed
     return totals
@@ -407,7 +492,8 @@ def plot(report: dict[str, Any], path: Path) -> None:
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(10, 6), sharex=True)
     top.plot(t, rate, lw=0.8)
     top.set_ylabel("jobs finished / s")
-    top.set_title(f"soak: {report['jobs']} documents, two workers, the fake server")
+    server = "the fake server" if report["server"] == "fake" else report["server"]
+    top.set_title(f"soak: {report['jobs']} documents, two workers, {server}")
     for node, colour in (("a", "tab:blue"), ("b", "tab:orange")):
         bottom.plot(t, [s.get(f"rss_{node}", float("nan")) for s in samples], lw=0.8,
                     color=colour, label=f"worker {node}")  # fmt: skip
@@ -427,6 +513,8 @@ def arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--docs", type=int, default=100_000)
+    add("--server", choices=sorted(_PROFILES), default="fake",
+        help="the instant fake docling server, or docling-rs-mcp over HTTP")  # fmt: skip
     add("--smoke", action="store_true", help="300 documents, faults every 20 s (CI)")
     add("--concurrency", type=int, default=2, help="pool processes per worker")
     add("--batch", type=int, default=1, help="DOCLANE_BATCH_MAX_DOCS")
@@ -440,6 +528,7 @@ def arguments() -> argparse.Namespace:
     add("--breaker-reset", type=float, default=30.0, help="DOCLANE_BREAKER_RESET_S")
     add("--reconcile-interval", type=float, default=30.0)
     add("--stale-after", type=float, default=300.0)
+    add("--lost-after", type=float, default=60.0, help="DOCLANE_RECONCILE_LOST_AFTER_S")
     add("--lease", type=float, default=60.0)
     add("--sample-s", type=float, default=5.0)
     add("--timeout", type=float, default=6 * 3600.0, help="seconds for the whole run")
@@ -450,6 +539,7 @@ def arguments() -> argparse.Namespace:
     if args.smoke:
         args.docs, args.chunk, args.backlog, args.kill_every = 300, 50, 100, 20.0
         args.breaker_reset, args.reconcile_interval, args.stale_after = 4.0, 2.0, 10.0
+        args.lost_after = 4.0
         args.lease, args.sample_s, args.timeout = 10.0, 1.0, 240.0
     if args.no_postgres_restart:
         args.postgres_restart_at = None

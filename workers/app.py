@@ -153,7 +153,12 @@ def _register_tasks(app: Celery) -> None:
         if outcome.retry:
             # Celery re-sends the retry with the priority this message was delivered with
             # (``signature_from_request``), already on the transport's scale: nothing to add.
-            raise self.retry(countdown=outcome.countdown_s)
+            # Sent, not raised: a raised Retry makes Celery copy the traceback of every frame
+            # (billiard's ExceptionInfo keeps each code object's positions), garbage that waits
+            # for the cyclic collector; a burst of retries (every waiting job while the
+            # circuits were open) left each pool process tens of MB larger for good. Returned,
+            # the task ends like any other (its result is ignored); the message is sent alike.
+            self.retry(countdown=outcome.countdown_s, throw=False)
 
     @app.task(
         name=RECONCILE_TASK, shared=False, ignore_result=True, acks_late=False, time_limit=300

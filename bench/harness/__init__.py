@@ -4,6 +4,7 @@
 - ``processes``: free ports, process groups, CPU seconds from /proc;
 - ``services``: docling-mcp (:class:`DoclingServer`), the fake server (:class:`FakeServer`), a
   scratch database, a claimed Redis database (:func:`claim_redis_db`);
+- ``docling_rs``: docling-rs-mcp over HTTP (:class:`RsServer`), or its stdio command;
 - ``workers``: ``doclane worker`` started and stopped as a bench runs it, its environment, and
   the two waits on its jobs (:func:`wait_finished`: all ended; :func:`wait_succeeded`: all
   succeeded, a failure ends the bench);
@@ -17,6 +18,7 @@ what a second bench would need of it moves here, not into an import of the first
 """
 
 from bench.harness.corpora import choose_files, stage_corpus, write_documents
+from bench.harness.docling_rs import RsServer
 from bench.harness.figures import percentile, print_json
 from bench.harness.paths import DOCLANE, DOCLING_MCP_BIN, ROOT, TOOLS
 from bench.harness.processes import (
@@ -51,6 +53,7 @@ __all__ = [
     "Broker",
     "DoclingServer",
     "FakeServer",
+    "RsServer",
     "choose_files",
     "claim_redis_db",
     "free_port",

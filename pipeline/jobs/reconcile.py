@@ -2,7 +2,7 @@
 
 Messages get lost (a broker restart without persistence, a flushed Redis, a publish that failed
 after the commit, a worker killed with its prefetched messages) and workers die mid-job. One
-pass does two sweeps, each a bounded batch that is safe to run from several processes at once
+pass does three sweeps, each a bounded batch that is safe to run from several processes at once
 (the store takes rows with SKIP LOCKED):
 
 1. running jobs whose lease expired (their worker is gone) go back to ``queued`` and get a new
@@ -13,6 +13,19 @@ pass does two sweeps, each a bounded batch that is safe to run from several proc
    would grow the queue without end. Lost messages on a busy queue are republished once it
    drains. A duplicate message is harmless anyway: the claim is a guarded UPDATE (and refuses
    a retrying job before its due time), and the loser of a race finds nothing to claim.
+3. sooner than that threshold, queued jobs a queue has more of (overdue by a short threshold,
+   ``DOCLANE_RECONCILE_LOST_AFTER_S``) than the broker holds messages for it: the difference
+   was lost (a broker restarted without persistence, a flushed queue), and that many of the
+   oldest get a new message. A queued job's message is in the queue or being worked on (then
+   the job is running): apart from the moment between a worker's taking it and its claim, and
+   a message sent back to wait out open circuits (whose job is then not due before it comes
+   back), only a lost message leaves a queued job without one. A retrying job's message waits
+   out its countdown in a worker, where no broker counts it, and runs once due: one overdue by
+   the same short threshold was lost with its worker (killed, or cut from a restarted broker),
+   and gets a new message too (a pool busy with long jobs may only be late with it: the
+   duplicate then runs on whichever worker is free first, and the other finds nothing to
+   claim). A queue with a batch or more of messages waiting is left to sweep 2 (a backlog: its
+   lost messages are republished once it drains), which also bounds this sweep's reading.
 
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
 left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
@@ -71,6 +84,11 @@ class ReconcileSettings(BaseSettings):
     #: How long past its due time a queued/retrying job may wait before it is republished.
     #: Longer than a normal queue wait, or busy queues get duplicate (harmless) messages.
     reconcile_stale_after_s: float = Field(default=300.0, gt=0)
+    #: How long past its due time a queued job may wait, on a queue whose broker holds fewer
+    #: messages than the database has such jobs (the difference was lost: a broker restart, a
+    #: flushed queue), or a retrying job at all (its countdown was lost with its worker), before
+    #: it is republished. Longer than a message takes from the queue to a worker's claim.
+    reconcile_lost_after_s: float = Field(default=60.0, gt=0)
     #: Rows per sweep; a backlog larger than this is worked off over several passes.
     reconcile_batch: int = Field(default=1000, ge=1)
     #: A scratch folder or partial download younger than this is never swept.
@@ -92,6 +110,9 @@ class ReconcileReport:
     requeued: list[UUID] = field(default_factory=list)
     failed: list[UUID] = field(default_factory=list)
     republished: list[UUID] = field(default_factory=list)
+    #: Jobs taken by the third sweep: queued ones beyond the messages of their queue, and
+    #: retrying ones overdue by the same short threshold.
+    lost: list[UUID] = field(default_factory=list)
     publish_failures: dict[UUID, str] = field(default_factory=dict)
     #: Queues skipped by the stale sweep: messages were still waiting in them.
     busy_queues: list[str] = field(default_factory=list)
@@ -104,13 +125,16 @@ class ReconcileReport:
 
     @property
     def changed(self) -> bool:
-        return bool(self.requeued or self.failed or self.republished or self.publish_failures)
+        return bool(
+            self.requeued or self.failed or self.republished or self.lost or self.publish_failures
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "requeued_expired_leases": [str(i) for i in self.requeued],
             "failed_expired_leases": [str(i) for i in self.failed],
             "republished": [str(i) for i in self.republished],
+            "lost_messages": [str(i) for i in self.lost],
             "publish_failures": {str(k): v for k, v in self.publish_failures.items()},
             "busy_queues": list(self.busy_queues),
             "swept": [str(p) for p in self.swept],
@@ -119,18 +143,36 @@ class ReconcileReport:
         }
 
 
-def _busy_queues(publisher: Publisher) -> list[str]:
-    """Job queues with messages waiting in the broker (unknown counts as empty)."""
-    busy = []
+def _queue_depths(publisher: Publisher) -> dict[str, int | None]:
+    """Messages waiting in each job queue (None: the broker cannot say)."""
+    depths: dict[str, int | None] = {}
     for queue in JOB_QUEUES:
         try:
-            depth = publisher.waiting(queue)
+            depths[queue] = publisher.waiting(queue)
         except Exception as exc:  # the broker cannot say: judge by the database alone
             log.warning("cannot read the depth of %s: %s", queue, exc)
-            depth = None
-        if depth:
-            busy.append(queue)
-    return busy
+            depths[queue] = None
+    return depths
+
+
+def _lost_queued(
+    store: JobStore, depths: dict[str, int | None], cfg: ReconcileSettings
+) -> list[UUID]:
+    """Sweep 3: queued jobs beyond the messages their queue holds, and retrying jobs overdue,
+    on queues whose depth is known and below a batch (see the module docstring)."""
+    lost: list[UUID] = []
+    judged = [q for q, depth in depths.items() if depth is not None and depth < cfg.reconcile_batch]
+    threshold = timedelta(seconds=cfg.reconcile_lost_after_s)
+    for queue in judged:
+        waiting = depths[queue] or 0
+        lost += store.lost_queued(
+            queue, waiting=waiting, older_than=threshold, limit=cfg.reconcile_batch
+        )
+    if judged:
+        lost += store.stale_queued(
+            threshold, limit=cfg.reconcile_batch, queues=judged, states=["retrying"]
+        )
+    return lost
 
 
 def _sweep_results(store: JobStore, cfg: ReconcileSettings, report: ReconcileReport) -> None:
@@ -160,7 +202,7 @@ def reconcile_once(
     *,
     inbox_dir: Path | None = None,
 ) -> ReconcileReport:
-    """One pass of both sweeps; publishes a message for every job it brought back; sweeps
+    """One pass of the three sweeps; publishes a message for every job it brought back; sweeps
     ``inbox_dir`` of what dead attempts left there."""
     cfg = settings or load_reconcile_settings()
     report = ReconcileReport()
@@ -172,14 +214,16 @@ def reconcile_once(
     expired = store.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)
-    busy = _busy_queues(publisher)
+    depths = _queue_depths(publisher)
+    busy = [queue for queue, depth in depths.items() if depth]
     stale = store.stale_queued(
         timedelta(seconds=cfg.reconcile_stale_after_s),
         limit=cfg.reconcile_batch,
         queues=[q for q in JOB_QUEUES if q not in busy] if busy else None,
     )
     report.busy_queues = busy
-    wanted = list(dict.fromkeys([*report.requeued, *stale]))
+    report.lost = _lost_queued(store, depths, cfg)
+    wanted = list(dict.fromkeys([*report.requeued, *stale, *report.lost]))
     jobs = sorted(store.get_jobs(wanted), key=lambda j: (-j.priority, j.created_at))
     messages = [JobMessage(job.id, job.queue, priority=job.priority) for job in jobs]
     published = publish_all(publisher, messages)
@@ -189,10 +233,11 @@ def reconcile_once(
         log.warning("%d job(s) failed: lease expired on their last attempt", len(report.failed))
     if report.changed:
         log.info(
-            "reconciled: %d lease(s) expired and requeued, %d stale job(s), %d message(s) "
-            "published, %d publish failure(s)",
+            "reconciled: %d lease(s) expired and requeued, %d stale job(s), %d lost message(s), "
+            "%d message(s) published, %d publish failure(s)",
             len(report.requeued),
             len(stale),
+            len(report.lost),
             len(report.republished),
             len(report.publish_failures),
         )

@@ -68,6 +68,10 @@ class UnitRunner(Protocol):
         record: RetryRecord | None = ...,
     ) -> T: ...
 
+    def refusing_for(self) -> float:
+        """Seconds every server's circuit will still refuse a unit (0: none known)."""
+        ...
+
 
 class NotBatchable(PipelineError):
     """The server offers no directory tool, or this worker cannot read what it saves.

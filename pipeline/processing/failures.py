@@ -6,7 +6,8 @@
   (every origin's breaker refused it), the attempt is refunded and the job waits out the
   breaker's reset. When an earlier try did reach one (E302, then every circuit open), the
   attempt was really spent, and it is charged like any retryable error, still waiting for the
-  reset.
+  reset. Once a process has found every circuit open, it claims no job until the reset: the
+  processor sends each message back unclaimed (``JobProcessor._wait_for_circuits``).
 - A database that went away mid-attempt is never the job's fault either: the job is handed back
   uncharged once the database answers (within one lease), and storing finished results waits
   for it the same way, so a database hiccup never costs a conversion.

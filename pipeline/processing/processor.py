@@ -27,7 +27,14 @@ from collections.abc import Callable
 from typing import TypeVar
 from uuid import UUID
 
-from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
+from errors import (
+    CallCancelled,
+    CallTimeout,
+    CircuitOpen,
+    DatabaseUnavailable,
+    PipelineError,
+    classify,
+)
 from pipeline.jobs import Job, Stage
 from pipeline.jobs.options import server_options
 from pipeline.mcp import CallTimeouts, CancelScope, McpClient
@@ -35,6 +42,7 @@ from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.failures import (
     FailurePolicy,
+    after_reset,
     jittered,
     lost,
     uncharged_retry,
@@ -136,6 +144,9 @@ class JobProcessor:
             if self.rounds is not None and self.rounds.ended_here(job_id):
                 log.debug("nothing to claim: a round of this process ended the job")
                 return Outcome(OutcomeKind.SKIPPED, job_id)
+            refusing_s = self.runner.refusing_for()
+            if refusing_s > 0:
+                return self._wait_for_circuits(job_id, refusing_s)
             try:
                 job, companions, wait_s = self._claim(job_id)
             except DatabaseUnavailable as exc:
@@ -198,6 +209,22 @@ class JobProcessor:
     def _led(outcome: Outcome | None) -> Outcome:
         assert outcome is not None, "a round with its lead gives the lead's outcome"
         return outcome
+
+    def _wait_for_circuits(self, job_id: UUID, refusing_s: float) -> Outcome:
+        """Every server's circuit is open: the message goes back until the reset, the job
+        unclaimed and uncharged. Claiming it only to fail it at once (E309) cost a claim, its
+        trail and a retry's writes per job and per reset, for every job waiting in the queue.
+        The job's due time moves with the message (one write), so the reconciler does not take
+        it for a job whose message was lost; a database that cannot take that write is no
+        reason to hold the message."""
+        delay = after_reset(refusing_s)
+        try:
+            self.store.defer(job_id, delay)
+        except DatabaseUnavailable as exc:
+            log.warning("cannot note the wait for the circuits: %s", exc)
+        error = CircuitOpen(f"the circuit of every server is open for {refusing_s:.1f}s more")
+        log.info("%s: not claimed; the message comes back in %.1fs", error.message, delay)
+        return uncharged_retry(job_id, None, error, delay)
 
     def begin(self, job: Job) -> Attempt:
         """A claimed job's attempt: its lease kept, its writes journaled, its calls cancellable."""

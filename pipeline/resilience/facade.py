@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -43,6 +44,8 @@ class Resilient:
         self.pool = pool
         self.settings = settings
         self._redis = redis_client  # closed with the pool
+        #: Until when (monotonic) every circuit refuses, as the last unit that met them learnt.
+        self._refused_until = 0.0
 
     def run(
         self,
@@ -72,7 +75,21 @@ class Resilient:
                             sick.add(endpoint)
                         raise
 
-        return retry_call(one_try, self.settings, label=label, record=record)
+        try:
+            result = retry_call(one_try, self.settings, label=label, record=record)
+        except CircuitOpen as exc:
+            self._refused_until = time.monotonic() + (exc.retry_after or 0.0)
+            raise
+        self._refused_until = 0.0
+        return result
+
+    def refusing_for(self) -> float:
+        """Seconds every circuit will still refuse a unit, as this process last found them
+        (0: go ahead). Read before a job is claimed, so that a process does not claim jobs
+        only to fail them at once while every server's circuit is open; it costs no Redis
+        read, so a circuit another process opened is learnt by this process's next unit (one
+        E309, uncharged), and one reset early by hand is tried at the end of the wait."""
+        return max(0.0, self._refused_until - time.monotonic())
 
     def _on(self, endpoint: str, unit: Callable[[McpClient], T]) -> T:
         """The unit on ``endpoint``'s client; the handshake counts as part of the call."""

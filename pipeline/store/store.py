@@ -316,6 +316,14 @@ class JobStore:
         """Let a retrying job be claimed now instead of at its next_attempt_at."""
         return self._update("making a job due", query("make_due"), {"job_id": job_id})
 
+    def defer(self, job_id: UUID, delay_s: float) -> bool:
+        """A waiting job whose message went back unclaimed (every circuit open) is due
+        ``delay_s`` from now: its wait is then not taken for a lost message. A progress write
+        (nothing about the job changed but when it is next tried); False: not waiting."""
+        params = {"job_id": job_id, "delay_s": float(delay_s)}
+        with self._progress("deferring a job") as conn:
+            return conn.execute(query("defer_waiting"), params).rowcount == 1
+
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
         params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
         with self._progress("renewing a lease") as conn:
@@ -654,19 +662,44 @@ class JobStore:
         now: datetime | None = None,
         limit: int = 1000,
         queues: Sequence[str] | None = None,
+        states: Sequence[str] | None = None,
     ) -> list[UUID]:
         """Queued or retrying jobs overdue by more than ``older_than``: their message is presumed
         lost, the reconciler republishes them. Taking them restarts their clock (and notes it in
         their trail), so the next sweep does not republish them again before another
-        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue)."""
+        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue), ``states``
+        to ``queued`` or ``retrying`` jobs (None: both)."""
         params = {
             "now": now,
             "older_than_s": older_than.total_seconds(),
             "limit": limit,
             "queues": list(queues) if queues is not None else None,
+            "states": list(states) if states is not None else None,
         }
         with self._connection("finding stale jobs") as conn:
             return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]
+
+    def lost_queued(
+        self,
+        queue: str,
+        *,
+        waiting: int,
+        older_than: timedelta,
+        now: datetime | None = None,
+        limit: int = 1000,
+    ) -> list[UUID]:
+        """Queued jobs of ``queue`` overdue by more than ``older_than`` beyond the ``waiting``
+        messages the broker holds for it, oldest first: their messages are presumed lost (see
+        sql/reconciler.sql). Taking them restarts their clock and notes it in their trail."""
+        params = {
+            "queue": queue,
+            "waiting": waiting,
+            "older_than_s": older_than.total_seconds(),
+            "now": now,
+            "limit": limit,
+        }
+        with self._connection("finding jobs whose message was lost") as conn:
+            return [r[0] for r in conn.execute(query("take_lost_queued"), params)]
 
     # ---- reading ------------------------------------------------------------------------------
     def get_job(self, job_id: UUID) -> Job | None:

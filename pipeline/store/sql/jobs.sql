@@ -66,6 +66,14 @@ UPDATE jobs
 SET next_attempt_at = now()
 WHERE id = %(job_id)s AND state = 'retrying'
 
+-- name: defer_waiting
+-- A queued or retrying job whose message went back unclaimed, to wait out open circuits: due
+-- when the message comes back, so the reconciler does not take the wait for a lost message.
+-- (A queued job is claimed whatever its next_attempt_at; a retrying one not before it.)
+UPDATE jobs
+SET next_attempt_at = greatest(next_attempt_at, now() + make_interval(secs => %(delay_s)s))
+WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
+
 -- name: renew_lease
 UPDATE jobs
 SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)

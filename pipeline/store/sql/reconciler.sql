@@ -25,13 +25,15 @@ RETURNING j.id, j.state
 -- queued or retrying jobs that have waited longer than the threshold past their due time: their
 -- message is presumed lost. Taking them restarts their clock (updated_at), so the next sweep
 -- leaves them alone for another threshold, and notes it in their trail. %(queues)s (NULL: all)
--- limits the sweep to queues the reconciler found empty in the broker.
+-- limits the sweep to queues the reconciler found empty in the broker, %(states)s (NULL: both)
+-- to one of the two states (the lost-message sweep takes retrying jobs on a shorter threshold).
 WITH stale AS (
     UPDATE jobs j
     SET updated_at = now()
     FROM (
         SELECT id FROM jobs
         WHERE state IN ('queued', 'retrying')
+          AND (%(states)s::text[] IS NULL OR state = ANY(%(states)s::text[]))
           AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))
           AND greatest(next_attempt_at, updated_at)
               < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
@@ -49,6 +51,46 @@ WITH stale AS (
     FROM stale
 )
 SELECT id FROM stale
+
+-- name: take_lost_queued
+-- queued jobs of one queue, overdue by more than a short threshold, beyond the messages the
+-- broker holds for that queue (%(waiting)s): the database has more jobs waiting than the broker
+-- has messages, so that many messages were lost (a broker restarted without persistence, a
+-- flushed queue). Which ones is not known; the oldest are taken, since the broker hands out the
+-- oldest first and a message still in line is more likely a younger job's. Retrying jobs are
+-- left to take_stale_waiting: their messages wait in the workers (a countdown), uncounted here.
+-- Taking them restarts their clock and notes it in their trail, as take_stale_waiting does.
+WITH overdue AS (
+    SELECT id, row_number() OVER (ORDER BY since, id) AS n, count(*) OVER () AS total
+    FROM (
+        SELECT id, greatest(next_attempt_at, updated_at) AS since
+        FROM jobs
+        WHERE state = 'queued' AND queue = %(queue)s
+          AND greatest(next_attempt_at, updated_at)
+              < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
+        ORDER BY greatest(next_attempt_at, updated_at)
+        LIMIT %(waiting)s::int + %(limit)s::int
+    ) oldest
+), lost AS (
+    UPDATE jobs j
+    SET updated_at = now()
+    FROM (
+        SELECT id FROM jobs
+        WHERE id IN (SELECT id FROM overdue WHERE n <= total - %(waiting)s::int)
+          AND state = 'queued'
+        FOR UPDATE SKIP LOCKED
+    ) taken
+    WHERE j.id = taken.id
+    RETURNING j.id, j.attempt, j.state
+), noted AS (
+    INSERT INTO job_events (job_id, attempt, kind, detail)
+    SELECT id, attempt, 'note',
+           jsonb_build_object('reason', 'more jobs waiting than messages in the broker; '
+                                        'message presumed lost',
+                              'state', state)
+    FROM lost
+)
+SELECT id FROM lost
 
 -- name: running_attempts
 -- Which of these jobs are running, and in which attempt: a scratch folder of an attempt that is

@@ -12,6 +12,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
+from pipeline.jobs.submit import load_submit_settings
 from pipeline.queues import JobMessage
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
@@ -169,29 +170,27 @@ def test_a_server_down_longer_than_the_breaker_reset_fails_no_job(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    cluster = make_cluster(any_broker, fake_server.url)
-    cluster.start_worker(concurrency=2)
+    # A job at a time (rounds off): a round of eight would finish most jobs before the stop.
+    cluster = make_cluster(any_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
+    worker = cluster.start_worker(concurrency=2)
     fake_server.configure(delay_s=0.2, delay_tools=[CONVERT])
-    ids = cluster.submit([str(p) for p in write_mixed(tmp_path / "docs", 12)]).job_ids
+    # Each reset the server is still down costs the job that carries the half-open trial an
+    # attempt (the trial reached for the server); a server slow to come back on a loaded
+    # machine must not fail a job through that.
+    submit = load_submit_settings(max_attempts=6)
+    paths = [str(p) for p in write_mixed(tmp_path / "docs", 12)]
+    ids = cluster.submit(paths, submit_settings=submit).job_ids
     wait_for(lambda: succeeded_count(cluster, ids) >= 2, message="some jobs done")
 
     fake_server.stop()
 
-    def circuit_waited_twice() -> bool:
-        for job_id in ids:
-            e309 = [
-                e
-                for e in cluster.store.events(job_id)
-                if e.kind is EventKind.STATE_CHANGE
-                and e.to_state is JobState.RETRYING
-                and e.error_code == "E309"
-            ]
-            if len(e309) >= 2:
-                return True
-        return False
-
-    # Two open-circuit retries of one job: the breaker stayed open past its reset at least once.
-    wait_for(circuit_waited_twice, timeout=60, message="a job rescheduled twice by the breaker")
+    # The breaker's reset passed with the server still down: its half-open trial was sent (and
+    # failed), so the circuit stayed open past its reset at least once.
+    wait_for(
+        lambda: "sending the half-open trial call" in worker.log(),
+        timeout=60,
+        message="a half-open trial while the server is down",
+    )
     fake_server.start()
     jobs = cluster.wait_terminal(ids, timeout=120)
 
@@ -205,6 +204,60 @@ def test_a_server_down_longer_than_the_breaker_reset_fails_no_job(
         refunded = [code for code, reason in retries if "without charging" in reason]
         assert set(refunded) <= {"E309"}, (job.id, retries)
         assert job.attempts_spent == 1 + len(retries) - len(refunded), (job.id, retries)
+
+
+def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
+    make_cluster: Callable[..., Cluster],
+    any_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    """A process that met every circuit open sends the next messages back until the reset
+    without claiming their jobs: no attempt, no trail, only their due time moved to when the
+    message comes back (so the reconciler does not take them for lost). Claiming them only to
+    fail them at once (E309) cost a claim, a retry and their events, per job and per reset.
+
+    The reset is long, so the circuit stays open for the whole test: each process claims the
+    jobs it needs to find the circuit open (its first; a fourth try always meets the circuit
+    that three failures opened), and no other job is ever claimed."""
+    cluster = make_cluster(
+        any_broker,
+        fake_server.url,
+        DOCLANE_ROUND_MAX_DOCS="1",
+        DOCLANE_BREAKER_RESET_S="3600",
+        DOCLANE_RETRY_MAX_TRIES="4",
+    )
+    fake_server.stop()
+    concurrency = 2
+    cluster.start_worker(concurrency=concurrency)
+    ids = cluster.submit([str(write_sample(tmp_path / "docs", "md", n)) for n in range(20)]).job_ids
+
+    def accounted() -> list[Job] | None:
+        """Every job either claimed (its attempt met the server down or the circuit open) or
+        sent back unclaimed, its due time moved past the reset's start."""
+        jobs = cluster.jobs(ids)
+        deferred = [
+            j
+            for j in jobs
+            if j.attempt == 0
+            and j.next_attempt_at is not None
+            and (j.next_attempt_at - j.created_at).total_seconds() > 600
+        ]
+        settled = all(j.state is not JobState.RUNNING for j in jobs)
+        claimed = sum(1 for j in jobs if j.attempt)
+        return jobs if settled and len(deferred) + claimed == len(ids) else None
+
+    jobs = wait_for(accounted, timeout=60, message="every job claimed or sent back")
+
+    claimed = [j for j in jobs if j.attempt]
+    assert 1 <= len(claimed) <= concurrency, [(j.attempt, j.state.value) for j in claimed]
+    assert all(j.attempt == 1 and j.state is JobState.RETRYING for j in claimed)
+    for job in jobs:
+        if job.attempt == 0:
+            assert job.state is JobState.QUEUED and job.attempts_spent == 0
+            events = cluster.store.events(job.id)
+            assert not [e for e in events if e.kind is not EventKind.STATE_CHANGE], events
+            assert len(events) == 1, "the submission's event only"
 
 
 def test_a_server_that_forgets_sessions_and_restarts_fails_no_job(

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import JobState
+from pipeline.jobs import EventKind, JobState
 from pipeline.jobs.publishing import BROKER_DOWN_AFTER
 from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
@@ -227,6 +227,63 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
     publisher.depths["doclane.small"] = 0  # the queue drained: what is still queued was lost
     drained = reconcile_once(store, publisher, settings)
     assert sorted(drained.republished) == sorted(ids) and drained.busy_queues == []
+
+
+def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """More queued jobs than messages in their queue: the difference was lost, and that many
+    jobs get a message long before the stale threshold (the oldest: a queue hands its oldest
+    messages out first). A queue with a batch of messages waiting is a backlog: left alone."""
+    paths = [write_sample(tmp_path / "docs", "md", n) for n in range(5)]
+    ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
+    settings = load_reconcile_settings(
+        reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
+    )
+
+    def past_threshold() -> bool:
+        newest = max(j.updated_at for j in store.get_jobs(ids))
+        return (datetime.now(UTC) - newest).total_seconds() > 0.2
+
+    wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
+    publisher = RecordingPublisher(depths={"doclane.small": 5})
+    assert reconcile_once(store, publisher, settings).lost == [], "every message is there"
+    publisher.depths["doclane.small"] = 10  # a backlog (a batch or more waiting): not judged
+    assert reconcile_once(store, publisher, settings).lost == []
+
+    publisher.depths["doclane.small"] = 3  # two messages lost
+    report = reconcile_once(store, publisher, settings)
+
+    assert len(report.lost) == 2 and set(report.lost) <= set(ids)
+    assert [m.job_id for m in publisher.messages] == report.lost == report.republished
+    notes = [
+        e.detail for job_id in report.lost for e in store.events(job_id) if e.kind is EventKind.NOTE
+    ]
+    assert len(notes) == 2 and all("presumed lost" in str(n) for n in notes)
+    publisher.depths["doclane.small"] = 5  # the two new messages
+    assert reconcile_once(store, publisher, settings).lost == [], "not taken again"
+
+
+def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: Path) -> None:
+    """A retrying job's message waits out its countdown in a worker and runs once due: one
+    overdue by the short threshold lost its message with its worker, whatever the queue holds
+    (below a batch)."""
+    path = write_sample(tmp_path / "docs", "md", 7)
+    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
+    job = store.claim(job_id, "killed-worker", lease_s=30)
+    assert job is not None
+    error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
+    assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
+    settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    publisher = RecordingPublisher(depths={"doclane.small": 3})
+
+    report = wait_for(
+        lambda: (r := reconcile_once(store, publisher, settings)).lost and r,
+        timeout=10,
+        message="the retrying job past the threshold",
+    )
+
+    assert report.lost == [job_id] == report.republished
 
 
 def test_publishing_stops_trying_once_the_broker_is_plainly_down(

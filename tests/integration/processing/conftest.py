@@ -53,6 +53,9 @@ class HookedRunner:
 
         return self.resilient.run(hooked, label=label, record=record)
 
+    def refusing_for(self) -> float:
+        return self.resilient.refusing_for()
+
 
 @dataclass
 class Bench:

@@ -39,19 +39,44 @@ def test_an_open_circuit_after_a_try_that_reached_the_server_is_charged(
 
 
 def test_an_open_circuit_no_try_reached_is_refunded(make_bench: Callable[..., Bench]) -> None:
-    bench = make_bench(
-        resilience={"retry_max_tries": 2, "breaker_fail_max": 1, "breaker_reset_s": 30}
-    )
+    resilience = {"retry_max_tries": 2, "breaker_fail_max": 1, "breaker_reset_s": 30}
+    bench = make_bench(resilience=resilience)
     bench.server.configure(fail_next=1, fail_with="http503")
     tripping = bench.submit_one(write_sample(bench.folder, "md", 41))
     assert bench.processor.process(tripping).code == "E309"  # E302, then open: charged
     job_id = bench.submit_one(write_sample(bench.folder, "md", 42))
+    # another process, which has not met the open circuit yet (it shares it through Redis)
+    other = make_bench(resilience=resilience)
 
-    outcome = bench.processor.process(job_id)
+    outcome = other.processor.process(job_id)
 
     assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
     job = bench.store.get_job(job_id)
     assert job is not None and (job.attempt, job.attempts_spent) == (1, 0)
+
+
+def test_a_process_that_met_every_circuit_open_claims_nothing_until_the_reset(
+    make_bench: Callable[..., Bench],
+) -> None:
+    bench = make_bench(
+        resilience={"retry_max_tries": 2, "breaker_fail_max": 1, "breaker_reset_s": 30}
+    )
+    bench.server.configure(fail_next=1, fail_with="http503")
+    tripping = bench.submit_one(write_sample(bench.folder, "md", 44))
+    assert bench.processor.process(tripping).code == "E309"  # E302, then open: charged
+    job_id = bench.submit_one(write_sample(bench.folder, "md", 45))
+    events_before = len(bench.store.events(job_id))
+
+    outcome = bench.processor.process(job_id)
+
+    assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
+    assert outcome.countdown_s is not None and outcome.countdown_s > 0
+    job = bench.store.get_job(job_id)
+    assert job is not None and job.state is JobState.QUEUED
+    assert (job.attempt, job.attempts_spent) == (0, 0), "not claimed"
+    assert len(bench.store.events(job_id)) == events_before, "no trail"
+    assert job.next_attempt_at is not None, "due when its message comes back"
+    assert (job.next_attempt_at - job.updated_at).total_seconds() > 10, "after the reset"
 
 
 def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(

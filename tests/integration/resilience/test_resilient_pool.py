@@ -85,6 +85,7 @@ def test_every_circuit_open_is_e309_without_a_request(fake_server_factory: Any) 
             with pytest.raises(errors.ServerUnavailable):
                 r.run(convert, record=RetryRecord())
         seen = requests_seen(first) + requests_seen(second)
+        assert r.refusing_for() == 0, "failures, but no unit has met every circuit open yet"
         record = RetryRecord()
         with pytest.raises(errors.CircuitOpen) as caught:
             r.run(convert, record=record)
@@ -93,6 +94,14 @@ def test_every_circuit_open_is_e309_without_a_request(fake_server_factory: Any) 
         assert record.tries == 1  # E309 is not retried inside the worker
         assert requests_seen(first) + requests_seen(second) == seen
         assert {b["state"] for b in r.breakers()} == {"open"}
+        # what a worker reads before it claims a job: the circuits' wait, without a request
+        assert 0 < r.refusing_for() <= caught.value.retry_after
+        for server in (first, second):
+            server.reset()
+        for breaker in r.pool.breakers():
+            breaker.reset()  # an operator who knows the servers are back
+        assert r.run(convert, record=RetryRecord()) in (first.origin, second.origin)
+        assert r.refusing_for() == 0, "a unit that went through ends the wait"
 
 
 class CountingRedis(BreakerRedis):
