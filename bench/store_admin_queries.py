@@ -28,6 +28,7 @@ from typing import Any
 import psycopg
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
+from pipeline.queues import QUEUE_SMALL
 from pipeline.store import apply_migrations, load_store_settings
 from pipeline.store.queries import query
 
@@ -101,7 +102,18 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             (
                 "reconciler: stale queued/retrying (10 min, 1000)",
                 "take_stale_waiting",
-                {"now": None, "older_than_s": 600.0, "limit": 1000, "queues": None},
+                {"now": None, "older_than_s": 600.0, "limit": 1000, "queues": None, "states": None},
+            ),
+            (
+                "reconciler: lost messages of a queue (60 s, 1000, 10 waiting)",
+                "take_lost_queued",
+                {
+                    "queue": QUEUE_SMALL,
+                    "waiting": 10,
+                    "older_than_s": 60.0,
+                    "now": None,
+                    "limit": 1000,
+                },
             ),
             (
                 "dedup lookup of 100 hashes",
