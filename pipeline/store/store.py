@@ -94,10 +94,9 @@ def _split(conn: psycopg.Connection, made: CreatedJob, spec: NewJob) -> CreatedJ
     return CreatedJob(job_id=made.job_id, slice_ids=tuple(ids))
 
 
-def _round_params(
-    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
-) -> dict[str, Any]:
-    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
+def _like_params(lead: Job, *, limit: int, small_below: int) -> dict[str, Any]:
+    """Up to ``limit`` small due jobs like ``lead`` (its queue, profile, options and formats):
+    what a batch's and a round's claims both ask (sql/batches.sql, sql/rounds.sql)."""
     return {
         "queue": lead.queue,
         "profile": lead.profile,
@@ -106,6 +105,15 @@ def _round_params(
         "small_below": small_below,
         "lead": lead.id,
         "limit": limit,
+    }
+
+
+def _round_params(
+    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+) -> dict[str, Any]:
+    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
+    return {
+        **_like_params(lead, limit=limit, small_below=small_below),
         "worker": worker,
         "lease_s": float(lease_s),
     }
@@ -242,15 +250,7 @@ class JobStore:
         ``choose`` picks among at most ``candidates`` locked rows (id, source_uri, size_bytes,
         content_sha256), in priority order; each chosen job is claimed as ``claim`` would.
         """
-        params = {
-            "queue": lead.queue,
-            "profile": lead.profile,
-            "options": jsonb(lead.options),
-            "formats": list(lead.formats),
-            "small_below": small_below,
-            "lead": lead.id,
-            "limit": candidates,
-        }
+        params = _like_params(lead, limit=candidates, small_below=small_below)
         with self._connection("claiming a batch") as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             chosen = choose(cur.execute(query("batch_candidates"), params).fetchall())
