@@ -222,15 +222,7 @@ class AttemptJournal:
         ``DatabaseUnavailable`` (nothing was written then).
         """
         with self._lock:
-            end = self._results(conversion)
-            done = self.store.finish(
-                end.job_id,
-                end.attempt,
-                end.results,
-                calls=end.calls,
-                note=end.note,
-                origin=end.origin,
-            )
+            done = self.store.finish_end(self._results(conversion))
             self._pending = []
         return done
 

@@ -248,19 +248,11 @@ class JobProcessor:
 
     def _round_companions(self, lead: Job) -> list[Job]:
         assert self.rounds is not None
-        try:
-            return self.rounds.claim_companions(lead)
-        except DatabaseUnavailable as exc:  # the lead goes alone; the others wait their turn
-            log.warning("cannot claim a round: %s", exc)
-            return []
+        return _companions_of(lead, self.rounds.claim_companions, "a round")
 
     def _companions(self, lead: Job) -> list[Job]:
         assert self.batches is not None
-        try:
-            return self.batches.claim_companions(lead)
-        except DatabaseUnavailable as exc:  # the lead goes alone; the others wait their turn
-            log.warning("cannot claim a batch: %s", exc)
-            return []
+        return _companions_of(lead, self.batches.claim_companions, "a batch")
 
     # ---- one attempt --------------------------------------------------------------------------
     def _run_attempt(self, attempt: Attempt) -> Outcome:
@@ -386,3 +378,13 @@ class JobProcessor:
         if error.code == "E399":
             log.error("unexpected error", exc_info=exc)
         return error
+
+
+def _companions_of(lead: Job, claim: Callable[[Job], list[Job]], what: str) -> list[Job]:
+    """The jobs ``claim`` takes beside ``lead``; none when the database is away: the lead goes
+    alone and the others wait their turn."""
+    try:
+        return claim(lead)
+    except DatabaseUnavailable as exc:
+        log.warning("cannot claim %s: %s", what, exc)
+        return []

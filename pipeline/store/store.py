@@ -447,6 +447,17 @@ class JobStore:
                 copy_results_in(copy, job_id, attempt, results)
         return True
 
+    def finish_end(self, end: AttemptResults) -> bool:
+        """:meth:`finish` of one attempt's end as a round or a journal holds it."""
+        return self.finish(
+            end.job_id,
+            end.attempt,
+            end.results,
+            calls=end.calls,
+            note=end.note,
+            origin=end.origin,
+        )
+
     def _finish_with_objects(
         self,
         objects: ObjectResults,
@@ -537,15 +548,7 @@ class JobStore:
                     stored[n] = row is not None and row[0] is not None
         for n, small in enumerate(inline):
             if not small:
-                end = ends[n]
-                stored[n] = self.finish(
-                    end.job_id,
-                    end.attempt,
-                    end.results,
-                    calls=end.calls,
-                    note=end.note,
-                    origin=end.origin,
-                )
+                stored[n] = self.finish_end(ends[n])
         return [stored[n] for n in range(len(ends))]
 
     def finish_then_claim(
