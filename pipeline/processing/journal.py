@@ -66,16 +66,31 @@ def engine_of(client: McpClient) -> str | None:
     return f"{server.name} {server.version}".strip() or None
 
 
-def conversion_note(conversion: Conversion) -> dict[str, Any]:
-    """The trail's note on how a document was converted (``{"note": text, ...}``)."""
+def conversion_note(conversion: Conversion, *, converted: int = 0) -> dict[str, Any]:
+    """The trail's note on how a document was converted (``{"note": text, ...}``).
+
+    ``converted`` is how many conversions the attempt's calls show. The profile counts only
+    those of the try that succeeded; a try that converted, then failed (a server that restarted
+    between convert and export, a transient export error), was retried whole and converted
+    again. Every conversion the trail shows is counted and explained.
+    """
+    conversions, notes = conversion.conversions, conversion.notes
+    earlier = converted - conversions
+    if earlier > 0:
+        conversions = converted
+        notes = [
+            *notes,
+            f"{earlier} earlier conversion{'s' if earlier > 1 else ''} in this attempt went with "
+            "a try that failed after converting; the retry converted again",
+        ]
     return {
         "note": f"converted with profile {conversion.profile}"
         + (f" by {conversion.engine}" if conversion.engine else ""),
         "profile": conversion.profile,
         "engine": conversion.engine,
-        "conversions": conversion.conversions,
+        "conversions": conversions,
         "document_key": conversion.document_key,
-        "notes": conversion.notes,
+        "notes": notes,
     }
 
 
@@ -103,6 +118,8 @@ class AttemptJournal:
         self.keeper = keeper
         self.defer_calls = defer_calls
         self._pending: list[CallEvent] = []
+        #: Successful conversion calls of this attempt, over every try (the note counts them).
+        self.converted = 0
         #: The server this attempt talks to, as the last stage said (the results record it).
         self.origin: str | None = None
         self._held: Stage | None = None
@@ -180,6 +197,8 @@ class AttemptJournal:
         )
         with self._lock:
             self._pending.append(event)
+            if record.outcome == "ok" and record.stage == "convert":
+                self.converted += 1
         if not self.defer_calls:
             self.flush()
         # A call that worked is in the trail with its duration; at fleet scale a log line for
@@ -240,7 +259,7 @@ class AttemptJournal:
             job.attempt,
             conversion.outputs,
             calls=list(self._pending),
-            note=conversion_note(conversion),
+            note=conversion_note(conversion, converted=self.converted),
             origin=self.origin,
         )
 
@@ -254,12 +273,3 @@ class AttemptJournal:
         )
         if not recorded:
             raise AttemptLost("the job was taken from this attempt while reading its source")
-
-    def conversion(self, conversion: Conversion) -> None:
-        """A note on how the document was converted (best effort: the results are what count)."""
-        job = self.job
-        note = conversion_note(conversion)
-        try:
-            self.store.add_note(job.id, job.attempt, note.pop("note"), **note)
-        except DatabaseUnavailable as exc:
-            log.warning("could not note the conversion: %s", exc)

@@ -94,6 +94,9 @@ def test_calls_retried_within_an_attempt_are_all_kept_in_order(
         ("call", EXPORT, "ok"),
     ]
     assert trail(bench, job_id)[-1] == ("state", "succeeded")
+    [note] = [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert note["conversions"] == 2, "the retried try's conversion is counted"
+    assert any("earlier conversion" in text for text in note["notes"]), note["notes"]
 
 
 def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
