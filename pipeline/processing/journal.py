@@ -66,22 +66,20 @@ def engine_of(client: McpClient) -> str | None:
     return f"{server.name} {server.version}".strip() or None
 
 
-def conversion_note(conversion: Conversion, *, converted: int = 0) -> dict[str, Any]:
+def conversion_note(conversion: Conversion, *, earlier: int = 0) -> dict[str, Any]:
     """The trail's note on how a document was converted (``{"note": text, ...}``).
 
-    ``converted`` is how many conversions the attempt's calls show. The profile counts only
-    those of the try that succeeded; a try that converted, then failed (a server that restarted
-    between convert and export, a transient export error), was retried whole and converted
-    again. Every conversion the trail shows is counted and explained.
+    ``earlier`` counts the attempt's tries that converted and then failed (a transient export
+    error, a server that restarted between convert and export): the profile counts only the
+    conversions of the try that succeeded, and the trail must explain every conversion it shows.
+    A try that exported what an earlier one kept converted nothing itself (its profile says so).
     """
-    conversions, notes = conversion.conversions, conversion.notes
-    earlier = converted - conversions
-    if earlier > 0:
-        conversions = converted
+    conversions, notes = earlier + conversion.conversions, conversion.notes
+    if earlier and conversion.conversions:
         notes = [
             *notes,
             f"{earlier} earlier conversion{'s' if earlier > 1 else ''} in this attempt went with "
-            "a try that failed after converting; the retry converted again",
+            "a try that failed after converting; this try converted again",
         ]
     return {
         "note": f"converted with profile {conversion.profile}"
@@ -118,8 +116,8 @@ class AttemptJournal:
         self.keeper = keeper
         self.defer_calls = defer_calls
         self._pending: list[CallEvent] = []
-        #: Successful conversion calls of this attempt, over every try (the note counts them).
-        self.converted = 0
+        #: Tries of this attempt that converted and then failed (the note counts them).
+        self.earlier_conversions = 0
         #: The server this attempt talks to, as the last stage said (the results record it).
         self.origin: str | None = None
         self._held: Stage | None = None
@@ -197,8 +195,6 @@ class AttemptJournal:
         )
         with self._lock:
             self._pending.append(event)
-            if record.outcome == "ok" and record.stage == "convert":
-                self.converted += 1
         if not self.defer_calls:
             self.flush()
         # A call that worked is in the trail with its duration; at fleet scale a log line for
@@ -259,7 +255,7 @@ class AttemptJournal:
             job.attempt,
             conversion.outputs,
             calls=list(self._pending),
-            note=conversion_note(conversion, converted=self.converted),
+            note=conversion_note(conversion, earlier=self.earlier_conversions),
             origin=self.origin,
         )
 

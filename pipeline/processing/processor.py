@@ -56,6 +56,7 @@ from pipeline.processing.sourcing import SourcePreparer
 from pipeline.profiles import (
     Conversion,
     ConversionRequest,
+    KeptDocument,
     McpCallRecord,
     ProfileSettings,
     select_profile,
@@ -325,9 +326,10 @@ class JobProcessor:
                     size_bytes=source.info.size_bytes,
                     options=server_options(job.options),
                 )
+                kept: dict[str, KeptDocument] = {}  # by origin: what a try left on that server
                 with scope:
                     return self.runner.run(
-                        lambda client: self._unit(client, journal, request),
+                        lambda client: self._unit(client, journal, request, kept),
                         label=f"job {job.id}",
                         record=tries,
                     )
@@ -338,12 +340,17 @@ class JobProcessor:
             raise
 
     def _unit(
-        self, client: McpClient, journal: AttemptJournal, request: ConversionRequest
+        self,
+        client: McpClient,
+        journal: AttemptJournal,
+        request: ConversionRequest,
+        kept: dict[str, KeptDocument],
     ) -> Conversion:
         """What must happen on one server: pick the profile from its tools, convert, export.
 
         The retry layer runs this again after a retryable failure, so nothing in it may fail
-        for a reason other than the server's: the journal's writes never raise E401.
+        for a reason other than the server's: the journal's writes never raise E401. A try on
+        a server an earlier try converted on exports what that try kept (``kept``).
         """
         origin = client.origin
         update_job_context(origin=origin)
@@ -363,7 +370,14 @@ class JobProcessor:
                 exporting = True
                 journal.stage(Stage.EXPORTING, origin=origin)
 
-        conversion = profile.convert(client, request, report)
+        try:
+            conversion = profile.convert(
+                client, request, report, kept.setdefault(origin, KeptDocument())
+            )
+        except BaseException:
+            if exporting:  # this try converted; the note counts the conversion it lost
+                journal.earlier_conversions += 1
+            raise
         conversion.engine = engine_of(client)
         return conversion
 

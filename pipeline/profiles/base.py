@@ -102,12 +102,29 @@ def ignore_call(_record: McpCallRecord) -> None:
 
 
 @dataclass(slots=True)
+class KeptDocument:
+    """What a try's convert call gave that its exports need (a docling-mcp document key, a
+    per-format contract's document), kept for the attempt's next try on the same server.
+
+    A try that converted and then failed on its way out (a transient export error, a session
+    the server forgot) is retried whole by the resilience layer. Converting again is the costly
+    part (650-800 ms a document on docling-mcp) and a second conversion in the trail, so the
+    next try exports what was kept instead. A kept docling-mcp key can be gone by then (the
+    server restarted or evicted it): the profile then converts again, as for a key evicted
+    mid-try.
+    """
+
+    document: Any = None
+
+
+@dataclass(slots=True)
 class Conversion:
     """What a profile produced: one text per wanted format, plus how it got there."""
 
     profile: str
     outputs: dict[str, str]
     document_key: str | None = None
+    #: Conversions this try made: 0 when it exported a document kept from an earlier try.
     conversions: int = 1
     notes: list[str] = field(default_factory=list)
     #: The engine that converted it, as the server names itself ("docling-rs 2.52.7").
@@ -128,9 +145,18 @@ class Profile(Protocol):
         ...
 
     def convert(
-        self, client: ToolClient, request: ConversionRequest, report: CallReporter
+        self,
+        client: ToolClient,
+        request: ConversionRequest,
+        report: CallReporter,
+        kept: KeptDocument | None = None,
     ) -> Conversion:
-        """Convert one document and export every wanted format, on this one client."""
+        """Convert one document and export every wanted format, on this one client.
+
+        ``kept`` is this attempt's memory of the server (see :class:`KeptDocument`): a profile
+        whose exports read what its convert gave stores it there, and exports a kept one rather
+        than convert again. Profiles that convert and export in one call ignore it.
+        """
         ...
 
 

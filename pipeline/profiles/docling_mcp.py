@@ -25,6 +25,7 @@ from pipeline.profiles.base import (
     CallReporter,
     Conversion,
     ConversionRequest,
+    KeptDocument,
     ToolClient,
     ToolResultView,
     call_tool,
@@ -102,16 +103,25 @@ class DoclingMcpProfile:
         return [fmt for fmt in formats if fmt not in can]
 
     def convert(
-        self, client: ToolClient, request: ConversionRequest, report: CallReporter
+        self,
+        client: ToolClient,
+        request: ConversionRequest,
+        report: CallReporter,
+        kept: KeptDocument | None = None,
     ) -> Conversion:
         refuse_options(self.name, request)
-        key = self._convert(client, request, report)
-        conversion = Conversion(profile=self.name, outputs={}, document_key=key)
+        if kept is not None and isinstance(kept.document, str):
+            key = kept.document
+            conversion = Conversion(self.name, {}, document_key=key, conversions=0)
+            conversion.notes.append(f"exported document key {key}, which an earlier try converted")
+        else:
+            key = self._convert(client, request, report, kept)
+            conversion = Conversion(profile=self.name, outputs={}, document_key=key)
         try:
             conversion.outputs = self._export_all(client, key, request, report)
         except KeyVanished as gone:
-            conversion.notes.append(f"document key {key} evicted after convert; converted again")
-            key = self._convert(client, request, report)
+            conversion.notes.append(f"document key {key} gone from the server; converted again")
+            key = self._convert(client, request, report, kept)
             conversion.document_key = key
             conversion.conversions += 1
             try:
@@ -124,7 +134,14 @@ class DoclingMcpProfile:
                 ) from None
         return conversion
 
-    def _convert(self, client: ToolClient, request: ConversionRequest, report: CallReporter) -> str:
+    def _convert(
+        self,
+        client: ToolClient,
+        request: ConversionRequest,
+        report: CallReporter,
+        kept: KeptDocument | None,
+    ) -> str:
+        """The document key of a new conversion, kept for the attempt's next try."""
         result = call_tool(
             client,
             CONVERT,
@@ -133,7 +150,10 @@ class DoclingMcpProfile:
             report=report,
             size_bytes=request.size_bytes,
         )
-        return require_str(structured(result, CONVERT), "document_key", CONVERT)
+        key = require_str(structured(result, CONVERT), "document_key", CONVERT)
+        if kept is not None:
+            kept.document = key
+        return key
 
     def _export_all(
         self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter

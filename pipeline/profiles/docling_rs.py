@@ -26,6 +26,7 @@ from pipeline.profiles.base import (
     CallReporter,
     Conversion,
     ConversionRequest,
+    KeptDocument,
     ToolClient,
     call_tool,
     text_of,
@@ -78,7 +79,11 @@ class DoclingRsProfile:
         return arguments
 
     def convert(
-        self, client: ToolClient, request: ConversionRequest, report: CallReporter
+        self,
+        client: ToolClient,
+        request: ConversionRequest,
+        report: CallReporter,
+        kept: KeptDocument | None = None,
     ) -> Conversion:
         outputs: dict[str, str] = {}
         for fmt in request.formats:

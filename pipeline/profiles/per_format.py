@@ -18,6 +18,7 @@ from pipeline.profiles.base import (
     CallReporter,
     Conversion,
     ConversionRequest,
+    KeptDocument,
     ToolClient,
     ToolResultView,
     call_tool,
@@ -77,20 +78,24 @@ class PerFormatProfile:
         return tool
 
     def convert(
-        self, client: ToolClient, request: ConversionRequest, report: CallReporter
+        self,
+        client: ToolClient,
+        request: ConversionRequest,
+        report: CallReporter,
+        kept: KeptDocument | None = None,
     ) -> Conversion:
         refuse_options(self.name, request)
-        tool = self.convert_tool(request)
-        argument = "url" if tool == CONVERT_URL else "file_path"
-        result = call_tool(
-            client,
-            tool,
-            {argument: request.source},
-            stage="convert",
-            report=report,
-            size_bytes=request.size_bytes,
-        )
-        document = _document_of(structured(result, tool))
+        conversion = Conversion(profile=self.name, outputs={})
+        if kept is not None and kept.document is not None:
+            # The document travels in each export's arguments: what an earlier try's convert
+            # gave is as good now.
+            document = kept.document
+            conversion.conversions = 0
+            conversion.notes.append("exported the document an earlier try converted")
+        else:
+            document = self._convert(client, request, report)
+            if kept is not None:
+                kept.document = document
         outputs: dict[str, str] = {}
         for fmt in request.formats:
             export = EXPORT_BY_FORMAT[fmt]
@@ -103,7 +108,22 @@ class PerFormatProfile:
                 size_bytes=request.size_bytes,
             )
             outputs[fmt] = _text_for(exported, fmt)
-        return Conversion(profile=self.name, outputs=outputs)
+        conversion.outputs = outputs
+        return conversion
+
+    def _convert(self, client: ToolClient, request: ConversionRequest, report: CallReporter) -> Any:
+        """The Docling document the type's convert tool gives."""
+        tool = self.convert_tool(request)
+        argument = "url" if tool == CONVERT_URL else "file_path"
+        result = call_tool(
+            client,
+            tool,
+            {argument: request.source},
+            stage="convert",
+            report=report,
+            size_bytes=request.size_bytes,
+        )
+        return _document_of(structured(result, tool))
 
 
 def _document_of(content: Mapping[str, Any]) -> Any:

@@ -311,6 +311,28 @@ def test_the_per_format_profile_against_a_per_format_server(
     assert json.loads(bench.store.get_result(job_id, "json") or "null")
 
 
+def test_a_per_format_retry_exports_the_document_its_first_try_converted(
+    make_bench: Callable[..., Bench], fake_server_factory: Callable[..., FakeServer]
+) -> None:
+    server = fake_server_factory(profile="per-format")
+    bench = make_bench(server, resilience={"retry_max_tries": 3, "breaker_fail_max": 100})
+    server.configure(fail_next=1, fail_with="http503", fail_tools=["export_markdown"])
+    job_id = bench.submit_one(write_sample(bench.folder, "docx", 12), formats=("md", "html"))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    assert [call[:2] for call in mcp_calls(bench, job_id)] == [
+        ("convert_docx", "ok"),
+        ("export_html", "ok"),
+        ("export_markdown", "error"),
+        ("export_html", "ok"),
+        ("export_markdown", "ok"),
+    ]
+    [note] = [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert note["conversions"] == 1
+    assert "sample-0012" in (bench.store.get_result(job_id, "md") or "")
+
+
 def test_a_per_format_server_without_a_tool_for_the_type_fails_with_e305(
     make_bench: Callable[..., Bench], fake_server_factory: Callable[..., FakeServer]
 ) -> None:

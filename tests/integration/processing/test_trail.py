@@ -17,6 +17,7 @@ from tests.integration.processing.conftest import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
+CHECK = "check_document_in_local_cache"
 
 
 def trail(bench: Bench, job_id: Any) -> list[tuple[str, ...]]:
@@ -80,6 +81,8 @@ def test_a_failed_conversion_s_call_comes_before_the_failure(
 def test_calls_retried_within_an_attempt_are_all_kept_in_order(
     make_bench: Callable[..., Bench],
 ) -> None:
+    """A try that converted and then failed leaves the document in the server's cache: the
+    retry exports it rather than convert again, and the note counts one conversion."""
     bench = make_bench(resilience={"retry_max_tries": 3, "breaker_fail_max": 100})
     bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[EXPORT])
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 4))
@@ -90,13 +93,64 @@ def test_calls_retried_within_an_attempt_are_all_kept_in_order(
     assert calls == [
         ("call", CONVERT, "ok"),
         ("call", EXPORT, "error"),
-        ("call", CONVERT, "ok"),
         ("call", EXPORT, "ok"),
     ]
     assert trail(bench, job_id)[-1] == ("state", "succeeded")
-    [note] = [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
-    assert note["conversions"] == 2, "the retried try's conversion is counted"
+    [note] = notes(bench, job_id)
+    assert note["conversions"] == 1
+    assert any("an earlier try converted" in text for text in note["notes"]), note["notes"]
+
+
+def test_a_retry_that_finds_the_kept_document_gone_converts_again_and_says_so(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """The server lost the document between the tries (evicted, or restarted): the retry
+    converts again, and the note counts both conversions and says why."""
+    bench = make_bench(resilience={"retry_max_tries": 3, "breaker_fail_max": 100})
+    bench.runner.wrap_client = evicting_after_a_failed_export(bench)
+    bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[EXPORT])
+    job_id = bench.submit_one(write_sample(bench.folder, "csv", 6))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    calls = [e[1:] for e in trail(bench, job_id) if e[0] == "call"]
+    assert calls == [
+        (CONVERT, "ok"),
+        (EXPORT, "error"),
+        (EXPORT, "error"),
+        (CHECK, "ok"),
+        (CONVERT, "ok"),
+        (EXPORT, "ok"),
+    ]
+    [note] = notes(bench, job_id)
+    assert note["conversions"] == 2, "the lost try's conversion is counted"
     assert any("earlier conversion" in text for text in note["notes"]), note["notes"]
+
+
+def notes(bench: Bench, job_id: Any) -> list[dict[str, Any]]:
+    return [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+
+
+def evicting_after_a_failed_export(bench: Bench) -> Callable[[Any], Any]:
+    """A client wrapper that empties the server's document cache when an export fails, as a
+    server restarted between two tries would have."""
+
+    class Evicting:
+        def __init__(self, client: Any) -> None:
+            self._client = client
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+        def call_tool(self, name: str, arguments: dict[str, Any], **kwargs: Any) -> Any:
+            try:
+                return self._client.call_tool(name, arguments, **kwargs)
+            except Exception:
+                if name == EXPORT:
+                    bench.server.evict()
+                raise
+
+    return Evicting
 
 
 def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
