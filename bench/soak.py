@@ -1,8 +1,10 @@
 """The soak: many small documents through two workers while the services around them fail.
 
 What a week in production would show, compressed: ``--docs`` small Markdown documents (default
-100,000) through two ``doclane worker`` nodes against the instant fake docling server (or,
-``--server docling-rs-mcp``, the real docling-rs-mcp over HTTP, profile ``docling-rs``), with a
+100,000) through two ``doclane worker`` nodes against the instant fake docling server (keeping
+``--server-cache`` documents between convert and export, 100 as compose.yaml configures
+docling-mcp; or, ``--server docling-rs-mcp``, the real docling-rs-mcp over HTTP, profile
+``docling-rs``), with a
 private Redis (the broker and the breakers) and a private PostgreSQL cluster
 (bench/harness/private.py), so that restarting them disturbs no one else on the machine.
 Meanwhile, on a schedule:
@@ -26,7 +28,7 @@ time (``--plot``), PostgreSQL table and index growth per 100,000 jobs, the recon
 (its ``reconciled:`` lines) and the p50/p99 submit-to-result latency.
 
     .venv/bin/python -m bench.soak [--docs 100000] [--smoke] [--plot docs/soak-throughput.png]
-        [--server fake|docling-rs-mcp]
+        [--server fake|docling-rs-mcp] [--server-cache 100]
         [--json] [--kill-every 180] [--redis-restart-at 0.3] [--postgres-restart-at 0.5]
         [--server-stop-at 0.7] [--no-postgres-restart]
 """
@@ -158,7 +160,7 @@ class Soak:
         self.server: FakeServer | RsServer = (
             RsServer(scratch / "rs", root=scratch / "docs")
             if args.server == "docling-rs-mcp"
-            else FakeServer(scratch)
+            else FakeServer(scratch, cache_max_documents=args.server_cache)
         )
         self.env: dict[str, str] = {}
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
@@ -346,6 +348,7 @@ class Soak:
             "unfinished": sum(states.get(s, 0) for s in _UNFINISHED_STATES),
             "results_doubled": int(results[0]) - int(results[1]),
             "server": a.server,
+            "server_cache": a.server_cache if a.server == "fake" else None,
             "conversions_doubled": (
                 self.convert_calls if isinstance(self.server, FakeServer) else in_trails
             )
@@ -517,6 +520,9 @@ def arguments() -> argparse.Namespace:
         help="the instant fake docling server, or docling-rs-mcp over HTTP")  # fmt: skip
     add("--smoke", action="store_true", help="300 documents, faults every 20 s (CI)")
     add("--concurrency", type=int, default=2, help="pool processes per worker")
+    add("--server-cache", type=int, default=100,
+        help="the fake's document cache, as compose.yaml sets docling-mcp's "
+        "(DOCLING_MCP_CACHE_MAX_DOCUMENTS); 10 is docling-mcp's own default")  # fmt: skip
     add("--batch", type=int, default=1, help="DOCLANE_BATCH_MAX_DOCS")
     add("--chunk", type=int, default=1000, help="documents per doclane submit")
     add("--backlog", type=int, default=2000, help="most jobs unfinished at once")
