@@ -16,7 +16,7 @@ from typing import Any
 from kombu import Connection
 
 from pipeline.admin import QueueDepth
-from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES
+from pipeline.queues import ALL_QUEUES
 from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
 
 #: Connection attempts before a broker is reported unreachable.
@@ -41,7 +41,7 @@ class BrokerFleet:
 
     def queue_depths(self) -> list[QueueDepth]:
         depths = []
-        for queue in (*JOB_QUEUES, CONTROL_QUEUE):
+        for queue in ALL_QUEUES:
             with Connection(
                 self._url, connect_timeout=_CONNECT_TIMEOUT_S, transport_options=self._options
             ) as conn:
