@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from kombu import Connection
 
 from pipeline.admin import WorkerInfo
 from pipeline.admin.heartbeats import beat
@@ -30,6 +31,7 @@ from pipeline.resilience import load_resilience_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
+from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
 from workers.fleet import BrokerFleet, BrokerUnreachable
 from workers.publisher import CeleryPublisher
 from workers.settings import load_worker_settings
@@ -79,6 +81,25 @@ def test_depths_count_every_priority_level_of_every_queue(
     wait_for(lambda: depths()[QUEUE_SMALL] == 4, timeout=30, message="4 waiting")
     assert depths()[QUEUE_LARGE] == 1
     assert depths()[CONTROL_QUEUE] == 0
+
+
+def test_one_connection_still_answers_after_an_unknown_queue(
+    any_broker: Broker, publisher: CeleryPublisher
+) -> None:
+    """An AMQP 404 closes the channel it was asked on, and py-amqp reopens it: a count of every
+    queue is one connection to the broker (a worker counts before each beat), not one per
+    queue."""
+    publisher.publish(JobMessage(uuid.uuid4(), QUEUE_LARGE, priority=3))
+    layout = redis_queue_layout() if uses_redis_transport(any_broker.url) else {}
+    with Connection(any_broker.url, transport_options=layout) as conn:
+
+        def unknown_then_large() -> bool:
+            return waiting_in(conn, "doclane.never-declared") == 0 and (
+                waiting_in(conn, QUEUE_LARGE) == 1
+            )
+
+        # An AMQP publish is not a round trip: the broker counts the message a moment later.
+        wait_for(unknown_then_large, timeout=30, message="1 waiting, asked after a 404")
 
 
 def test_an_unreachable_broker_is_reported() -> None:
