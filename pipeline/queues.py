@@ -56,6 +56,8 @@ QUEUE_LARGE: Final = "doclane.large"
 JOB_QUEUES: Final[tuple[str, ...]] = (QUEUE_SMALL, QUEUE_MEDIUM, QUEUE_LARGE)
 #: The reconciler's queue: never behind a backlog of documents.
 CONTROL_QUEUE: Final = "doclane.control"
+#: Every queue doclane declares: what a worker consumes by default and whose depths are shown.
+ALL_QUEUES: Final[tuple[str, ...]] = (*JOB_QUEUES, CONTROL_QUEUE)
 
 
 def queue_for_tier(tier: SizeTier) -> str:

@@ -51,8 +51,9 @@ def waiting_in(conn: Connection, queue: str) -> int | None:
     """Messages waiting in ``queue`` (every priority level), by a passive declare.
 
     A queue the broker does not know holds nothing. None when the broker cannot be asked.
-    The declare is made on the connection's default channel, which an AMQP 404 closes: one
-    connection asks about one queue.
+    The declare is made on the connection's default channel; the AMQP 404 of an unknown queue
+    closes that channel and py-amqp reopens it at once, so one connection asks about every
+    queue.
     """
     try:
         _, count, _ = conn.default_channel.queue_declare(queue=queue, passive=True)

@@ -1,6 +1,6 @@
 """The broker's side of the admin views (``pipeline.admin.Fleet``), asked through kombu alone.
 
-Queue depth is a passive declare per queue (``workers.broker.waiting_in``) on a plain
+Queue depth is a passive declare per queue (``workers.broker.waiting_in``), all on one plain
 ``kombu.Connection`` laid out as the Celery app lays its queues out: building the app to ask
 four numbers cost ``doclane stats`` a third of a second. The live workers are not asked here:
 each worker node writes its own heartbeat into Redis (``workers.heartbeat``), read in one round
@@ -16,7 +16,7 @@ from typing import Any
 from kombu import Connection
 
 from pipeline.admin import QueueDepth
-from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES
+from pipeline.queues import ALL_QUEUES
 from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
 
 #: Connection attempts before a broker is reported unreachable.
@@ -41,12 +41,12 @@ class BrokerFleet:
 
     def queue_depths(self) -> list[QueueDepth]:
         depths = []
-        for queue in (*JOB_QUEUES, CONTROL_QUEUE):
-            with Connection(
-                self._url, connect_timeout=_CONNECT_TIMEOUT_S, transport_options=self._options
-            ) as conn:
+        with Connection(
+            self._url, connect_timeout=_CONNECT_TIMEOUT_S, transport_options=self._options
+        ) as conn:
+            for queue in ALL_QUEUES:
                 waiting = waiting_in(conn, queue)
-            if waiting is None:
-                raise BrokerUnreachable(f"the broker did not answer about {queue}")
-            depths.append(QueueDepth(queue=queue, waiting=waiting))
+                if waiting is None:
+                    raise BrokerUnreachable(f"the broker did not answer about {queue}")
+                depths.append(QueueDepth(queue=queue, waiting=waiting))
         return depths

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, SizeTier, tier_of_queue
+from pipeline.queues import ALL_QUEUES, SizeTier, tier_of_queue
 
 if TYPE_CHECKING:  # the packages themselves: a publisher (doclane submit) needs none of them
     from pipeline.jobs.reconcile import ReconcileSettings
@@ -27,7 +27,7 @@ class WorkerSettings(BaseSettings):
     #: Redis by default; ``amqp://user:pass@host:5672//`` for RabbitMQ.
     broker_url: str = DEFAULT_BROKER_URL
     #: Queues a worker consumes, comma-separated in the environment.
-    worker_queues: Annotated[tuple[str, ...], NoDecode] = (*JOB_QUEUES, CONTROL_QUEUE)
+    worker_queues: Annotated[tuple[str, ...], NoDecode] = ALL_QUEUES
     #: Worker processes per ``doclane worker`` (``--concurrency``); each converts one job at a
     #: time with its own MCP client.
     worker_concurrency: int = Field(default=2, ge=1)
@@ -43,7 +43,9 @@ class WorkerSettings(BaseSettings):
     max_tasks_per_child: int = Field(default=0, ge=0)
     #: How often a worker node writes its heartbeat into Redis (DOCLANE_REDIS_URL), where
     #: ``doclane stats``, the API and /metrics read the live workers in one round trip; a node
-    #: whose heartbeat is three beats old counts as gone.
+    #: whose heartbeat is three beats old counts as gone. Each node counts the queues' messages
+    #: before each beat, and ``doclane stats`` shows the freshest count instead of asking the
+    #: broker.
     worker_heartbeat_s: float = Field(default=5.0, gt=0)
     #: Redis only: kombu's emulation of acknowledgements, which copies every delivered message
     #: into an "unacked" hash and deletes it on ack (two Redis round trips per job) so that a

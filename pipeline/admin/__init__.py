@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from .fleet import (
         BreakerState,
+        CountedFleet,
         Fleet,
         QueueDepth,
         RedisUnreachable,
@@ -56,6 +57,7 @@ __getattr__ = lazy.exports(
     {
         "AdminSettings": ".settings",
         "BreakerState": ".fleet",
+        "CountedFleet": ".fleet",
         "ErrorInfo": ".jobs",
         "Failures": ".stats",
         "Fleet": ".fleet",
@@ -91,6 +93,7 @@ __all__ = [
     "AdminSettings",
     "AdminStore",
     "BreakerState",
+    "CountedFleet",
     "ErrorInfo",
     "Failures",
     "Fleet",

@@ -6,6 +6,10 @@ breakers every worker shares, and the workers' heartbeats).
 wire in. The breakers are read here, through the same ``OriginBreaker`` the workers use, so
 state, failures and time to reset mean exactly what the workers act on; the live workers are
 the nodes whose heartbeat has not expired (``pipeline.admin.heartbeats``).
+
+Queue depths come from the broker, or (:class:`CountedFleet`, what ``doclane stats`` wires) from
+the live workers' heartbeats, which carry each node's latest count with its age: a command that
+starts, asks once and exits then loads no broker client at all while a worker is alive.
 """
 
 from __future__ import annotations
@@ -15,10 +19,11 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from pipeline.admin.heartbeats import WorkerInfo, read_workers
+from pipeline.admin.heartbeats import CountedDepths, WorkerInfo, read_heartbeats, read_workers
 from pipeline.mcp import load_mcp_settings, origin_of
+from pipeline.queues import ALL_QUEUES
 from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
-from pipeline.resilience.storage import BreakerRedis, RedisUnavailable
+from pipeline.resilience.storage import BreakerRedis, RedisUnavailable, breaker_redis
 from pipeline.support.secrets import mask_address
 
 #: pybreaker keeps an origin's state at ``<namespace>:<origin>:pybreaker:state``.
@@ -28,6 +33,11 @@ _STATE_SUFFIX = ":pybreaker:state"
 class QueueDepth(BaseModel):
     queue: str
     waiting: int
+    #: Seconds since the messages were counted: 0 when the broker was asked for this answer, up
+    #: to about a heartbeat (``DOCLANE_WORKER_HEARTBEAT_S``) when a worker's beat carried them.
+    age_s: float = 0.0
+    #: The worker node whose heartbeat carried the count; None: the broker was asked.
+    counted_by: str | None = None
 
 
 class BreakerState(BaseModel):
@@ -45,6 +55,36 @@ class Fleet(Protocol):
         """Messages waiting in each of doclane's queues; raises when the broker cannot be
         asked."""
         ...
+
+
+class CountedFleet:
+    """Queue depths as the live workers last counted them (the freshest count their heartbeats
+    carry), and from ``broker`` when no beat carries one: no worker alive, none that can reach
+    the broker, or Redis not answering. Each depth says how old it is and whose count it is."""
+
+    def __init__(self, settings: ResilienceSettings, broker: Fleet) -> None:
+        self._settings = settings
+        self._broker = broker
+
+    def queue_depths(self) -> list[QueueDepth]:
+        counted = self._counted()
+        if counted is None:
+            return self._broker.queue_depths()
+        return [
+            QueueDepth(queue=q, waiting=n, age_s=counted.age_s, counted_by=counted.node)
+            for q, n in counted.waiting.items()
+        ]
+
+    def _counted(self) -> CountedDepths | None:
+        if not self._settings.redis_url.strip():  # no heartbeats anywhere (the breakers say so)
+            return None
+        client = breaker_redis(self._settings.redis_url)
+        try:
+            return read_heartbeats(client, self._settings.breaker_namespace, ALL_QUEUES).depths
+        except RedisUnavailable:  # the broker is asked instead; the workers part says why
+            return None
+        finally:
+            client.close()
 
 
 class RedisUnreachable(Exception):

@@ -20,7 +20,7 @@ from pipeline.resilience import load_resilience_settings
 
 from .output import AS_JSON, echo_json, usage_error
 from .store_access import job_filter, open_store
-from .wiring import broker_fleet, celery_publisher
+from .wiring import broker_fleet, celery_publisher, counted_fleet
 
 app = typer.Typer(add_completion=False)
 
@@ -43,10 +43,10 @@ def stats(
     """Jobs by state, throughput, conversion times, failures, breakers, queues and workers."""
     settings = load_admin_settings()
     resilience = load_resilience_settings()
-    with (
-        open_store(as_json, AdminStore) as store,
-        broker_fleet() as fleet,
-    ):
+    # Queue depths from the live workers' heartbeats while there are any: no broker client is
+    # loaded for them (the API, a long-lived process, asks the broker itself).
+    fleet = counted_fleet(resilience)
+    with open_store(as_json, AdminStore) as store:
         figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
         _show(figures, as_json=as_json, watch=watch)
         try:
@@ -110,7 +110,9 @@ def render_stats(s: Stats) -> str:
             reset = f", reset in {b.retry_after_s:.0f}s" if b.retry_after_s else ""
             lines.append(f"  {b.origin}  {b.state} ({b.failures}/{b.fail_max} failures{reset})")
     if s.queues is not None:
-        lines.append("queues     " + "  ".join(f"{q.queue} {q.waiting}" for q in s.queues))
+        counted = next((q for q in s.queues if q.counted_by), None)
+        fresh = f"  ({counted.counted_by}'s count, {counted.age_s:.1f}s old)" if counted else ""
+        lines.append("queues     " + "  ".join(f"{q.queue} {q.waiting}" for q in s.queues) + fresh)
     if s.webhooks is not None:
         lines.append("webhooks   " + "  ".join(f"{k} {n}" for k, n in s.webhooks.items()))
     if s.workers is not None:

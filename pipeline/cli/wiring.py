@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 from pipeline.queues import Publisher
 
 if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
-    from pipeline.admin import Fleet
+    from pipeline.admin import Fleet, QueueDepth
+    from pipeline.resilience import ResilienceSettings
 
 
 @contextmanager
@@ -51,6 +52,33 @@ def run_beat(*, loglevel: str | None) -> None:
 def broker_fleet() -> Iterator[Fleet]:
     """The broker's side of the admin views (queue depths), asked through kombu: no Celery app
     is built for it (``workers.fleet``)."""
+    yield _broker_fleet()
+
+
+def counted_fleet(resilience: ResilienceSettings) -> Fleet:
+    """Queue depths as the live workers' heartbeats carry them, the broker asked only when none
+    does (``pipeline.admin.CountedFleet``): kombu and the worker settings, a tenth of a second
+    of a command's start, are loaded only then."""
+    from pipeline.admin import CountedFleet
+
+    return CountedFleet(resilience, _BrokerWhenAsked())
+
+
+class _BrokerWhenAsked:
+    """The broker's side, built at its first question."""
+
+    def __init__(self) -> None:
+        self._fleet: Fleet | None = None
+
+    def queue_depths(self) -> list[QueueDepth]:
+        if self._fleet is None:
+            self._fleet = _broker_fleet()
+        return self._fleet.queue_depths()
+
+
+def _broker_fleet() -> Fleet:
     fleet_module = importlib.import_module("workers.fleet")
     settings_module = importlib.import_module("workers.settings")
-    yield cast("Fleet", fleet_module.BrokerFleet(settings_module.load_worker_settings().broker_url))
+    return cast(
+        "Fleet", fleet_module.BrokerFleet(settings_module.load_worker_settings().broker_url)
+    )

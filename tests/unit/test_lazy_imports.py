@@ -75,3 +75,18 @@ def test_the_configured_origins_are_read_without_httpx() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
     )
     assert done.stdout.strip() == "['http://a', 'https://bücher.example'] []"
+
+
+def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker() -> None:
+    """``doclane stats`` shows the queue depths the live workers' heartbeats carry: kombu (and
+    the yaml, msgpack, amqp and billiard it imports) is a tenth of a second of its start, loaded
+    only when no beat carries a count (``pipeline.cli.wiring.counted_fleet``)."""
+    probe = (
+        "import sys, pipeline.cli.admin_commands; "
+        "from pipeline.cli.wiring import counted_fleet; "
+        "from pipeline.resilience import load_resilience_settings; "
+        "counted_fleet(load_resilience_settings()); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"

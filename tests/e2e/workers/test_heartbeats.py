@@ -1,6 +1,7 @@
 """Live workers as doclane stats tells them: from the nodes' own heartbeats, not an inspect
 broadcast. A worker is seen once it is ready, leaves at once when it stops in order, and leaves
-three beats after it is killed outright."""
+three beats after it is killed outright. The queue depths come with the beats, counted by a
+node."""
 
 from __future__ import annotations
 
@@ -35,6 +36,8 @@ def test_stats_sees_workers_by_their_heartbeats(
     by_concurrency = sorted((w["concurrency"], w["tasks_done"]) for w in seen)
     assert by_concurrency == [(1, 0), (2, 0)]
     assert all("doclane.small" in w["queues"] for w in seen)
+    counters = wait_for(lambda: _counters(cluster), message="queue depths counted by a node")
+    assert len(counters) == 1 and counters <= {w["name"] for w in seen}, counters
 
     submission = cluster.submit([_sample(cluster)])
     cluster.wait_terminal(submission.job_ids)
@@ -50,6 +53,12 @@ def test_stats_sees_workers_by_their_heartbeats(
     os.killpg(first.pid, signal.SIGKILL)  # no shutdown at all: gone three beats later
     first.popen.wait(timeout=30)
     wait_for(lambda: _workers(cluster) == [], timeout=30, message="the killed worker expired")
+
+
+def _counters(cluster: Cluster) -> set[str] | None:
+    """The nodes whose count stats shows; None while it asked the broker itself."""
+    found = {q["counted_by"] for q in cluster.cli_json("stats", check=False)["queues"]}
+    return None if None in found else found
 
 
 def _sample(cluster: Cluster) -> str:

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 import redis
+from kombu import Connection
 
 from pipeline.admin import WorkerInfo
 from pipeline.admin.heartbeats import beat
 from pipeline.queues import (
+    ALL_QUEUES,
     CONTROL_QUEUE,
     JOB_QUEUES,
     QUEUE_LARGE,
@@ -29,6 +31,7 @@ from pipeline.resilience import load_resilience_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
+from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
 from workers.fleet import BrokerFleet, BrokerUnreachable
 from workers.publisher import CeleryPublisher
 from workers.settings import load_worker_settings
@@ -80,21 +83,44 @@ def test_depths_count_every_priority_level_of_every_queue(
     assert depths()[CONTROL_QUEUE] == 0
 
 
+def test_one_connection_still_answers_after_an_unknown_queue(
+    any_broker: Broker, publisher: CeleryPublisher
+) -> None:
+    """An AMQP 404 closes the channel it was asked on, and py-amqp reopens it: a count of every
+    queue is one connection to the broker (a worker counts before each beat), not one per
+    queue."""
+    publisher.publish(JobMessage(uuid.uuid4(), QUEUE_LARGE, priority=3))
+    layout = redis_queue_layout() if uses_redis_transport(any_broker.url) else {}
+    with Connection(any_broker.url, transport_options=layout) as conn:
+
+        def unknown_then_large() -> bool:
+            return waiting_in(conn, "doclane.never-declared") == 0 and (
+                waiting_in(conn, QUEUE_LARGE) == 1
+            )
+
+        # An AMQP publish is not a round trip: the broker counts the message a moment later.
+        wait_for(unknown_then_large, timeout=30, message="1 waiting, asked after a 404")
+
+
 def test_an_unreachable_broker_is_reported() -> None:
     with pytest.raises(BrokerUnreachable):
         BrokerFleet("redis://127.0.0.1:1/0").queue_depths()
 
 
+@pytest.mark.parametrize("counted", [True, False], ids=["a-beat-counted", "no-beat-counted"])
 def test_stats_loads_neither_celery_nor_httpx(
-    migrated_database_url: str, redis_broker: Broker, tmp_path: Path
+    migrated_database_url: str, redis_broker: Broker, tmp_path: Path, counted: bool
 ) -> None:
     """Building the Celery app to ask four queue depths cost every ``doclane stats`` a third
     of a second of imports and set-up; parsing the configured origins with ``httpx.URL`` cost
-    another tenth (httpx loads rich, pygments and click). Asked here as an operator asks: a
+    another tenth (httpx loads rich, pygments and click); kombu, to ask the broker, a tenth
+    more, unless no live worker's beat carries a count. Asked here as an operator asks: a
     worker alive (its heartbeat), two origins configured, one of them internationalised."""
     resilience = load_resilience_settings()
     heartbeats = redis.Redis.from_url(resilience.redis_url)
-    beat(heartbeats, resilience.breaker_namespace, WorkerInfo(name="alive@host"), interval_s=600)
+    depths = {**dict.fromkeys(ALL_QUEUES, 0), QUEUE_LARGE: 7} if counted else None
+    alive = WorkerInfo(name="alive@host")
+    beat(heartbeats, resilience.breaker_namespace, alive, interval_s=600, depths=depths)
     heartbeats.close()
     env = {
         **os.environ,
@@ -111,6 +137,7 @@ def test_stats_loads_neither_celery_nor_httpx(
         "    pass\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('celery', 'httpx'))\n"
         "print('LOADED', loaded, file=sys.stderr)\n"
+        "print('KOMBU', 'kombu' in sys.modules, file=sys.stderr)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -121,10 +148,17 @@ def test_stats_loads_neither_celery_nor_httpx(
         check=False,
     )
     stats = json.loads(done.stdout)
-    assert [d["queue"] for d in stats["queues"]] == [*JOB_QUEUES, CONTROL_QUEUE], done.stderr
+    assert [d["queue"] for d in stats["queues"]] == list(ALL_QUEUES), done.stderr
     assert [w["name"] for w in stats["workers"]] == ["alive@host"]
     assert [b["origin"] for b in stats["breakers"]] == [
         "http://127.0.0.1:8765",
         "https://bücher.example",
     ]
     assert "LOADED []" in done.stderr, done.stderr[-2000:]
+    if counted:  # the beat's count, said to be one, and no broker client loaded
+        assert {d["queue"]: d["waiting"] for d in stats["queues"]} == depths
+        assert {d["counted_by"] for d in stats["queues"]} == {"alive@host"}
+        assert "KOMBU False" in done.stderr, done.stderr[-2000:]
+    else:  # the broker asked, as it answers now
+        assert {d["counted_by"] for d in stats["queues"]} == {None}
+        assert {d["age_s"] for d in stats["queues"]} == {0.0}

@@ -19,6 +19,7 @@ from pipeline.admin.stats import Failures
 from pipeline.api.metrics import _event_metrics
 from pipeline.api.page import render_page
 from pipeline.api.uploads import BadUpload, receive_upload, safe_name
+from pipeline.cli.admin_commands import render_stats
 from pipeline.store.admin import EventTotal
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -116,6 +117,14 @@ def test_the_page_shows_the_figures_escaped_and_fetches_nothing() -> None:
         "/console/jobs?state=failed&amp;error_code=E101",
     ]
     assert '<meta http-equiv="refresh" content="5">' in html
+
+
+def test_stats_says_whose_count_the_queue_depths_are_and_how_old() -> None:
+    counted = [QueueDepth(queue="doclane.small", waiting=4, age_s=2.46, counted_by="w1@host")]
+    line = next(x for x in render_stats(_stats(queues=counted)).splitlines() if "queues" in x)
+    assert line.endswith("doclane.small 4  (w1@host's count, 2.5s old)")
+    asked = next(x for x in render_stats(_stats()).splitlines() if "queues" in x)
+    assert asked.endswith("doclane.small 4"), "asked of the broker just now: nothing to say"
 
 
 def test_the_page_says_which_part_it_could_not_reach() -> None:
