@@ -69,9 +69,10 @@ def engine_of(client: McpClient) -> str | None:
 def conversion_note(conversion: Conversion, *, earlier: int = 0) -> dict[str, Any]:
     """The trail's note on how a document was converted (``{"note": text, ...}``).
 
-    ``earlier`` counts the attempt's tries that converted and then failed (a transient export
-    error, a server that restarted between convert and export): the profile counts only the
-    conversions of the try that succeeded, and the trail must explain every conversion it shows.
+    ``earlier`` counts the conversions of the attempt's tries that failed after converting (a
+    transient export error, a server that restarted between convert and export): the profile
+    counts only the conversions of the try that succeeded, and the trail must explain every
+    conversion it shows.
     A try that exported what an earlier one kept converted nothing itself (its profile says so).
     """
     conversions, notes = earlier + conversion.conversions, conversion.notes
@@ -116,7 +117,7 @@ class AttemptJournal:
         self.keeper = keeper
         self.defer_calls = defer_calls
         self._pending: list[CallEvent] = []
-        #: Tries of this attempt that converted and then failed (the note counts them).
+        #: Conversions made by tries of this attempt that then failed (the note counts them).
         self.earlier_conversions = 0
         #: The server this attempt talks to, as the last stage said (the results record it).
         self.origin: str | None = None

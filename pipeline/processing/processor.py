@@ -361,22 +361,22 @@ class JobProcessor:
             self.profile_settings,
             self.path_map.to_worker_path,
         )
-        exporting = False
+        converted = 0  # this try's conversions (a key evicted mid-try is converted again)
 
         def report(record: McpCallRecord) -> None:
-            nonlocal exporting
+            nonlocal converted
             journal.call(origin, record)
-            if record.outcome == "ok" and record.stage == "convert" and not exporting:
-                exporting = True
-                journal.stage(Stage.EXPORTING, origin=origin)
+            if record.outcome == "ok" and record.stage == "convert":
+                converted += 1
+                if converted == 1:
+                    journal.stage(Stage.EXPORTING, origin=origin)
 
         try:
             conversion = profile.convert(
                 client, request, report, kept.setdefault(origin, KeptDocument())
             )
         except BaseException:
-            if exporting:  # this try converted; the note counts the conversion it lost
-                journal.earlier_conversions += 1
+            journal.earlier_conversions += converted  # the note counts what this try lost
             raise
         conversion.engine = engine_of(client)
         return conversion

@@ -6,7 +6,8 @@ lives in the server process's LRU cache (10 documents by default), from which
 conversion can evict the key between the two calls, and the server then answers ``isError``
 with no useful text. So an export that fails is followed by ``check_document_in_local_cache``:
 if the key is gone, the document is converted again, once; if it is still there, the export
-really failed (E307).
+really failed (E307). A key gone twice means the server's cache is too small for the fleet:
+E302, retried later like any overloaded server.
 
 Docling JSON has no export tool: ``save_docling_document`` writes ``<key>.json`` into the
 server's cache folder and returns its path on the server. It is offered only when
@@ -20,7 +21,7 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePath
 
-from errors import ExportFailed, ReplyTooLarge
+from errors import ExportFailed, ReplyTooLarge, ServerUnavailable
 from pipeline.profiles.base import (
     CallReporter,
     Conversion,
@@ -127,8 +128,16 @@ class DoclingMcpProfile:
             try:
                 conversion.outputs = self._export_all(client, key, request, report)
             except KeyVanished as again:
-                raise ExportFailed(
-                    f"{again.tool}: document key vanished twice from the server's cache"
+                # Not the document's fault: the server's cache holds fewer documents than the
+                # fleet has in flight on it. Retried later (an overloaded server, as HTTP 429
+                # is), and counted by its breaker, so that a fleet that keeps the cache
+                # overflowing backs off.
+                if kept is not None:
+                    kept.document = None  # gone: the next try converts
+                raise ServerUnavailable(
+                    f"{again.tool}: document key vanished twice from the server's cache "
+                    "(evicted by other conversions before its export; raise "
+                    "DOCLING_MCP_CACHE_MAX_DOCUMENTS above the units the fleet has in flight)"
                     + (f" ({again.server_text})" if again.server_text else ""),
                     detail={"tool": again.tool, "first_tool": gone.tool, "document_key": key},
                 ) from None

@@ -102,21 +102,34 @@ def test_a_redelivered_finished_job_is_skipped_and_stores_nothing_more(
 
 
 class EvictAfterConvert:
-    """The real client; the server's cache is emptied right after the first conversion, as
-    when ten other conversions on the same server push the key out between the two calls."""
+    """The real client; the server's cache is emptied right after each of the first ``times``
+    conversions (counted in ``evictions``, which may be shared by the clients of several
+    tries), as when ten other conversions on the same server push the key out between the
+    two calls."""
 
-    def __init__(self, client: McpClient, server: FakeServer) -> None:
+    def __init__(
+        self,
+        client: McpClient,
+        server: FakeServer,
+        times: int = 1,
+        evictions: list[int] | None = None,
+    ) -> None:
         self._client = client
         self._server = server
-        self.evicted = 0
+        self._times = times
+        self.evictions = evictions if evictions is not None else []
+
+    @property
+    def evicted(self) -> int:
+        return sum(self.evictions)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)
 
     def call_tool(self, name: str, arguments: Any = None, **kwargs: Any) -> Any:
         result = self._client.call_tool(name, arguments, **kwargs)
-        if name == CONVERT and not self.evicted:
-            self.evicted = self._server.evict()
+        if name == CONVERT and len(self.evictions) < self._times:
+            self.evictions.append(self._server.evict())
         return result
 
 
@@ -146,6 +159,34 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
     assert "sample-0004" in (bench.store.get_result(job_id, "md") or "")
     notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
     assert notes[-1] is not None and notes[-1]["conversions"] == 2
+
+
+def test_a_key_evicted_twice_is_an_overloaded_server_and_the_next_try_converts_afresh(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """A cache too small for the fleet is the server's state, not the document's: the unit is
+    retried (E302), and the job succeeds instead of failing with E307."""
+    bench = make_bench(resilience={"retry_max_tries": 3, "breaker_fail_max": 100})
+    evictions: list[int] = []
+    bench.runner.wrap_client = lambda client: EvictAfterConvert(client, bench.server, 2, evictions)
+    job_id = bench.submit_one(write_sample(bench.folder, "docx", 7))
+
+    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+
+    assert evictions == [1, 1]
+    calls = mcp_calls(bench, job_id)
+    assert calls == [
+        (CONVERT, "ok", None),
+        (EXPORT, "error", "E307"),
+        ("check_document_in_local_cache", "ok", None),
+        (CONVERT, "ok", None),
+        (EXPORT, "error", "E307"),
+        ("check_document_in_local_cache", "ok", None),
+        (CONVERT, "ok", None),
+        (EXPORT, "ok", None),
+    ]
+    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert notes[-1] is not None and notes[-1]["conversions"] == 3
 
 
 def test_a_source_gone_bad_after_submission_fails_with_its_code_and_no_server_call(

@@ -24,6 +24,7 @@ from errors import (
 from pipeline.profiles import (
     ConversionRequest,
     DoclingMcpProfile,
+    KeptDocument,
     McpCallRecord,
     PerFormatProfile,
     ProfileSettings,
@@ -163,14 +164,20 @@ def test_docling_evicted_key_is_converted_again_once() -> None:
     assert [r.code for r in records if r.outcome == "error"] == ["E307"]
 
 
-def test_docling_key_vanishing_twice_is_an_export_failure() -> None:
+def test_docling_key_vanishing_twice_is_an_overloaded_server_retried_later() -> None:
+    """Evicted twice, the key says the server's cache is too small for the fleet, not that the
+    document cannot be exported: E302, retryable, and the next try converts afresh."""
     server = DoclingServer()
     server.evict_after_convert = 2
-    with pytest.raises(ExportFailed, match="vanished twice"):
+    kept = KeptDocument()
+    with pytest.raises(ServerUnavailable, match="vanished twice") as caught:
         DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
-            server.client(), request("md"), lambda r: None
+            server.client(), request("md"), lambda r: None, kept
         )
+    assert caught.value.retryable
+    assert "DOCLING_MCP_CACHE_MAX_DOCUMENTS" in caught.value.message
     assert server.converts == 2
+    assert kept.document is None
 
 
 def test_docling_export_error_with_key_still_cached_is_e307_with_server_text() -> None:
