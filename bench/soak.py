@@ -30,13 +30,14 @@ time (``--plot``), PostgreSQL table and index growth per 100,000 jobs, the recon
     .venv/bin/python -m bench.soak [--docs 100000] [--smoke] [--plot docs/soak-throughput.png]
         [--server fake|docling-rs-mcp] [--server-cache 100]
         [--json] [--kill-every 180] [--redis-restart-at 0.3] [--postgres-restart-at 0.5]
-        [--server-stop-at 0.7] [--no-postgres-restart]
+        [--server-stop-at 0.7] [--no-postgres-restart] [--no-faults]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import os
 import re
 import shutil
@@ -268,10 +269,10 @@ class Soak:
     # ---- the faults (the main thread) -------------------------------------------------------
     def faults(self) -> None:
         a = self.args
-        pending = {"redis": a.redis_restart_at, "server": a.server_stop_at}
-        if a.postgres_restart_at is not None:
+        pending = {} if a.no_faults else {"redis": a.redis_restart_at, "server": a.server_stop_at}
+        if a.postgres_restart_at is not None and not a.no_faults:
             pending["postgres"] = a.postgres_restart_at
-        next_kill = self.timeline.now() + a.kill_every
+        next_kill = math.inf if a.no_faults else self.timeline.now() + a.kill_every
         deadline = time.monotonic() + a.timeout
         while self.finished < a.docs:
             if time.monotonic() > deadline:
@@ -286,7 +287,7 @@ class Soak:
                 self.inject("kill")
                 next_kill = self.timeline.now() + a.kill_every
             time.sleep(0.5)  # the schedule's tick, not a synchronisation
-        if not any(what.startswith("SIGKILL") for _, what in self.timeline.faults):
+        if not a.no_faults and not any(w.startswith("SIGKILL") for _, w in self.timeline.faults):
             pending["kill"] = 1.0
         for what in pending:  # a run too short for a fault still has it, at its end
             self.inject(what)
@@ -530,6 +531,8 @@ def arguments() -> argparse.Namespace:
     add("--redis-restart-at", type=float, default=0.3)
     add("--postgres-restart-at", type=float, default=0.5)
     add("--no-postgres-restart", action="store_true")
+    add("--no-faults", action="store_true",
+        help="no SIGKILL, no restart, no outage: the workers' steady state alone")  # fmt: skip
     add("--server-stop-at", type=float, default=0.7)
     add("--breaker-reset", type=float, default=30.0, help="DOCLANE_BREAKER_RESET_S")
     add("--reconcile-interval", type=float, default=30.0)

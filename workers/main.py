@@ -11,6 +11,7 @@ from pipeline.support.logs import configure_logging, load_log_settings
 from workers.app import create_app
 from workers.heartbeat import Heartbeat
 from workers.settings import load_worker_settings
+from workers.timer_sweep import TimerSweep
 
 
 def run_worker(
@@ -27,6 +28,7 @@ def run_worker(
     settings = load_worker_settings()
     app = create_app(settings)
     app.steps["worker"].add(Heartbeat)
+    app.steps["worker"].add(TimerSweep)
     wanted = list(queues or settings.worker_queues)
     embed_beat = settings.worker_beat if beat is None else beat
     if embed_beat and CONTROL_QUEUE not in wanted:

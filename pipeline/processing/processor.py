@@ -217,12 +217,20 @@ class JobProcessor:
         trail and a retry's writes per job and per reset, for every job waiting in the queue.
         The job's due time moves with the message (one write), so the reconciler does not take
         it for a job whose message was lost; a database that cannot take that write is no
-        reason to hold the message."""
+        reason to hold the message. A message whose job is not waiting (ended, typically a
+        round's companion whose message stayed queued, or running elsewhere) is done with, as
+        its claim would be: sent back, it would only wait out the reset in the memory of the
+        worker's main process (Celery holds a message with a countdown there until it is due,
+        and takes more from the broker meanwhile), and in one outage those were thousands."""
         delay = after_reset(refusing_s)
         try:
-            self.store.defer(job_id, delay)
+            waiting = self.store.defer(job_id, delay)
         except DatabaseUnavailable as exc:
             log.warning("cannot note the wait for the circuits: %s", exc)
+        else:
+            if not waiting:
+                log.info("nothing to wait for (finished, cancelled, unknown or running elsewhere)")
+                return Outcome(OutcomeKind.SKIPPED, job_id)
         error = CircuitOpen(f"the circuit of every server is open for {refusing_s:.1f}s more")
         log.info("%s: not claimed; the message comes back in %.1fs", error.message, delay)
         return uncharged_retry(job_id, None, error, delay)

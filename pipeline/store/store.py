@@ -322,7 +322,8 @@ class JobStore:
         (nothing about the job changed but when it is next tried); False: not waiting."""
         params = {"job_id": job_id, "delay_s": float(delay_s)}
         with self._progress("deferring a job") as conn:
-            return conn.execute(query("defer_waiting"), params).rowcount == 1
+            cur = conn.execute(query("defer_waiting"), params)
+        return cur.rowcount == 1  # known once the pipeline is synced, at the block's end
 
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
         params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}

@@ -275,6 +275,40 @@ def test_an_open_circuit_retries_after_the_reset_without_charging_an_attempt(
     assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
 
 
+def test_with_every_circuit_open_only_a_waiting_jobs_message_goes_back(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """Once the process knows every circuit is open, a waiting job's message goes back
+    unclaimed until the reset; the message of a job that ended (a round's companion's, left
+    queued) has nothing to wait for and is done with, not held through the reset."""
+    bench = make_bench(
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 1, "breaker_reset_s": 30}
+    )
+    ended = bench.submit_one(write_sample(bench.folder, "md", 12))
+    assert bench.processor.process(ended).kind is OutcomeKind.SUCCEEDED
+    bench.server.configure(fail_next=1, fail_with="http503")
+    assert (
+        bench.processor.process(bench.submit_one(write_sample(bench.folder, "md", 13))).code
+        == "E302"
+    )
+    assert (
+        bench.processor.process(bench.submit_one(write_sample(bench.folder, "md", 14))).code
+        == "E309"
+    )
+    waiting = bench.submit_one(write_sample(bench.folder, "md", 15))
+
+    sent_back = bench.processor.process(waiting)
+    done_with = bench.processor.process(ended)
+
+    assert (sent_back.kind, sent_back.code) == (OutcomeKind.RETRY, "E309")
+    assert sent_back.countdown_s is not None and sent_back.countdown_s > 0
+    job = bench.store.get_job(waiting)
+    assert job is not None and (job.state, job.attempt) == (JobState.QUEUED, 0), "unclaimed"
+    assert done_with.kind is OutcomeKind.SKIPPED
+    job = bench.store.get_job(ended)
+    assert job is not None and job.state is JobState.SUCCEEDED
+
+
 def test_an_early_message_for_a_retrying_job_waits_for_its_due_time(
     make_bench: Callable[..., Bench],
 ) -> None:
