@@ -12,14 +12,21 @@ import pytest
 import pipeline.mcp
 
 
+def printed_by(probe: str, env: dict[str, str] | None = None) -> str:
+    """What ``probe`` prints, run in a fresh interpreter (what it imports is all it loads)."""
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
+    )
+    return done.stdout.strip()
+
+
 def test_the_cli_and_the_worker_load_no_oauth_library() -> None:
     probe = (
         "import sys, pipeline.cli, workers.app; "
         "names = ('authlib', 'joserfc', 'pipeline.mcp._oauth'); "
         "print(sorted(m for m in names if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert printed_by(probe) == "[]"
 
 
 @pytest.mark.parametrize(
@@ -49,8 +56,7 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
         "print(sorted(m for m in sys.modules if m in names "
         "or (m.startswith('pipeline.processing') and m not in light)))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert printed_by(probe) == "[]"
 
 
 def test_the_cli_and_the_worker_load_no_boto3_until_they_meet_s3() -> None:
@@ -58,8 +64,7 @@ def test_the_cli_and_the_worker_load_no_boto3_until_they_meet_s3() -> None:
         "import sys, pipeline.cli, pipeline.store, pipeline.sources, workers.app; "
         "print(sorted(m for m in ('boto3', 'boto3.s3.transfer') if m in sys.modules))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert printed_by(probe) == "[]"
 
 
 def test_the_configured_origins_are_read_without_httpx() -> None:
@@ -71,10 +76,7 @@ def test_the_configured_origins_are_read_without_httpx() -> None:
         "sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'rich', 'pygments')))"
     )
     env = {**os.environ, "DOCLING_MCP_ORIGIN": "http://a:80, https://Bücher.example/mcp"}
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
-    )
-    assert done.stdout.strip() == "['http://a', 'https://bücher.example'] []"
+    assert printed_by(probe, env) == "['http://a', 'https://bücher.example'] []"
 
 
 def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker() -> None:
@@ -88,5 +90,4 @@ def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker()
         "counted_fleet(load_resilience_settings()); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == "[]"
+    assert printed_by(probe) == "[]"
