@@ -51,6 +51,7 @@ from bench.harness import (
     Broker,
     FakeServer,
     claim_redis_db,
+    commit_of,
     scratch_database,
     start_worker,
     stop_worker,
@@ -281,14 +282,14 @@ def main() -> None:
         "slots": args.server_slots,
         "tool_ms": args.tool_ms,
         "rounds": args.rounds,
-        "commit": commit_of(ROOT),
+        "commit": commit_of(ROOT) or "unknown",
         "load_average": [load_before, load_average()],
         "points": rows,
     }
     if args.compare_with is not None:
         report["compared_with"] = {
             "checkout": str(args.compare_with),
-            "commit": commit_of(args.compare_with),
+            "commit": commit_of(args.compare_with) or "unknown",
         }
     show(report, args)
     if args.smoke and not args.keep:
@@ -331,16 +332,6 @@ def figures(runs: list[Run], checkout: Path) -> dict[str, Any]:
 
 def load_average() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
-
-
-def commit_of(checkout: Path) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.strip() or "unknown"
 
 
 def show(report: dict[str, Any], args: argparse.Namespace) -> None:

@@ -39,6 +39,7 @@ from bench.harness import (
     ROOT,
     FakeServer,
     claim_redis_db,
+    commit_of,
     print_json,
     scratch_database,
     start_worker,
@@ -64,14 +65,7 @@ def run_once(argv: list[str], env: dict[str, str], cwd: Path, out: Path) -> tupl
 
 
 def label_of(checkout: Path) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(checkout), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    commit = done.stdout.strip() or "?"
-    return f"{checkout} ({commit})"
+    return f"{checkout} ({commit_of(checkout) or '?'})"
 
 
 def wait_for_heartbeat(env: dict[str, str], cwd: Path) -> list[str]:

@@ -20,7 +20,7 @@ what a second bench would need of it moves here, not into an import of the first
 from bench.harness.corpora import choose_files, stage_corpus, write_documents
 from bench.harness.docling_rs import RsServer
 from bench.harness.figures import percentile, print_json
-from bench.harness.paths import DOCLANE, DOCLING_MCP_BIN, ROOT, TOOLS
+from bench.harness.paths import DOCLANE, DOCLING_MCP_BIN, ROOT, TOOLS, commit_of
 from bench.harness.processes import (
     free_port,
     port_open,
@@ -56,6 +56,7 @@ __all__ = [
     "RsServer",
     "choose_files",
     "claim_redis_db",
+    "commit_of",
     "free_port",
     "percentile",
     "port_open",
