@@ -60,7 +60,7 @@ from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import JobStore
+from pipeline.store import FormatsMismatch, JobStore
 from pipeline.support.logs import job_context
 
 log = logging.getLogger("doclane.processor")
@@ -338,7 +338,7 @@ class RoundRunner:
             for member in done:
                 self._ended(member, self.steps.ended(member.attempt, exc))
             return
-        except ValueError:  # one member's results are not its formats: find whose, alone
+        except FormatsMismatch:  # one member's results are not its formats: find whose, alone
             round_.converted = []
             for member in done:
                 self._ended(member, self._store_alone(member))
