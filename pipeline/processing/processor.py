@@ -43,7 +43,6 @@ from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.failures import (
     FailurePolicy,
     after_reset,
-    jittered,
     lost,
     uncharged_retry,
 )
@@ -66,6 +65,7 @@ from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.store import JobStore
 from pipeline.support.logs import job_context, update_job_context
+from pipeline.support.waits import half_jitter
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
@@ -152,7 +152,7 @@ class JobProcessor:
                 job, companions, wait_s = self._claim(job_id)
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
-                return uncharged_retry(job_id, None, exc, jittered(self.settings.db_retry_s))
+                return uncharged_retry(job_id, None, exc, half_jitter(self.settings.db_retry_s))
             if wait_s:
                 # An early message (a duplicate, or a clock ahead of the database's): the
                 # job keeps its backoff; this message comes back when the job is due.
