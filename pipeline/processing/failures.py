@@ -55,9 +55,9 @@ class FailurePolicy:
             return self._record(job, error, reached_server=reached_server)
         except DatabaseUnavailable as exc:
             log.warning("cannot record %s: %s", error.code, exc)
-            return self.hand_back(job, exc)
+            return self.give_back_uncharged(job, exc)
 
-    def hand_back(self, job: Job, error: DatabaseUnavailable) -> Outcome:
+    def give_back_uncharged(self, job: Job, error: DatabaseUnavailable) -> Outcome:
         """The database went away mid-attempt: give the job back uncharged once it answers.
 
         A database gone for longer than one lease leaves the job running under a lapsing
@@ -65,7 +65,7 @@ class FailurePolicy:
         """
         delay = half_jitter(self.settings.db_retry_s)
         try:
-            state = self.patiently(
+            state = self.retry_while_database_down(
                 lambda: self.store.schedule_retry(
                     job.id, job.attempt, error, delay=delay, spend_attempt=False
                 )
@@ -80,7 +80,9 @@ class FailurePolicy:
         log.warning("handed back uncharged; retrying in %.1fs", delay)
         return uncharged_retry(job.id, job.attempt, error, delay)
 
-    def patiently(self, write: Callable[[], T], what: str = "handing the job back") -> T:
+    def retry_while_database_down(
+        self, write: Callable[[], T], what: str = "handing the job back"
+    ) -> T:
         """``write``, tried again with backoff while the database is unreachable, for up to
         one lease (the lease keeper renews meanwhile, as long as the database lets it)."""
 
@@ -93,10 +95,10 @@ class FailurePolicy:
                     self.settings.lease_s,
                 )
 
-        patient = DATABASE_WAITS.on_exception(
+        retrying = DATABASE_WAITS.on_exception(
             DatabaseUnavailable, max_time=self.settings.lease_s, on_backoff=waiting
         )(write)
-        return patient()
+        return retrying()
 
     def _record(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
         circuit_open = isinstance(error, CircuitOpen)
