@@ -11,6 +11,9 @@ so an attempt that lost its job (cancelled, or requeued because it looked dead) 
 What it returns tells the glue what to do with the message: acknowledge it, or publish it again
 after ``countdown_s`` (a retryable error, an open circuit, an unreachable database).
 
+What was claimed runs on the runner that fits it (:mod:`.runner`): alone (:class:`LoneRunner`,
+below: the steps above), in a batch (:mod:`.batching`) or in a round (:mod:`.rounds`).
+
 The parts live beside it: :mod:`.sourcing` (the source, again, at the worker), :mod:`.journal`
 (the attempt's fenced writes), :mod:`.failures` (the job-level retry policy), :mod:`.lease`
 (the lease, and noticing a cancel). A cancelled job stops cooperatively: the lease keeper finds
@@ -24,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TypeVar
 from uuid import UUID
 
@@ -220,30 +223,20 @@ class JobProcessor:
         return uncharged_retry(job_id, None, error, delay)
 
 
+@dataclass(kw_only=True, eq=False)
 class LoneRunner:
     """A job alone, on the calling thread; and, one job at a time, the steps of a round's jobs
     (:class:`.rounds.AttemptSteps`)."""
 
-    def __init__(
-        self,
-        *,
-        store: JobStore,
-        runner: UnitRunner,
-        settings: ProcessingSettings,
-        profile_settings: ProfileSettings,
-        path_map: PathMap,
-        sources: SourcePreparer,
-        failures: FailurePolicy,
-        deadline_exceptions: tuple[type[BaseException], ...],
-    ) -> None:
-        self.store = store
-        self.runner = runner
-        self.settings = settings
-        self.profile_settings = profile_settings
-        self.path_map = path_map
-        self.sources = sources
-        self.failures = failures
-        self.deadline_exceptions = deadline_exceptions
+    store: JobStore
+    runner: UnitRunner
+    settings: ProcessingSettings
+    profile_settings: ProfileSettings
+    path_map: PathMap
+    sources: SourcePreparer
+    failures: FailurePolicy
+    #: What the task's time limit raises (Celery's soft limit): the attempt's E303.
+    deadline_exceptions: tuple[type[BaseException], ...] = ()
 
     def run(self, claim: Claim) -> Outcome:
         attempt = self.begin(claim.lead())
