@@ -39,8 +39,9 @@ from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
 from pipeline.processing.failures import FailurePolicy, lost, publish_next_attempt
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
-from pipeline.processing.lease import LeaseKeeper
+from pipeline.processing.lease import LeaseKeeper, keep_lease
 from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import PreparedSource, SourcePreparer
 from pipeline.profiles import Conversion, McpCallRecord, ProfileSettings, available_profiles
@@ -196,7 +197,9 @@ class BatchRunner:
         )
 
     # ---- one batch -----------------------------------------------------------------------------
-    def run(self, lead: Job, companions: list[Job]) -> Outcome:
+    def run(self, claim: Claim) -> Outcome:
+        """The batch of the claim's job and its companions; the job's outcome."""
+        lead, companions = claim.lead(), claim.companions
         batch_id = f"batch-{lead.id}-{lead.attempt}"
         members = [self._member(job, place) for place, job in enumerate([lead, *companions])]
         batch = _Batch(batch_id, members, self.inbox_dir / batch_id)
@@ -217,13 +220,7 @@ class BatchRunner:
         return members[0].outcome
 
     def _member(self, job: Job, place: int) -> _Member:
-        keeper = LeaseKeeper(
-            self.store,
-            job.id,
-            job.attempt,
-            self.settings.lease_s,
-            interval_s=self.settings.lease_check_interval_s,
-        ).start()
+        keeper = keep_lease(self.store, job, self.settings)
         return _Member(job, keeper, AttemptJournal(self.store, job, keeper), place=place)
 
     def _prepare(self, batch: _Batch) -> None:
@@ -237,7 +234,7 @@ class BatchRunner:
             except AttemptLost as gone:
                 member.outcome = lost(member.job, gone.message)
             except DatabaseUnavailable as exc:
-                member.outcome = self.failures.hand_back(member.job, exc)
+                member.outcome = self.failures.give_back_uncharged(member.job, exc)
             except Exception as exc:
                 error = job_masker(member.job).error(classify(exc))
                 member.outcome = self.failures.failure(member.job, error, reached_server=False)
@@ -350,11 +347,11 @@ class BatchRunner:
         job = member.job
         try:
             self._stage(member, Stage.STORING)
-            stored = self.failures.patiently(
+            stored = self.failures.retry_while_database_down(
                 lambda: member.journal.finish(conversion), "storing the results"
             )
         except DatabaseUnavailable as exc:
-            return self.failures.hand_back(job, exc)
+            return self.failures.give_back_uncharged(job, exc)
         if not stored:
             return lost(job, "storing")
         log.info("batch member %s succeeded (%s)", job.id, conversion.profile)
@@ -365,7 +362,7 @@ class BatchRunner:
         try:
             released = self.store.release(job.id, job.attempt, reason=reason)
         except DatabaseUnavailable as exc:
-            member.outcome = self.failures.hand_back(job, exc)
+            member.outcome = self.failures.give_back_uncharged(job, exc)
             return
         if not released:
             member.outcome = lost(job, "releasing")

@@ -24,17 +24,19 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 from uuid import UUID
 
-import backoff
-
 from errors import CircuitOpen, DatabaseUnavailable, PipelineError
 from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import JobMessage, Publisher
 from pipeline.store import JobStore
+from pipeline.support.waits import Backoff, half_jitter
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
+
+#: Trying again while the database is unreachable: every few seconds at most.
+DATABASE_WAITS = Backoff(first_s=1.0, max_s=5.0)
 
 
 class FailurePolicy:
@@ -43,6 +45,8 @@ class FailurePolicy:
     def __init__(self, store: JobStore, settings: ProcessingSettings) -> None:
         self.store = store
         self.settings = settings
+        #: A charged retry's wait, exponential in the attempts charged so far.
+        self.job_waits = Backoff(settings.job_retry_base_s, settings.job_retry_max_s, half_jitter)
 
     # ---- outcomes -----------------------------------------------------------------------------
     def failure(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
@@ -51,30 +55,34 @@ class FailurePolicy:
             return self._record(job, error, reached_server=reached_server)
         except DatabaseUnavailable as exc:
             log.warning("cannot record %s: %s", error.code, exc)
-            return self.hand_back(job, exc)
+            return self.give_back_uncharged(job, exc)
 
-    def hand_back(self, job: Job, error: DatabaseUnavailable) -> Outcome:
+    def give_back_uncharged(self, job: Job, error: DatabaseUnavailable) -> Outcome:
         """The database went away mid-attempt: give the job back uncharged once it answers.
 
         A database gone for longer than one lease leaves the job running under a lapsing
         lease; the reconciler requeues it, charged, as it does for a worker that died.
         """
-        delay = jittered(self.settings.db_retry_s)
+        delay = half_jitter(self.settings.db_retry_s)
         try:
-            state = self.patiently(
+            state = self.retry_while_database_down(
                 lambda: self.store.schedule_retry(
                     job.id, job.attempt, error, delay=delay, spend_attempt=False
                 )
             )
         except DatabaseUnavailable:
             log.error("database still unreachable: the job waits for its lease to lapse")
-            return uncharged_retry(job.id, job.attempt, error, jittered(self.settings.db_retry_s))
+            return uncharged_retry(
+                job.id, job.attempt, error, half_jitter(self.settings.db_retry_s)
+            )
         if state is None:
             return lost(job, "handing the job back")
         log.warning("handed back uncharged; retrying in %.1fs", delay)
         return uncharged_retry(job.id, job.attempt, error, delay)
 
-    def patiently(self, write: Callable[[], T], what: str = "handing the job back") -> T:
+    def retry_while_database_down(
+        self, write: Callable[[], T], what: str = "handing the job back"
+    ) -> T:
         """``write``, tried again with backoff while the database is unreachable, for up to
         one lease (the lease keeper renews meanwhile, as long as the database lets it)."""
 
@@ -87,16 +95,10 @@ class FailurePolicy:
                     self.settings.lease_s,
                 )
 
-        patient = backoff.on_exception(
-            backoff.expo,
-            DatabaseUnavailable,
-            max_time=self.settings.lease_s,
-            max_value=5.0,
-            jitter=backoff.full_jitter,
-            on_backoff=waiting,
-            logger=None,
+        retrying = DATABASE_WAITS.on_exception(
+            DatabaseUnavailable, max_time=self.settings.lease_s, on_backoff=waiting
         )(write)
-        return patient()
+        return retrying()
 
     def _record(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
         circuit_open = isinstance(error, CircuitOpen)
@@ -110,7 +112,7 @@ class FailurePolicy:
             log.warning("%s; retrying in %.1fs without charging an attempt", error, delay)
             return uncharged_retry(job.id, job.attempt, error, delay)
         if error.retryable:
-            delay = max(self._backoff(job), error.retry_after or 0.0)
+            delay = max(self.job_waits.wait(job.attempts_spent), error.retry_after or 0.0)
             if circuit_open:  # charged: a try reached a server before the circuits opened
                 delay = max(delay, after_reset(error.retry_after or self.settings.circuit_retry_s))
             state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay)
@@ -133,12 +135,6 @@ class FailurePolicy:
             return lost(job, "recording the failure")
         log.error("failed: %s", error)
         return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)
-
-    def _backoff(self, job: Job) -> float:
-        """Exponential in the attempts charged so far, capped, with jitter."""
-        exponent = max(job.attempts_spent - 1, 0)
-        ceiling = min(self.settings.job_retry_max_s, self.settings.job_retry_base_s * 2**exponent)
-        return jittered(ceiling)
 
 
 def uncharged_retry(
@@ -165,11 +161,6 @@ def after_reset(reset_in: float) -> float:
     """After the breaker's reset, never before it (an early try only meets E309 again),
     spread over a quarter of the wait so the fleet does not return in one burst."""
     return round(reset_in + random.uniform(0.05, max(reset_in / 4.0, 0.5)), 3)
-
-
-def jittered(ceiling: float) -> float:
-    """Between half and all of ``ceiling``: spread out, never immediately."""
-    return round(random.uniform(ceiling / 2.0, ceiling), 3)
 
 
 def publish_next_attempt(publisher: Publisher, job: Job, outcome: Outcome | None) -> None:

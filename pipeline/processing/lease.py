@@ -23,6 +23,8 @@ from typing import Protocol
 from uuid import UUID
 
 from errors import PipelineError
+from pipeline.jobs import Job
+from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.timers import TimerEntry, process_timers
 
 log = logging.getLogger("doclane.lease")
@@ -30,6 +32,26 @@ log = logging.getLogger("doclane.lease")
 
 class LeaseStore(Protocol):
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool: ...
+
+
+def keep_lease(
+    store: LeaseStore,
+    job: Job,
+    settings: ProcessingSettings,
+    *,
+    on_lost: Callable[[], None] | None = None,
+) -> LeaseKeeper:
+    """A claimed ``job``'s lease, kept from now on: renewed for ``DOCLANE_LEASE_S`` more every
+    ``DOCLANE_CANCEL_CHECK_S`` (a third of the lease at most), until stopped or lost."""
+    keeper = LeaseKeeper(
+        store,
+        job.id,
+        job.attempt,
+        settings.lease_s,
+        interval_s=settings.lease_check_interval_s,
+        on_lost=on_lost,
+    )
+    return keeper.start()
 
 
 class LeaseKeeper:

@@ -11,6 +11,9 @@ so an attempt that lost its job (cancelled, or requeued because it looked dead) 
 What it returns tells the glue what to do with the message: acknowledge it, or publish it again
 after ``countdown_s`` (a retryable error, an open circuit, an unreachable database).
 
+What was claimed runs on the runner that fits it (:mod:`.runner`): alone (:class:`LoneRunner`,
+below: the steps above), in a batch (:mod:`.batching`) or in a round (:mod:`.rounds`).
+
 The parts live beside it: :mod:`.sourcing` (the source, again, at the worker), :mod:`.journal`
 (the attempt's fenced writes), :mod:`.failures` (the job-level retry policy), :mod:`.lease`
 (the lease, and noticing a cancel). A cancelled job stops cooperatively: the lease keeper finds
@@ -24,6 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TypeVar
 from uuid import UUID
 
@@ -43,14 +47,14 @@ from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.failures import (
     FailurePolicy,
     after_reset,
-    jittered,
     lost,
     uncharged_retry,
 )
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
-from pipeline.processing.lease import LeaseKeeper
+from pipeline.processing.lease import keep_lease
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.rounds import RoundRunner
+from pipeline.processing.runner import Claim, Runner, SharingRunner, log_claimed
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import SourcePreparer
 from pipeline.profiles import (
@@ -64,8 +68,10 @@ from pipeline.profiles import (
 from pipeline.queues import Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
+from pipeline.sources.pathmap import PathMap
 from pipeline.store import JobStore
 from pipeline.support.logs import job_context, update_job_context
+from pipeline.support.waits import half_jitter
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
@@ -93,21 +99,29 @@ class JobProcessor:
         self.store = store
         self.runner = runner
         self.settings = settings
-        self.profile_settings = profile_settings
-        self.path_map = source_settings.path_mapper()
-        self.sources = SourcePreparer(source_settings, self.path_map, downloader)
-        self.failures = FailurePolicy(store, settings)
+        path_map = source_settings.path_mapper()
+        sources = SourcePreparer(source_settings, path_map, downloader)
+        failures = FailurePolicy(store, settings)
         self.worker_id = settings.resolved_worker_id()
-        self.deadline_exceptions = deadline_exceptions
+        self.lone = LoneRunner(
+            store=store,
+            runner=runner,
+            settings=settings,
+            profile_settings=profile_settings,
+            path_map=path_map,
+            sources=sources,
+            failures=failures,
+            deadline_exceptions=deadline_exceptions,
+        )
         self.batches = (
             BatchRunner(
                 store=store,
                 runner=runner,
-                failures=self.failures,
-                sources=self.sources,
+                failures=failures,
+                sources=sources,
                 settings=settings,
                 profile_settings=profile_settings,
-                path_map=self.path_map,
+                path_map=path_map,
                 inbox_dir=source_settings.inbox_dir,
                 publisher=publisher,
                 timeouts=timeouts or CallTimeouts(),
@@ -119,8 +133,8 @@ class JobProcessor:
         self.rounds = (
             RoundRunner(
                 store=store,
-                steps=self,
-                failures=self.failures,
+                steps=self.lone,
+                failures=failures,
                 settings=settings,
                 publisher=publisher,
                 worker_id=self.worker_id,
@@ -128,10 +142,15 @@ class JobProcessor:
             if publisher is not None and settings.round_max_docs > 1
             else None
         )
-        #: Rounds claimed with the message's job: small jobs can go in no batch here.
-        self._rounds_claim = self.rounds is not None and (
-            self.batches is None or not self.batches.possible
-        )
+        #: Where no batch can be led, a message's claim takes its round's companions with it
+        #: (one round trip); else the job is claimed alone and its companions once it is known,
+        #: by the first runner it can lead.
+        self._claim: Callable[[UUID], Claim] = self._claim_alone
+        self._sharing: list[SharingRunner] = []
+        if self.batches is not None and self.batches.possible:
+            self._sharing = [self.batches] if self.rounds is None else [self.batches, self.rounds]
+        elif self.rounds is not None:
+            self._claim = self.rounds.claim
 
     def close(self) -> None:
         """Stop the round threads (a worker process's shutdown); no attempt is running."""
@@ -142,74 +161,42 @@ class JobProcessor:
     def process(self, job_id: UUID) -> Outcome:
         """Run one attempt of ``job_id``; never raises for anything a job can run into."""
         with job_context(str(job_id)):
-            if self.rounds is not None and self.rounds.ended_here(job_id):
+            if self.rounds is not None and self.rounds.remembers_end_of(job_id):
                 log.debug("nothing to claim: a round of this process ended the job")
                 return Outcome(OutcomeKind.SKIPPED, job_id)
             refusing_s = self.runner.refusing_for()
             if refusing_s > 0:
                 return self._wait_for_circuits(job_id, refusing_s)
             try:
-                job, companions, wait_s = self._claim(job_id)
+                claim = self._claim(job_id)
             except DatabaseUnavailable as exc:
                 log.warning("cannot claim: %s; trying again later", exc)
-                return uncharged_retry(job_id, None, exc, jittered(self.settings.db_retry_s))
-            if wait_s:
-                # An early message (a duplicate, or a clock ahead of the database's): the
-                # job keeps its backoff; this message comes back when the job is due.
-                log.info("not due for %.1fs: the message waits until then", wait_s)
-                return Outcome(
-                    OutcomeKind.RETRY,
-                    job_id,
-                    message="not due yet",
-                    countdown_s=round(wait_s + 0.05, 3),
-                    attempt_spent=False,
-                )
-            if job is None:
-                if companions and self.rounds is not None:  # due jobs like it: their round
-                    self.rounds.run(None, companions)
-                else:
-                    log.info("nothing to claim (finished, cancelled, unknown or running elsewhere)")
+                return uncharged_retry(job_id, None, exc, half_jitter(self.settings.db_retry_s))
+            if claim.wait_s:
+                return _not_due(claim.job_id, claim.wait_s)
+            if claim.job is None and not claim.companions:
+                log.info("nothing to claim (finished, cancelled, unknown or running elsewhere)")
                 return Outcome(OutcomeKind.SKIPPED, job_id)
-            update_job_context(attempt=job.attempt)
-            log.info(
-                "claimed %s source %s (attempt %d, %d of %d charged)",
-                job.source_kind.value,
-                job.source_uri,
-                job.attempt,
-                job.attempts_spent,
-                job.max_attempts,
-            )
-            if companions and self.rounds is not None:
-                return self._led(self.rounds.run(job, companions))
-            if self.batches is not None and self.batches.may_lead(job):
-                companions = self._companions(job)
-                if companions:
-                    return self.batches.run(job, companions)
-            if self.rounds is not None and self.rounds.may_lead(job) and not self._rounds_claim:
-                companions = self._round_companions(job)
-                if companions:
-                    return self._led(self.rounds.run(job, companions))
-            attempt = self.begin(job)
-            try:
-                return self._run_attempt(attempt)
-            finally:
-                attempt.keeper.stop()
+            runner, claim = self._fit(claim)
+            return runner.run(claim)
 
-    def _claim(self, job_id: UUID) -> tuple[Job | None, list[Job], float | None]:
-        """The message's job (or None), the companions of its round, the job's wait if not due.
-
-        Where no batch can be led, the round is claimed with the job, in one round trip; else
-        the job alone, and the batch's or the round's companions once the job is known."""
-        if self._rounds_claim:
-            assert self.rounds is not None
-            return self.rounds.claim(job_id)
+    def _claim_alone(self, job_id: UUID) -> Claim:
         job, wait_s = self.store.claim_or_wait(job_id, self.worker_id, self.settings.lease_s)
-        return job, [], wait_s
+        if job is not None:
+            log_claimed(job)
+        return Claim(job_id, job, wait_s=wait_s)
 
-    @staticmethod
-    def _led(outcome: Outcome | None) -> Outcome:
-        assert outcome is not None, "a round with its lead gives the lead's outcome"
-        return outcome
+    def _fit(self, claim: Claim) -> tuple[Runner, Claim]:
+        """The runner that fits what was claimed: the round its claim took, else the first
+        that the job can lead with companions claimed now, else the lone runner."""
+        if claim.companions and self.rounds is not None:
+            return self.rounds, claim
+        lead = claim.lead()
+        for runner in self._sharing:
+            companions = _companions_of(lead, runner) if runner.may_lead(lead) else []
+            if companions:
+                return runner, replace(claim, companions=companions)
+        return self.lone, claim
 
     def _wait_for_circuits(self, job_id: UUID, refusing_s: float) -> Outcome:
         """Every server's circuit is open: the message goes back until the reset, the job
@@ -235,17 +222,38 @@ class JobProcessor:
         log.info("%s: not claimed; the message comes back in %.1fs", error.message, delay)
         return uncharged_retry(job_id, None, error, delay)
 
+
+@dataclass(kw_only=True, eq=False)
+class LoneRunner:
+    """A job alone, on the calling thread; and, one job at a time, the steps of a round's jobs
+    (:class:`.rounds.AttemptSteps`)."""
+
+    store: JobStore
+    runner: UnitRunner
+    settings: ProcessingSettings
+    profile_settings: ProfileSettings
+    path_map: PathMap
+    sources: SourcePreparer
+    failures: FailurePolicy
+    #: What the task's time limit raises (Celery's soft limit): the attempt's E303.
+    deadline_exceptions: tuple[type[BaseException], ...] = ()
+
+    def run(self, claim: Claim) -> Outcome:
+        attempt = self.begin(claim.lead())
+        try:
+            return self._run_attempt(attempt)
+        finally:
+            attempt.keeper.stop()
+
     def begin(self, job: Job) -> Attempt:
         """A claimed job's attempt: its lease kept, its writes journaled, its calls cancellable."""
         scope = CancelScope()
-        keeper = LeaseKeeper(
+        keeper = keep_lease(
             self.store,
-            job.id,
-            job.attempt,
-            self.settings.lease_s,
-            interval_s=self.settings.lease_check_interval_s,
+            job,
+            self.settings,
             on_lost=lambda: scope.cancel("the job was cancelled or taken from this attempt"),
-        ).start()
+        )
         journal = AttemptJournal(
             self.store,
             job,
@@ -254,14 +262,6 @@ class JobProcessor:
             hold_progress_s=self.settings.progress_hold_s,
         )
         return Attempt(job, journal, keeper, scope)
-
-    def _round_companions(self, lead: Job) -> list[Job]:
-        assert self.rounds is not None
-        return _companions_of(lead, self.rounds.claim_companions, "a round")
-
-    def _companions(self, lead: Job) -> list[Job]:
-        assert self.batches is not None
-        return _companions_of(lead, self.batches.claim_companions, "a batch")
 
     # ---- one attempt --------------------------------------------------------------------------
     def _run_attempt(self, attempt: Attempt) -> Outcome:
@@ -273,10 +273,10 @@ class JobProcessor:
         it) if it is still running when the journal's progress hold ends.
         """
         started = time.monotonic()
-        converted = self.converted(attempt)
+        converted = self.convert(attempt)
         if isinstance(converted, Outcome):
             return converted
-        outcome = self.stored(attempt, lambda: attempt.journal.finish(converted))
+        outcome = self.store_results(attempt, lambda: attempt.journal.finish(converted))
         if outcome.kind is OutcomeKind.SUCCEEDED:
             log.info(
                 "succeeded in %.2fs with profile %s (%s)",
@@ -286,7 +286,7 @@ class JobProcessor:
             )
         return outcome
 
-    def converted(self, attempt: Attempt) -> Conversion | Outcome:
+    def convert(self, attempt: Attempt) -> Conversion | Outcome:
         """The attempt's conversion, or the outcome that ended it without one."""
         job = attempt.job
         try:
@@ -294,27 +294,27 @@ class JobProcessor:
         except (AttemptLost, CallCancelled) as stopped:
             return lost(job, stopped.message)
         except Exception as exc:
-            return self.ended(attempt, exc)
+            return self.fail(attempt, exc)
 
-    def stored(self, attempt: Attempt, write: Callable[[], bool]) -> Outcome:
+    def store_results(self, attempt: Attempt, write: Callable[[], bool]) -> Outcome:
         """The outcome of storing a conversion's results by ``write`` (False: not ours now).
 
         The conversion is done: a database that went away is waited for rather than lose it."""
         job = attempt.job
         try:
-            if not self.failures.patiently(write, "storing the results"):
+            if not self.failures.retry_while_database_down(write, "storing the results"):
                 return lost(job, "storing")
         except Exception as exc:
-            return self.ended(attempt, exc)
+            return self.fail(attempt, exc)
         return Outcome(OutcomeKind.SUCCEEDED, job.id, job.attempt)
 
-    def ended(self, attempt: Attempt, exc: Exception) -> Outcome:
-        """The outcome of an attempt that ``exc`` ended: handed back when the database was
+    def fail(self, attempt: Attempt, exc: Exception) -> Outcome:
+        """The outcome of an attempt that ``exc`` ended: given back when the database was
         lost, else the job's failure (retried or final, charged when a server was reached)."""
         job = attempt.job
         if isinstance(exc, DatabaseUnavailable):
             log.warning("database unreachable during the attempt: %s", exc)
-            return self.failures.hand_back(job, exc)
+            return self.failures.give_back_uncharged(job, exc)
         error = job_masker(job).error(self._as_catalog(exc))
         return self.failures.failure(job, error, reached_server=attempt.tries.reached_server)
 
@@ -402,11 +402,24 @@ class JobProcessor:
         return error
 
 
-def _companions_of(lead: Job, claim: Callable[[Job], list[Job]], what: str) -> list[Job]:
-    """The jobs ``claim`` takes beside ``lead``; none when the database is away: the lead goes
-    alone and the others wait their turn."""
+def _companions_of(lead: Job, runner: SharingRunner) -> list[Job]:
+    """The jobs ``runner`` claims to run with ``lead``; none when the database is away: the
+    lead goes alone and the others wait their turn."""
     try:
-        return claim(lead)
+        return runner.claim_companions(lead)
     except DatabaseUnavailable as exc:
-        log.warning("cannot claim %s: %s", what, exc)
+        log.warning("cannot claim jobs to run with this one: %s", exc)
         return []
+
+
+def _not_due(job_id: UUID, wait_s: float) -> Outcome:
+    """An early message (a duplicate, or a clock ahead of the database's): the job keeps its
+    backoff; this message comes back when the job is due."""
+    log.info("not due for %.1fs: the message waits until then", wait_s)
+    return Outcome(
+        OutcomeKind.RETRY,
+        job_id,
+        message="not due yet",
+        countdown_s=round(wait_s + 0.05, 3),
+        attempt_spent=False,
+    )

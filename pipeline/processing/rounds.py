@@ -57,10 +57,11 @@ from pipeline.jobs import Job
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.failures import FailurePolicy, publish_next_attempt
 from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.runner import Claim, log_claimed
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import JobStore
+from pipeline.store import FormatsMismatch, JobStore
 from pipeline.support.logs import job_context
 
 log = logging.getLogger("doclane.processor")
@@ -75,15 +76,15 @@ STORE_WITHIN_S = 0.2
 
 
 class AttemptSteps(Protocol):
-    """The lone job's steps, as the processor runs them (``JobProcessor``)."""
+    """The lone job's steps, as the lone runner runs them (``LoneRunner``)."""
 
     def begin(self, job: Job) -> Attempt: ...
 
-    def converted(self, attempt: Attempt) -> Conversion | Outcome: ...
+    def convert(self, attempt: Attempt) -> Conversion | Outcome: ...
 
-    def stored(self, attempt: Attempt, write: Callable[[], bool]) -> Outcome: ...
+    def store_results(self, attempt: Attempt, write: Callable[[], bool]) -> Outcome: ...
 
-    def ended(self, attempt: Attempt, exc: Exception) -> Outcome: ...
+    def fail(self, attempt: Attempt, exc: Exception) -> Outcome: ...
 
 
 @dataclass
@@ -135,7 +136,7 @@ class RoundRunner:
         #: Jobs this process's rounds ended (succeeded or failed for good), oldest first.
         self._ended_here: dict[UUID, None] = {}
 
-    def ended_here(self, job_id: UUID) -> bool:
+    def remembers_end_of(self, job_id: UUID) -> bool:
         """Whether a round of this process stored ``job_id``'s end: a job that succeeded or
         failed never changes again (the database refuses it), so its message has nothing to
         do, and needs no round trip to find that out."""
@@ -155,16 +156,19 @@ class RoundRunner:
             and job.size_bytes < SMALL_BELOW_BYTES
         )
 
-    def claim(self, job_id: UUID) -> tuple[Job | None, list[Job], float | None]:
+    def claim(self, job_id: UUID) -> Claim:
         """A message's claim with its round's (``JobStore.claim_round_of``): the job if it
         could be claimed, its companions, and how long the job still waits to be due."""
-        return self.store.claim_round_of(
+        job, companions, wait_s = self.store.claim_round_of(
             job_id,
             self.worker_id,
             self.settings.lease_s,
             limit=self.room - 1,
             small_below=SMALL_BELOW_BYTES,
         )
+        if job is not None:
+            log_claimed(job)
+        return Claim(job_id, job, companions, wait_s)
 
     def claim_companions(self, lead: Job, limit: int | None = None) -> list[Job]:
         """Up to ``limit`` (the round's room but one) due jobs that can share ``lead``'s round."""
@@ -182,9 +186,10 @@ class RoundRunner:
             self._threads = None
 
     # ---- one round ---------------------------------------------------------------------------
-    def run(self, lead: Job | None, companions: list[Job]) -> Outcome | None:
-        """The round of ``lead`` (None: its message's job was taken) and ``companions``, grown
-        while it may; ``lead``'s outcome."""
+    def run(self, claim: Claim) -> Outcome:
+        """The round of the claim's job (None: taken or ended) and its companions, grown while
+        it may; the job's outcome (SKIPPED without it)."""
+        lead, companions = claim.job, claim.companions
         jobs = [lead, *companions] if lead is not None else companions
         now = time.monotonic()
         round_ = _Round(
@@ -213,7 +218,7 @@ class RoundRunner:
                 member.attempt.keeper.stop()
         led = [m for m in round_.members if m.lead]
         if not led:
-            return None
+            return Outcome(OutcomeKind.SKIPPED, claim.job_id)
         assert led[0].outcome is not None
         return led[0].outcome
 
@@ -277,7 +282,7 @@ class RoundRunner:
     def _convert_one(self, attempt: Attempt) -> Conversion | Outcome:
         with job_context(str(attempt.job.id), attempt.job.attempt):
             attempt.journal.hold_from_now()
-            return self.steps.converted(attempt)
+            return self.steps.convert(attempt)
 
     def _settle(
         self, round_: _Round, done: list[Future[Conversion | Outcome]], *, stopped: bool
@@ -292,13 +297,13 @@ class RoundRunner:
                 timed_out = result.kind is OutcomeKind.LOST and not member.attempt.keeper.lost
                 if stopped and timed_out:
                     limit = CallTimeout("the round reached the time limit of its size tier")
-                    result = self.steps.ended(member.attempt, limit)
-                self._ended(member, result)
+                    result = self.steps.fail(member.attempt, limit)
+                self._finish(member, result)
             else:
                 member.conversion, member.converted_at = result, now
                 round_.converted.append(member)
 
-    def _ended(self, member: _Member, outcome: Outcome) -> None:
+    def _finish(self, member: _Member, outcome: Outcome) -> None:
         member.outcome = outcome
         member.attempt.keeper.stop()
         if outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
@@ -332,27 +337,29 @@ class RoundRunner:
             )
 
         try:
-            stored, taken = self.failures.patiently(write, "storing a round's results")
+            stored, taken = self.failures.retry_while_database_down(
+                write, "storing a round's results"
+            )
         except DatabaseUnavailable as exc:
             round_.converted = []
             for member in done:
-                self._ended(member, self.steps.ended(member.attempt, exc))
+                self._finish(member, self.steps.fail(member.attempt, exc))
             return
-        except ValueError:  # one member's results are not its formats: find whose, alone
+        except FormatsMismatch:  # one member's results are not its formats: find whose, alone
             round_.converted = []
             for member in done:
-                self._ended(member, self._store_alone(member))
+                self._finish(member, self._store_alone(member))
             return
         round_.converted = []
         if more:
             self._took(round_, taken, more)
         for member, ours in zip(done, stored, strict=True):
-            self._ended(member, self.steps.stored(member.attempt, _already(ours)))
+            self._finish(member, self.steps.store_results(member.attempt, _already(ours)))
 
     def _store_alone(self, member: _Member) -> Outcome:
         conversion, journal = member.conversion, member.attempt.journal
         assert conversion is not None
-        return self.steps.stored(member.attempt, lambda: journal.finish(conversion))
+        return self.steps.store_results(member.attempt, lambda: journal.finish(conversion))
 
     def _pool(self) -> ThreadPoolExecutor:
         """The process's round threads, made on first use (after the fork, in a worker)."""

@@ -1,6 +1,7 @@
 """Exponential retry with full jitter, deciding by the error catalog and nothing else.
 
-The ``backoff`` library does the waiting; this module only tells it when to give up: at once
+The ``backoff`` library does the waiting (through :mod:`pipeline.support.waits`, the one
+recipe of doclane's waits); this module only tells it when to give up: at once
 for anything the catalog says is not retryable, and at once for an open circuit (E309,
 :class:`errors.CircuitOpen`), because waiting out a breaker's reset inside a worker would hold
 the worker hostage: the caller (Celery) reschedules after ``retry_after`` instead, without
@@ -15,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import backoff
-
 from errors import CircuitOpen, PipelineError, classify
+from pipeline.support.waits import Backoff, full_jitter
 
 from .settings import ResilienceSettings
 
@@ -65,17 +65,13 @@ def retry_call(
     ``retry_max_s``). A foreign exception that escapes ``func`` leaves as its catalog error.
     """
     trace = _Trace(record if record is not None else RetryRecord(), label)
-    retrying = backoff.on_exception(
-        backoff.expo,
+    waits = Backoff(settings.retry_base_s, settings.retry_max_s, jitter=trace.jitter)
+    retrying = waits.on_exception(
         Exception,
         max_tries=settings.retry_max_tries,
-        jitter=trace.jitter,
         giveup=gives_up,
         on_backoff=trace.on_backoff,
         on_giveup=trace.on_giveup,
-        logger=None,
-        factor=settings.retry_base_s,
-        max_value=settings.retry_max_s,
     )(functools.partial(trace.one_try, func))
     try:
         return retrying()
@@ -106,7 +102,7 @@ class _Trace:
 
     def jitter(self, ceiling: float) -> float:
         self.ceilings.append(ceiling)
-        return float(backoff.full_jitter(ceiling))
+        return full_jitter(ceiling)
 
     def on_backoff(self, details: Any) -> None:
         error = classify(details["exception"])

@@ -11,6 +11,7 @@ from pipeline.store.admin import AdminStore, JobFilter
 from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import apply_migrations, ensure_database, migration_status
 from pipeline.store.migrations import Migration, MigrationError, MigrationState, MigrationStatus
+from pipeline.store.refusals import FormatsMismatch
 from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.store.settings import StoreSettings, load_store_settings
 from pipeline.store.store import JobStore
@@ -19,6 +20,7 @@ __all__ = [
     "AdminStore",
     "AttemptResults",
     "CallEvent",
+    "FormatsMismatch",
     "JobFilter",
     "JobStore",
     "Migration",

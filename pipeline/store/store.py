@@ -49,6 +49,7 @@ from pipeline.jobs import (
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.large_values import copy_results_in, copy_single_value
 from pipeline.store.queries import query
+from pipeline.store.refusals import FormatsMismatch
 from pipeline.store.rows import (
     COPY_JOB_TYPES,
     AttemptResults,
@@ -78,12 +79,13 @@ FORMATS_MISMATCH = "DL001"
 
 @contextmanager
 def _formats_mismatch() -> Iterator[None]:
-    """``finish_attempt``'s refusal of results that are not the job's formats, as ValueError."""
+    """``finish_attempt``'s refusal of results that are not the job's formats, as
+    :class:`~pipeline.store.refusals.FormatsMismatch`."""
     try:
         yield
     except psycopg.Error as exc:
         if exc.sqlstate == FORMATS_MISMATCH:
-            raise ValueError(exc.diag.message_primary or str(exc)) from exc
+            raise FormatsMismatch(exc.diag.message_primary or str(exc)) from exc
         raise
 
 

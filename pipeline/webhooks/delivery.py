@@ -20,7 +20,6 @@ Without ``DOCLANE_WEBHOOK_SECRET`` nothing is sent unsigned: a pass sends nothin
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
@@ -29,6 +28,7 @@ from pipeline.sources import load_source_settings
 from pipeline.sources.addresses import AddressPolicy
 from pipeline.store.outbox import ClaimedDelivery, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.support.waits import Backoff, half_jitter
 from pipeline.webhooks.sender import WebhookSender
 from pipeline.webhooks.settings import WebhookSettings, load_webhook_settings
 
@@ -39,9 +39,8 @@ def retry_delay(settings: WebhookSettings, attempts: int) -> float:
     """The wait after the ``attempts``-th failed try: doubling from the base, capped, then
     between half and all of that (receivers that come back are not met by every sender at
     once)."""
-    doublings = min(max(attempts - 1, 0), 64)  # past that the cap has long been reached
-    ceiling = min(settings.webhook_retry_base_s * 2**doublings, settings.webhook_retry_max_s)
-    return round(random.uniform(ceiling / 2.0, ceiling), 3)
+    waits = Backoff(settings.webhook_retry_base_s, settings.webhook_retry_max_s, half_jitter)
+    return waits.wait(attempts)
 
 
 @dataclass(slots=True)

@@ -35,6 +35,8 @@ class HookedRunner:
     resilient: Resilient
     wrap_client: Callable[[McpClient], Any] | None = None
     after_unit: Callable[[], None] | None = None
+    #: What the unit gave, changed before the processor sees it (a bug's results, say).
+    alter_result: Callable[[Any], Any] | None = None
 
     def run(
         self,
@@ -49,6 +51,8 @@ class HookedRunner:
             result = unit(client)
             if self.after_unit is not None:
                 self.after_unit()
+            if self.alter_result is not None:
+                result = self.alter_result(result)
             return result
 
         return self.resilient.run(hooked, label=label, record=record)

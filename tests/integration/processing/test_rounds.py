@@ -21,6 +21,7 @@ from errors import ServerUnavailable
 from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.mcp import McpClient
 from pipeline.processing import Outcome, OutcomeKind
+from pipeline.profiles import Conversion
 from pipeline.support.logs import current_job_context
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
@@ -213,6 +214,30 @@ def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Benc
     assert bench.store.list_results(broken) == []
     assert_others_succeeded(bench, ids, broken)
     assert bench.publisher.messages == [], "a final failure needs no next message"
+
+
+def test_results_not_of_their_jobs_formats_fail_only_their_job(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """The database refuses a round's commit when one job's results are not its formats (a bug,
+    SQLSTATE DL001): the round stores each job alone to find whose, and only that job fails."""
+    bench = round_bench(make_bench)
+    ids = submit_samples(bench, 4)
+    wrong = ids[1]
+
+    def html_for_one(conversion: Conversion) -> Conversion:
+        if job_of_this_thread() == wrong:
+            conversion.outputs = {"html": conversion.outputs["md"]}
+        return conversion
+
+    bench.runner.alter_result = html_for_one
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    failed = bench.store.get_job(wrong)
+    assert failed is not None and failed.state is JobState.FAILED, failed
+    assert bench.store.list_results(wrong) == []
+    assert_others_succeeded(bench, ids, wrong)
 
 
 def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
