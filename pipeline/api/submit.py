@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException
 from errors import EmptySource, MissingCapability, PipelineError, UrlRefused, entry
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
-from pipeline.jobs import ConversionOptions, Formats, SubmissionRequest
+from pipeline.jobs import DEFAULT_FORMATS, ConversionOptions, Formats, SubmissionRequest
 from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, Publisher
 from pipeline.sources import SourceSettings
@@ -63,7 +63,7 @@ class SubmitRequest(BaseModel):
         Field(min_length=1, max_length=10000)
     )
     to: Formats = Field(
-        default_factory=lambda: Formats.parse("md"),
+        default_factory=lambda: DEFAULT_FORMATS,
         description="Output formats, comma-separated: md, json, html, text, chunks.",
         json_schema_extra={"default": "md"},
     )
