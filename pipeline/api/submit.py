@@ -24,7 +24,7 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 
 from errors import EmptySource, MissingCapability, PipelineError, UrlRefused, entry
@@ -76,6 +76,14 @@ class SubmitRequest(BaseModel):
         description="POST a signed event (Standard Webhooks) here when each job ends "
         "(default: the server's DOCLANE_WEBHOOK_URL).",
     )
+
+    @field_validator("to", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        """``to`` is text on the wire, as the schema says (``Formats`` would take a list)."""
+        if not isinstance(value, str):
+            raise ValueError("to is text: output formats separated by commas")
+        return value
 
     def request(self) -> SubmissionRequest:
         return SubmissionRequest(

@@ -42,8 +42,10 @@ _FALSE = {"false", "0", "no", "off"}
 
 class ConversionOptions(BaseModel):
     """A job's conversion options, parsed: made by :meth:`parse` (or a pydantic model holding
-    one, as the API's body does) and trusted after. E110 names the first that is not valid:
-    raised as it is through pydantic, so the API answers it with its code like the CLI.
+    one, as the API's body does) and trusted after. E110 names the first value that is not
+    valid: raised as it is through pydantic, so the API answers it with its code like the CLI.
+    A name that is no option is E110 from :meth:`parse`; in a pydantic body it is a field the
+    schema does not have (``extra="forbid"``), a malformed request.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -79,7 +81,14 @@ class ConversionOptions(BaseModel):
     @classmethod
     def parse(cls, options: Mapping[str, Any] | None) -> ConversionOptions:
         """The options a submitter gave (text or values, unset ones None or empty)."""
-        return cls.model_validate(options or {})
+        given = dict(options or {})
+        for name in given:
+            if name not in OPTION_NAMES:
+                raise InvalidOption(
+                    f"unknown conversion option {name!r} (known: {', '.join(OPTION_NAMES)})",
+                    detail={"option": name},
+                )
+        return cls.model_validate(given)
 
     @classmethod
     def from_stored(cls, stored: Mapping[str, Any]) -> ConversionOptions:
@@ -96,14 +105,13 @@ class ConversionOptions(BaseModel):
 
 
 def _checked(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The options in their stored form; E110 naming the first that is not valid."""
+    """The options in their stored form; E110 naming the first value that is not valid. A name
+    that is no option is left for the model to refuse."""
     checked: dict[str, Any] = {}
-    for name, value in (options or {}).items():
+    for name, value in options.items():
         if name not in OPTION_NAMES:
-            raise InvalidOption(
-                f"unknown conversion option {name!r} (known: {', '.join(OPTION_NAMES)})",
-                detail={"option": name},
-            )
+            checked[name] = value
+            continue
         if value is None or value == "":
             continue
         if name == PAGES:
