@@ -105,7 +105,7 @@ class Door:
     def _surely_served(self, formats: Formats, options: list[str]) -> bool:
         if self.profile_settings.profile == DoclingRsProfile.name:
             return not DoclingRsProfile().missing_formats(formats)
-        return formats == ("md",) and not options
+        return markdown_alone(formats, options)
 
     def _why_not(self, tools: frozenset[str], formats: Formats, options: list[str]) -> str | None:
         """None when a server offering ``tools`` serves them; else why not."""
@@ -145,6 +145,22 @@ class Door:
         with self._lock:
             self._answers[endpoint] = _Answer(tools, time.monotonic() + kept_s)
         return tools
+
+
+def markdown_alone(formats: Formats, options: ConversionOptions | list[str]) -> bool:
+    """Every profile gives Markdown: a submission of it alone, without options, any server
+    that fits a profile can serve."""
+    return formats == ("md",) and not options
+
+
+def admit(formats: Formats, options: ConversionOptions, door: Door | None = None) -> None:
+    """``door.admit``, by default with this process's door, built (its settings read) only
+    when the submission needs more than Markdown alone."""
+    if door is None:
+        if markdown_alone(formats, options):
+            return
+        door = process_door()
+    door.admit(formats, options)
 
 
 def server_tools(endpoint: str) -> frozenset[str]:

@@ -49,7 +49,7 @@ from pipeline.sources import (
 )
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
-from pipeline.submission.door import Door, process_door
+from pipeline.submission.door import Door, admit
 from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.submission.slicing import slices_for
 from pipeline.support.secrets import Masker, process_masker
@@ -164,7 +164,7 @@ def enqueue(
     ``process_masker()``): a URL's secrets masked.
 
     Before any job is made the whole submission is refused when ``door`` (by default the
-    process's, :func:`~.door.process_door`) finds that no configured server can give its
+    process's, :func:`~.door.admit`) finds that no configured server can give its
     formats with its options (E305), or when its webhook (default ``DOCLANE_WEBHOOK_URL``,
     told when each new job ends, :mod:`pipeline.webhooks`) is an address the policy refuses
     (E104).
@@ -173,7 +173,7 @@ def enqueue(
     webhook = request.webhook_url or load_webhook_settings().webhook_url
     if webhook:
         check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
-    (door or process_door()).admit(request.formats, request.options)
+    admit(request.formats, request.options, door)
     shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()

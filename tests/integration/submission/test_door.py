@@ -13,8 +13,9 @@ from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionReques
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import RecordingPublisher
 from pipeline.store import JobStore
+from pipeline.submission import door as door_module
 from pipeline.submission import enqueue
-from pipeline.submission.door import Door, process_door, server_tools
+from pipeline.submission.door import Door, admit, process_door, server_tools
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 
@@ -137,3 +138,15 @@ def test_the_process_door_asks_the_configured_servers(
     door = process_door()
     assert list(door.endpoints) == [fake_server.url] and process_door() is door
     refused(door, "md", PAGES)
+
+
+def test_markdown_alone_reads_no_server_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The common submission builds no door: no MCP settings read, no client loaded."""
+
+    def no_door() -> Door:
+        raise AssertionError("a door was built")
+
+    monkeypatch.setattr(door_module, "process_door", no_door)
+    admit(Formats.parse("md"), NONE)
+    with pytest.raises(AssertionError, match="a door was built"):
+        admit(Formats.parse("md"), PAGES)
