@@ -3,6 +3,10 @@ asked of real (fake) MCP servers once and kept; what cannot be asked passes as b
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from pipeline.store import JobStore
 from pipeline.submission import door as door_module
 from pipeline.submission import enqueue
 from pipeline.submission.door import Door, admit, process_door, server_tools
+from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 
@@ -150,3 +155,32 @@ def test_markdown_alone_reads_no_server_setting(monkeypatch: pytest.MonkeyPatch)
     admit(Formats.parse("md"), NONE)
     with pytest.raises(AssertionError, match="a door was built"):
         admit(Formats.parse("md"), PAGES)
+
+
+def test_doclane_submit_says_e305_before_making_a_job(
+    fake_server: FakeServer,
+    migrated_database_url: str,
+    redis_broker: Broker,
+    make_store: Callable[[], JobStore],
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "note.md").write_text("# a note\n")
+    env = {
+        **os.environ,
+        "DOCLANE_DATABASE_URL": migrated_database_url,
+        "DOCLANE_BROKER_URL": redis_broker.url,
+        "DOCLING_MCP_ORIGIN": fake_server.url,  # docling-mcp: Markdown, no options
+    }
+
+    def submit(*args: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pipeline.cli", "submit", "note.md", *args, "--json"]
+        return subprocess.run(
+            command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+        )
+
+    for args in (("--pages", "1"), ("--to", "md,html")):
+        done = submit(*args)
+        out = json.loads(done.stdout)
+        assert done.returncode == 1 and out["error"]["code"] == "E305", done.stderr
+    assert make_store().count_in_flight()[JobState.QUEUED] == 0
+    assert json.loads(submit().stdout)["ok"] is True
