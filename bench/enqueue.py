@@ -107,16 +107,19 @@ def doclane_cli() -> list[str]:
 
 
 #: ``doclane submit`` as :func:`doclane_cli` runs it, with timers around the three steps of
-#: ``pipeline.jobs.submit.enqueue`` (the walk's own time without the chunks' COPY and publishing,
-#: which happen while it walks); its last line on stderr is the seconds each step took and the
-#: seconds of the whole process after the interpreter started (the rest: imports, the Celery
-#: app, the database connection, the JSON answer; start_and_exit: the interpreter's start and
-#: its exit). A profiler would inflate the steps made of many small calls; these timers cost
-#: nothing.
+#: ``pipeline.submission.intake.enqueue`` (the walk's own time without the chunks' COPY and
+#: publishing, which happen while it walks); its last line on stderr is the seconds each step
+#: took and the seconds of the whole process after the interpreter started (the rest: imports,
+#: the Celery app, the database connection, the JSON answer; start_and_exit: the interpreter's
+#: start and its exit). A profiler would inflate the steps made of many small calls; these
+#: timers cost nothing.
 _TIMED_SUBMIT = """
 import atexit, json, sys, time
 started = time.perf_counter()
-import pipeline.jobs.submit as enqueue
+try:
+    import pipeline.submission.intake as enqueue
+except ImportError:  # a checkout from before submission was a package of its own
+    import pipeline.jobs.submit as enqueue
 from pipeline.store import JobStore
 steps = {}
 def timed(name, step):

@@ -76,9 +76,10 @@ from bench.harness import (
 from bench.harness.conversions import convert_pair, ignore
 from bench.harness.processes import TICK
 from bench.harness.timeline import job_timeline
-from pipeline.jobs.submit import enqueue
+from pipeline.jobs import SubmissionRequest
 from pipeline.mcp import McpClient
 from pipeline.store import JobStore, load_store_settings
+from pipeline.submission import enqueue
 
 
 # ---- CPU accounting ---------------------------------------------------------------------------
@@ -298,7 +299,7 @@ def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: 
     try:
         publisher = CeleryPublisher(app)
         for path in files:
-            submission = enqueue([str(path)], ("md",), publisher=publisher, store=store)
+            submission = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
             if len(submission.job_ids) != 1:
                 raise SystemExit(f"lone job {path} was not submitted: {submission.to_dict()}")
             (job_id,) = submission.job_ids

@@ -65,7 +65,7 @@ from bench.harness import (
 from bench.harness.private import PrivatePostgres, PrivateRedis
 from bench.worker_memory import children, rss_mb
 
-#: The reconciler's summary line (pipeline/jobs/reconcile.py).
+#: The reconciler's summary line (pipeline/reconciler/sweeps.py).
 _RECONCILED = re.compile(
     r"reconciled: (\d+) lease\(s\) expired and requeued, (\d+) stale job\(s\), "
     r"(?:(\d+) lost message\(s\), )?(\d+) message\(s\) published, (\d+) publish failure"

@@ -181,8 +181,10 @@ _ENTRIES = (
     CatalogEntry(
         "E305",
         "missing capability",
-        "The conversion server lacks a capability doclane needs.",
-        "Use a server that offers tools over a supported MCP protocol version.",
+        "The conversion server lacks a capability doclane needs (at submission: no configured "
+        "server can give the formats or take the options asked for).",
+        "Use a server that offers tools over a supported MCP protocol version; ask only for what "
+        "a configured server gives (`doclane mcp tools`; options need docling-rs-mcp).",
         retryable=False,
     ),
     CatalogEntry(

@@ -30,8 +30,8 @@ from uuid import UUID
 from celery import Celery, Task, signals
 from kombu import Exchange, Queue
 
-from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
+from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
 from pipeline.support.logs import (
     JobLogContext,
     configure_logging,

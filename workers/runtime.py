@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from billiard.process import current_process
 from celery import Celery
 
-from pipeline.jobs.reconcile import ReconcileSettings, load_reconcile_settings
+from pipeline.reconciler.sweeps import ReconcileSettings, load_reconcile_settings
 from pipeline.store import JobStore
 from workers.publisher import CeleryPublisher
 

@@ -10,9 +10,9 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from pipeline.queues import ALL_QUEUES, SizeTier, tier_of_queue
 
 if TYPE_CHECKING:  # the packages themselves: a publisher (doclane submit) needs none of them
-    from pipeline.jobs.reconcile import ReconcileSettings
     from pipeline.mcp import McpSettings
     from pipeline.processing import ProcessingSettings
+    from pipeline.reconciler.sweeps import ReconcileSettings
     from pipeline.resilience import ResilienceSettings
     from pipeline.sources import SourceSettings
 
@@ -119,9 +119,9 @@ class TimeLimits:
 
     @classmethod
     def from_environment(cls, worker: WorkerSettings | None = None) -> TimeLimits:
-        from pipeline.jobs.reconcile import load_reconcile_settings
         from pipeline.mcp import load_mcp_settings
         from pipeline.processing import load_processing_settings
+        from pipeline.reconciler.sweeps import load_reconcile_settings
         from pipeline.resilience import load_resilience_settings
         from pipeline.sources import load_source_settings
 

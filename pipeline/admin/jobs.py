@@ -18,8 +18,16 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from errors import JobNotFound, entry
-from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
+from errors import JobNotFound, MissingCapability, entry
+from pipeline.jobs import (
+    ConversionOptions,
+    Formats,
+    Job,
+    JobEvent,
+    JobState,
+    ResultInfo,
+    SubmissionRequest,
+)
 from pipeline.queues import JobMessage, Publisher
 from pipeline.store import AdminStore, JobFilter, JobStore
 from pipeline.support.secrets import process_masker
@@ -166,7 +174,7 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
     # Here, not at the top: listing and reading jobs (doclane jobs, stats, the API's GETs) need
     # none of submission's source checks and HTTP client.
-    from pipeline.jobs.submit import enqueue
+    from pipeline.submission import enqueue
 
     masker = process_masker()
     groups: dict[tuple[Any, ...], _Group] = {}
@@ -182,15 +190,20 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
             by_source[job.fetch_uri].append(job)
         # enqueue names sources as everyone is shown them (a URL's secrets masked)
         by_shown = {masker.text(source): jobs for source, jobs in by_source.items()}
-        submission = enqueue(
+        asked = SubmissionRequest(
             list(by_source),
-            group.formats,
-            priority=group.priority,
-            publisher=publisher,
-            store=store,
-            options=group.options,
-            masker=masker,
+            Formats.from_stored(group.formats),
+            ConversionOptions.from_stored(group.options),
+            group.priority,
         )
+        try:
+            submission = enqueue(asked, publisher=publisher, store=store, masker=masker)
+        except MissingCapability as refused:  # no configured server can: the group stays put
+            for old in group.jobs:
+                outcomes[old.id] = RetryOutcome(
+                    retry_of=old.id, action="refused", code=refused.code, message=refused.message
+                )
+            continue
         for accepted in submission.accepted:
             for old in by_shown.get(accepted.source, []):
                 outcomes[old.id] = RetryOutcome(

@@ -1,4 +1,4 @@
-"""The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.jobs.submit``.
+"""The HTTP API (FastAPI on uvicorn): thin over ``pipeline.admin`` and ``pipeline.submission``.
 
 Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
 ``Authorization: Bearer <token>``, a token whose role allows the request (``pipeline.api.auth``:
@@ -41,7 +41,6 @@ from pipeline.api.page import render_page
 from pipeline.api.results import stream_result
 from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
-    FORMATS_PATTERN,
     OPTION_FIELDS,
     PRIORITY_RANGE,
     SubmitRequest,
@@ -50,7 +49,7 @@ from pipeline.api.submit import (
     submit_json,
     submit_upload,
 )
-from pipeline.jobs import Job, JobState
+from pipeline.jobs import FORMATS_PATTERN, Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.sources import SourceSettings

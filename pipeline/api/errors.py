@@ -64,13 +64,21 @@ def error_response(
 
 
 #: Catalog codes whose HTTP status is not their family's.
-_STATUS_OF_CODE = {"E103": 413, "E108": 404, "E109": 403, "E113": 410, "E114": 429}
+#: E305 is a submission refused at the door: no configured server can give what it asks.
+_STATUS_OF_CODE = {
+    "E103": 413,
+    "E108": 404,
+    "E109": 403,
+    "E113": 410,
+    "E114": 429,
+    "E305": 422,
+}
 
 
 def catalog_status(exc: PipelineError) -> int:
     """E103 413, E108 404, E109 403, E113 410 (the results are gone for good), E114 429 (too
-    many failed sign-ins); other input
-    errors 422; the database or a server down 503; the rest 502."""
+    many failed sign-ins), E305 422 (no configured server can serve the submission); other
+    input errors 422; the database or a server down 503; the rest 502."""
     if exc.code in _STATUS_OF_CODE:
         return _STATUS_OF_CODE[exc.code]
     if exc.code.startswith("E1"):

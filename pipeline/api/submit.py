@@ -1,7 +1,10 @@
 """``POST /v1/jobs``: sources as JSON, or one uploaded document, through ``enqueue``.
 
-Sources are checked exactly as ``doclane submit`` checks them (``pipeline.jobs.submit``): each
-refused one comes back with its E1xx code and the others go on (202). When every source is
+The body (or the upload's form) is parsed here, once, into a ``SubmissionRequest``: ``to`` into
+``Formats``, ``options`` into ``ConversionOptions`` (E110 names a bad one). Sources are checked
+exactly as ``doclane submit`` checks them (``pipeline.submission``): each refused one comes
+back with its E1xx code and the others go on (202); a submission no configured server can serve
+is refused whole (E305, 422). When every source is
 refused nothing was accepted: the answer is an error (422; 413 for E103) whose code is the first
 refusal's and whose detail is the whole answer, each refused source with its code.
 
@@ -21,27 +24,19 @@ from fastapi import Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 
-from errors import EmptySource, PipelineError, UrlRefused, entry
+from errors import EmptySource, MissingCapability, PipelineError, UrlRefused, entry
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
-from pipeline.jobs.options import (
-    ENV_NAME_PATTERN,
-    LANGS_PATTERN,
-    OPTION_NAMES,
-    PAGES_PATTERN,
-    check_options,
-)
-from pipeline.jobs.submit import Submission, check_formats, enqueue
+from pipeline.jobs import DEFAULT_FORMATS, ConversionOptions, Formats, SubmissionRequest
+from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, Publisher
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
+from pipeline.submission import Submission, enqueue
 
-#: Output formats, comma-separated (what ``check_formats`` accepts, spelled out for OpenAPI).
-_FORMAT = "(md|json|html|text|chunks)"
-FORMATS_PATTERN = rf"^\s*{_FORMAT}\s*(,\s*{_FORMAT}\s*)*$"
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
 #: An http(s) URL with a host name (ASCII: an international name in its xn-- form) or IPv4
 #: address and, if any, a port in range: what ``check_webhook_url`` asks but for the address
@@ -51,34 +46,6 @@ WEBHOOK_PATTERN = (
     r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?"
     r"([/?#][^\s\x00]*)?$"
 )
-
-
-class ConversionOptions(BaseModel):
-    """A job's conversion options, in the forms ``check_options`` accepts (it normalizes them)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    # The patterns are published, not enforced here: check_options refuses with E110.
-    pages: str | None = Field(
-        default=None,
-        max_length=100,
-        json_schema_extra={"pattern": PAGES_PATTERN},
-        description="One run of pages: 1-5 or 3.",
-    )
-    ocr_lang: str | None = Field(
-        default=None,
-        max_length=300,
-        json_schema_extra={"pattern": LANGS_PATTERN},
-        description="OCR language(s): en or en,de.",
-    )
-    text_layer_only: bool = False
-    password_env: str | None = Field(
-        default=None,
-        max_length=128,
-        json_schema_extra={"pattern": ENV_NAME_PATTERN},
-        description="The workers' environment variable holding the password (never the "
-        "password itself).",
-    )
 
 
 #: The same options as multipart form fields (text; an absent field is an unset option).
@@ -95,10 +62,10 @@ class SubmitRequest(BaseModel):
     sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]] = (
         Field(min_length=1, max_length=10000)
     )
-    to: str = Field(
-        default="md",
-        pattern=FORMATS_PATTERN,
+    to: Formats = Field(
+        default_factory=lambda: DEFAULT_FORMATS,
         description="Output formats, comma-separated: md, json, html, text, chunks.",
+        json_schema_extra={"default": "md"},
     )
     priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
     options: ConversionOptions = Field(default_factory=ConversionOptions)
@@ -109,6 +76,19 @@ class SubmitRequest(BaseModel):
         description="POST a signed event (Standard Webhooks) here when each job ends "
         "(default: the server's DOCLANE_WEBHOOK_URL).",
     )
+
+    @field_validator("to", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        """``to`` is text on the wire, as the schema says (``Formats`` would take a list)."""
+        if not isinstance(value, str):
+            raise ValueError("to is text: output formats separated by commas")
+        return value
+
+    def request(self) -> SubmissionRequest:
+        return SubmissionRequest(
+            self.sources, self.to, self.options, self.priority, webhook_url=self.webhook
+        )
 
 
 class AcceptedOut(BaseModel):
@@ -146,18 +126,7 @@ async def submit_json(
         raise HTTPException(400, f"the body is not JSON: {exc}") from exc
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
-    formats = _formats(asked.to)
-    return await run_in_threadpool(
-        _enqueue,
-        asked.sources,
-        formats,
-        asked.priority,
-        options=asked.options.model_dump(),
-        store=store,
-        publisher=publisher,
-        sources=sources,
-        webhook=asked.webhook,
-    )
+    return await run_in_threadpool(_enqueue, asked.request(), store, publisher, sources)
 
 
 async def submit_upload(
@@ -187,29 +156,13 @@ async def submit_upload(
             publish_failures={},
         )
     try:
-        formats = _formats(upload.fields.get("to", "md"))
-        options = check_options({name: upload.fields.get(name) for name in OPTION_NAMES})
-        priority = int(upload.fields.get("priority", "0") or 0)
-        if not JOB_PRIORITY_MIN <= priority <= JOB_PRIORITY_MAX:
-            raise ValueError(priority)
-    except (ValueError, PipelineError) as exc:
+        asked = _upload_request(upload)
+    except (HTTPException, PipelineError):
         shutil.rmtree(upload.path.parent, ignore_errors=True)
-        if isinstance(exc, HTTPException | PipelineError):
-            raise
-        raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
+        raise
     try:
-        answer = await run_in_threadpool(
-            _enqueue,
-            [str(upload.path)],
-            formats,
-            priority,
-            options=options,
-            store=store,
-            publisher=publisher,
-            sources=sources,
-            webhook=upload.fields.get("webhook") or None,
-        )
-    except UrlRefused:  # the webhook refused the submission before any job was made
+        answer = await run_in_threadpool(_enqueue, asked, store, publisher, sources)
+    except (UrlRefused, MissingCapability):  # refused whole before any job was made
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     if not answer.accepted:  # refused (e.g. E102): nothing will read the file
@@ -257,32 +210,30 @@ def _named_by_file(answer: SubmitResponse, upload: Upload) -> SubmitResponse:
     return answer
 
 
-def _formats(text: str) -> tuple[str, ...]:
+def _upload_request(upload: Upload) -> SubmissionRequest:
+    """The upload's form fields, parsed: 422 for a bad ``to`` or priority, E110 for a bad
+    option."""
+    fields = upload.fields
     try:
-        return check_formats(text)
+        formats = Formats.parse(fields.get("to", "md"))
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from exc
+    options = ConversionOptions.parse({name: fields.get(name) for name in OPTION_NAMES})
+    try:
+        priority = int(fields.get("priority", "0") or 0)
+        if not JOB_PRIORITY_MIN <= priority <= JOB_PRIORITY_MAX:
+            raise ValueError(priority)
+    except ValueError as exc:
+        raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
+    return SubmissionRequest(
+        [str(upload.path)], formats, options, priority, webhook_url=fields.get("webhook") or None
+    )
 
 
 def _enqueue(
-    items: list[str],
-    formats: tuple[str, ...],
-    priority: int,
-    *,
-    options: dict[str, Any],
-    store: JobStore,
-    publisher: Publisher,
-    sources: SourceSettings,
-    webhook: str | None,
+    asked: SubmissionRequest, store: JobStore, publisher: Publisher, sources: SourceSettings
 ) -> SubmitResponse:
     submission: Submission = enqueue(
-        items,
-        formats,
-        priority=priority,
-        publisher=publisher,
-        store=store,
-        source_settings=sources,
-        options=options,
-        webhook_url=webhook,
+        asked, publisher=publisher, store=store, source_settings=sources
     )
     return SubmitResponse.model_validate(submission.to_dict())

@@ -17,11 +17,10 @@ from uuid import UUID
 import typer
 
 from errors import PipelineError
-from pipeline.jobs import Job, JobEvent, JobState
-from pipeline.jobs.options import OCR_LANG, PAGES, PASSWORD_ENV, TEXT_LAYER_ONLY, check_options
-from pipeline.jobs.submit import Submission, check_formats, enqueue
+from pipeline.jobs import ConversionOptions, Formats, Job, JobEvent, JobState, SubmissionRequest
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import AdminStore, JobStore
+from pipeline.submission import Submission, enqueue
 
 from .output import AS_JSON, echo_json, fail, usage_error
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
@@ -80,32 +79,24 @@ def submit(
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
     try:
-        formats = check_formats(to)
+        formats = Formats.parse(to)
     except ValueError as exc:
         usage_error(str(exc), as_json)
     try:  # before any connection: a bad page range is the submitter's to fix (E110)
-        options = check_options(
-            {
-                PAGES: pages,
-                OCR_LANG: ocr_lang,
-                TEXT_LAYER_ONLY: text_layer_only,
-                PASSWORD_ENV: password_env,
-            }
+        options = ConversionOptions(
+            pages=pages,
+            ocr_lang=ocr_lang,
+            text_layer_only=text_layer_only,
+            password_env=password_env,
         )
     except PipelineError as exc:
         fail(exc, as_json)
+    asked = SubmissionRequest(
+        sources, formats, options, priority, dedup=not no_dedup, webhook_url=webhook
+    )
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         try:
-            submission = enqueue(
-                sources,
-                formats,
-                priority=priority,
-                no_dedup=no_dedup,
-                publisher=publisher,
-                store=store,
-                options=options,
-                webhook_url=webhook,
-            )
+            submission = enqueue(asked, publisher=publisher, store=store)
         except PipelineError as exc:
             fail(exc, as_json)
         jobs = None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import typer
 
-from pipeline.jobs.reconcile import reconcile_once
+from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
 

@@ -22,7 +22,8 @@ from starlette.exceptions import HTTPException
 from pipeline.api.submit import submit_upload
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
-from pipeline.profiles import KNOWN_FORMATS, load_profile_settings
+from pipeline.jobs import KNOWN_FORMATS
+from pipeline.profiles import load_profile_settings
 
 if TYPE_CHECKING:
     from pipeline.api.app import ApiContext

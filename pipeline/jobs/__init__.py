@@ -1,14 +1,16 @@
-"""Jobs: what a submitter asks for and what the store keeps (:mod:`.model`, re-exported here),
-and the flow of a job outside the worker that runs it: submitting (:mod:`.submit`), publishing
-its wake-up call (:mod:`.publishing`), and reconciling the broker with PostgreSQL
-(:mod:`.reconcile`).
+"""Jobs as values, the ground floor every part may stand on: what a submitter asks for and
+what the store keeps (:mod:`.model`), a job's output formats (:mod:`.formats`) and
+conversion options (:mod:`.options`), and a submission as asked (:mod:`.request`), each
+re-exported here.
 
-Importing ``pipeline.jobs`` loads the values only; the flow's modules are imported by name, so
-the job store (which needs the values) never pulls in the submitter (which needs the store).
+Nothing here imports another part of doclane but the queues and the errors: submitting
+(``pipeline.submission``) and reconciling (``pipeline.reconciler``) stand above the store,
+which stands on these values.
 """
 
 from __future__ import annotations
 
+from pipeline.jobs.formats import DEFAULT_FORMATS, FORMATS_PATTERN, KNOWN_FORMATS, Format, Formats
 from pipeline.jobs.model import (
     LEGAL_TRANSITIONS,
     TERMINAL_STATES,
@@ -23,16 +25,23 @@ from pipeline.jobs.model import (
     ResultInfo,
     SourceKind,
     Stage,
-    normalize_formats,
 )
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
 
 __all__ = [
+    "DEFAULT_FORMATS",
+    "FORMATS_PATTERN",
+    "KNOWN_FORMATS",
     "LEGAL_TRANSITIONS",
     "TERMINAL_STATES",
     "Cancellation",
+    "ConversionOptions",
     "CreatedJob",
     "EventKind",
     "ExpiredLeases",
+    "Format",
+    "Formats",
     "Job",
     "JobEvent",
     "JobState",
@@ -40,5 +49,5 @@ __all__ = [
     "ResultInfo",
     "SourceKind",
     "Stage",
-    "normalize_formats",
+    "SubmissionRequest",
 ]

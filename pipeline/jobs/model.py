@@ -13,8 +13,9 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
+from pipeline.jobs.formats import DEFAULT_FORMATS, Formats
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
 
 
@@ -81,16 +82,6 @@ class EventKind(StrEnum):
     NOTE = "note"
 
 
-def normalize_formats(formats: Any) -> tuple[str, ...]:
-    """Lower-case, unique and sorted, so that dedup compares ``md,json`` and ``json,md`` equal."""
-    if isinstance(formats, str):
-        formats = formats.split(",")
-    cleaned = sorted({str(f).strip().lower() for f in formats} - {""})
-    if not cleaned:
-        raise ValueError("at least one output format is required")
-    return tuple(cleaned)
-
-
 class NewJob(BaseModel):
     """What a submitter asks for: one source, converted to some formats, on one queue.
 
@@ -107,8 +98,9 @@ class NewJob(BaseModel):
     #: dumped (``--json``) or printed (repr).
     source_fetch_uri: str | None = Field(default=None, min_length=1, exclude=True, repr=False)
     queue: str = Field(min_length=1)
-    formats: tuple[str, ...] = ("md",)
+    formats: Formats = DEFAULT_FORMATS
     profile: str = "auto"
+    #: The job's conversion options in their stored form (``ConversionOptions.stored()``).
     options: dict[str, Any] = Field(default_factory=dict)
     size_bytes: int | None = Field(default=None, ge=0)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
@@ -120,14 +112,9 @@ class NewJob(BaseModel):
     #: The submission this job came in with (one per ``enqueue``).
     submission_id: UUID | None = None
     #: Page runs (``"1-32"``, ``"33-64"``, ...) this document is converted as, one slice job
-    #: each (:mod:`pipeline.jobs.slicing`); empty: converted whole. Not part of dedup's key: the
-    #: assembled result is the whole document's.
+    #: each (:mod:`pipeline.submission.slicing`); empty: converted whole. Not part of dedup's
+    #: key: the assembled result is the whole document's.
     slices: tuple[str, ...] = Field(default=(), exclude=True)
-
-    @field_validator("formats", mode="before")
-    @classmethod
-    def _normalize_formats(cls, value: Any) -> tuple[str, ...]:
-        return normalize_formats(value)
 
 
 class Job(BaseModel):

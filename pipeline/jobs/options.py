@@ -1,10 +1,11 @@
-"""A job's conversion options: checked at submission, stored with the job, given to the server.
+"""A job's conversion options: parsed at submission, stored with the job, given to the server.
 
 The options a submitter may set (``doclane submit --pages 1-5 --ocr-lang en --text-layer-only
---password-env NAME``, the API's ``options``) are few and each is checked here, so a bad page
-range is refused at once (E110) instead of failing every attempt on a worker. They are stored
-with the job in a normal form (``"1-5"``, not ``" 1 - 5"``), so they are part of dedup's key and
-of a bulk retry as they are.
+--password-env NAME``, the API's ``options`` and upload fields, the console's upload) are few,
+and each door parses them once into :class:`ConversionOptions`, so a bad page range is refused
+at once (E110) instead of failing every attempt on a worker. They are stored with the job in a
+normal form (``"1-5"``, not ``" 1 - 5"``: :meth:`ConversionOptions.stored`), so they are part of
+dedup's key and of a bulk retry as they are.
 
 A password is never stored: the job keeps the *name* of an environment variable
 (``password_env``), and the worker reads its value just before the call
@@ -17,6 +18,8 @@ import os
 import re
 from collections.abc import Mapping
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from errors import InvalidOption
 
@@ -37,19 +40,78 @@ _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
 
 
-def check_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The options in their stored form; E110 naming the first that is not valid.
-
-    Unset options (None, empty text, ``text_layer_only`` false) are left out, so a job
-    submitted without options and one with empty ones deduplicate alike.
+class ConversionOptions(BaseModel):
+    """A job's conversion options, parsed: made by :meth:`parse` (or a pydantic model holding
+    one, as the API's body does) and trusted after. E110 names the first value that is not
+    valid: raised as it is through pydantic, so the API answers it with its code like the CLI.
+    A name that is no option is E110 from :meth:`parse`; in a pydantic body it is a field the
+    schema does not have (``extra="forbid"``), a malformed request.
     """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    pages: str | None = Field(
+        default=None,
+        max_length=100,
+        json_schema_extra={"pattern": PAGES_PATTERN},
+        description="One run of pages: 1-5 or 3.",
+    )
+    ocr_lang: str | None = Field(
+        default=None,
+        max_length=300,
+        json_schema_extra={"pattern": LANGS_PATTERN},
+        description="OCR language(s): en or en,de.",
+    )
+    text_layer_only: bool = False
+    password_env: str | None = Field(
+        default=None,
+        max_length=128,
+        json_schema_extra={"pattern": ENV_NAME_PATTERN},
+        description="The workers' environment variable holding the password (never the "
+        "password itself).",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _checked(cls, given: Any) -> Any:
+        if isinstance(given, Mapping):
+            return _checked(given)
+        return given
+
+    @classmethod
+    def parse(cls, options: Mapping[str, Any] | None) -> ConversionOptions:
+        """The options a submitter gave (text or values, unset ones None or empty)."""
+        given = dict(options or {})
+        for name in given:
+            if name not in OPTION_NAMES:
+                raise InvalidOption(
+                    f"unknown conversion option {name!r} (known: {', '.join(OPTION_NAMES)})",
+                    detail={"option": name},
+                )
+        return cls.model_validate(given)
+
+    @classmethod
+    def from_stored(cls, stored: Mapping[str, Any]) -> ConversionOptions:
+        """A job's options as the store keeps them (:meth:`stored` made them): trusted."""
+        return cls.model_construct(**stored)
+
+    def stored(self) -> dict[str, Any]:
+        """The form a job keeps: unset options left out, so a job submitted without options
+        and one with empty ones deduplicate alike."""
+        return self.model_dump(exclude_defaults=True)
+
+    def __bool__(self) -> bool:
+        return bool(self.stored())
+
+
+def _checked(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options in their stored form; E110 naming the first value that is not valid. A name
+    that is no option is left for the model to refuse."""
     checked: dict[str, Any] = {}
-    for name, value in (options or {}).items():
+    for name, value in options.items():
         if name not in OPTION_NAMES:
-            raise InvalidOption(
-                f"unknown conversion option {name!r} (known: {', '.join(OPTION_NAMES)})",
-                detail={"option": name},
-            )
+            checked[name] = value
+            continue
         if value is None or value == "":
             continue
         if name == PAGES:

@@ -9,11 +9,9 @@ server's cache, then export) or ``per-format`` (the design seed's eight tools).
 from __future__ import annotations
 
 from pipeline.profiles.base import (
-    KNOWN_FORMATS,
     CallReporter,
     Conversion,
     ConversionRequest,
-    Format,
     KeptDocument,
     McpCallRecord,
     Profile,
@@ -28,13 +26,11 @@ from pipeline.profiles.selection import available_profiles, select_profile
 from pipeline.profiles.settings import ProfileSettings, load_profile_settings
 
 __all__ = [
-    "KNOWN_FORMATS",
     "CallReporter",
     "Conversion",
     "ConversionRequest",
     "DoclingMcpProfile",
     "DoclingRsProfile",
-    "Format",
     "KeptDocument",
     "McpCallRecord",
     "PerFormatProfile",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -23,12 +23,6 @@ from errors import (
     UnexpectedError,
     classify,
 )
-
-#: Output formats a job may ask for. Which ones a server can give depends on its profile:
-#: ``text`` is plain text, ``chunks`` JSON chunk records (text, headings, item references) for
-#: retrieval pipelines.
-Format = Literal["md", "json", "html", "text", "chunks"]
-KNOWN_FORMATS: frozenset[str] = frozenset({"md", "json", "html", "text", "chunks"})
 
 
 class ToolResultView(Protocol):
@@ -135,6 +129,9 @@ class Profile(Protocol):
     """A tool contract: which tools it needs, which formats it gives, how to run one document."""
 
     name: str
+    #: Whether its server takes a job's conversion options (``pages``, ``ocr_lang``, ...);
+    #: submission refuses options no configured server's profile takes.
+    takes_options: bool
 
     def fits(self, tool_names: frozenset[str]) -> bool:
         """Whether a server offering ``tool_names`` speaks this contract."""
@@ -160,14 +157,18 @@ class Profile(Protocol):
         ...
 
 
-def refuse_options(profile: str, request: ConversionRequest) -> None:
-    """E305 when a job asks for conversion options this profile's server cannot take."""
-    if request.options:
-        names = ", ".join(sorted(request.options))
+def refuse_options(profile: str, options: Collection[str]) -> None:
+    """E305 when a job asks for conversion options this profile's server cannot take.
+
+    Submission refuses such a job at the door when it can tell which profile the configured
+    servers have (``pipeline.submission.door``); a worker still calls this, for a job submitted
+    before its server changed."""
+    if options:
+        names = ", ".join(sorted(options))
         raise MissingCapability(
             f"the {profile} server cannot honour conversion options ({names}); "
             "convert with a docling-rs-mcp server, or submit without them",
-            detail={"profile": profile, "options": sorted(request.options)},
+            detail={"profile": profile, "options": sorted(options)},
         )
 
 

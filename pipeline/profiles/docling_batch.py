@@ -148,6 +148,7 @@ class DoclingBatchProfile:
     """The directory tool plus the single-document profile's exports."""
 
     name = "docling-mcp-batch"
+    takes_options = False
 
     def __init__(self, single: DoclingMcpProfile) -> None:
         self.single = single

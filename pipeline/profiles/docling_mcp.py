@@ -55,6 +55,7 @@ class DoclingMcpProfile:
     """Convert once, export every wanted format from the cached document."""
 
     name = "docling-mcp"
+    takes_options = False
 
     def __init__(
         self,
@@ -110,7 +111,7 @@ class DoclingMcpProfile:
         report: CallReporter,
         kept: KeptDocument | None = None,
     ) -> Conversion:
-        refuse_options(self.name, request)
+        refuse_options(self.name, request.options)
         if kept is not None and isinstance(kept.document, str):
             key = kept.document
             conversion = Conversion(self.name, {}, document_key=key, conversions=0)

@@ -57,6 +57,7 @@ class DoclingRsProfile:
     """Ask the server once per wanted format; nothing to cache, save or prove."""
 
     name = "docling-rs"
+    takes_options = True
 
     def __init__(self, *, compact_tables: bool = False) -> None:
         self._compact_tables = compact_tables

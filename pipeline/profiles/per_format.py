@@ -54,6 +54,7 @@ class PerFormatProfile:
     """Pick the convert tool by the document's type, then export each format from the document."""
 
     name = "per-format"
+    takes_options = False
 
     def __init__(self, tool_names: frozenset[str] = TOOLS) -> None:
         self._tools = tool_names
@@ -84,7 +85,7 @@ class PerFormatProfile:
         report: CallReporter,
         kept: KeptDocument | None = None,
     ) -> Conversion:
-        refuse_options(self.name, request)
+        refuse_options(self.name, request.options)
         conversion = Conversion(profile=self.name, outputs={})
         if kept is not None and kept.document is not None:
             # The document travels in each export's arguments: what an earlier try's convert

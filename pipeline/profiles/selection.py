@@ -1,11 +1,14 @@
-"""Choosing the profile for a server and a job's wanted formats (E305 when none fits)."""
+"""Choosing the profile for a server, a job's wanted formats and its options (E305 when none
+fits). A worker chooses for each try on the server it got; submission chooses the same way for
+every configured server, to refuse at the door what none of them can do
+(``pipeline.submission.door``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from errors import MissingCapability
-from pipeline.profiles.base import KNOWN_FORMATS, Profile
+from pipeline.profiles.base import Profile, refuse_options
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from pipeline.profiles.docling_rs import DoclingRsProfile
 from pipeline.profiles.per_format import PerFormatProfile
@@ -41,20 +44,23 @@ def select_profile(
     formats: Sequence[str],
     settings: ProfileSettings,
     to_worker_path: Callable[[str], str] | None = None,
+    *,
+    options: Collection[str] = (),
 ) -> Profile:
-    """The first profile that fits the tools and can produce every wanted format."""
+    """The first profile that fits the tools and can produce every wanted format; with
+    ``options`` (the names of a job's conversion options), one that takes them too.
+
+    The formats were parsed at submission (``pipeline.jobs.Formats``): one no profile knows is
+    simply one it cannot give.
+    """
     names = frozenset(tool_names)
-    unknown = [fmt for fmt in formats if fmt not in KNOWN_FORMATS]
-    if unknown:
-        raise MissingCapability(
-            f"unknown output format(s): {', '.join(unknown)}",
-            detail={"formats": list(formats), "known": sorted(KNOWN_FORMATS)},
-        )
     candidates = available_profiles(names, settings, to_worker_path)
     reasons: list[str] = []
     for profile in candidates:
         missing = profile.missing_formats(formats)
         if not missing:
+            if options and not profile.takes_options:
+                refuse_options(profile.name, options)
             return profile
         reasons.append(f"{profile.name} cannot give {', '.join(missing)}")
     if not candidates:

@@ -50,7 +50,7 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
     (which beat's schedule names) sweeps scratch folders: the processing package's lazy
     ``__init__`` and its ``scratch`` module are all of processing it may load."""
     probe = (
-        "import sys, pipeline.jobs.submit, workers.app, workers.publisher; "
+        "import sys, pipeline.submission.intake, workers.app, workers.publisher; "
         "names = ('pipeline.mcp', 'pipeline.resilience', 'jsonschema'); "
         "light = ('pipeline.processing', 'pipeline.processing.scratch'); "
         "print(sorted(m for m in sys.modules if m in names "

@@ -3,8 +3,8 @@
 What a user does with it: ``doclane submit report.pdf --pages 1-2 --to md,chunks --wait`` gives
 two pages' markdown and their chunks, each result naming the engine that made it; every output
 format of every sample; failures with their codes (a corrupt PDF is not retried); a password
-that reaches the server and nothing else; options in dedup's key; and docling-mcp refusing the
-options it cannot honour.
+that reaches the server and nothing else; options in dedup's key; and a submission with options
+refused at the door when the configured server is docling-mcp.
 """
 
 from __future__ import annotations
@@ -153,6 +153,7 @@ def test_docling_mcp_says_it_cannot_honour_options(
     out = cluster.cli_json(
         "submit", str(example("handbook.html")), "--pages", "1", "--wait", "--no-dedup", check=False
     )
-    (job,) = out["jobs"]
-    assert job["state"] == "failed" and job["error_code"] == "E305"
-    assert "cannot honour conversion options (pages)" in job["error_message"]
+    # refused at submission: the door asked the configured server what it can do
+    assert out["ok"] is False and out["error"]["code"] == "E305"
+    assert "cannot honour conversion options (pages)" in out["error"]["message"]
+    assert cluster.store.count_in_flight()[JobState.QUEUED] == 0

@@ -12,8 +12,8 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.jobs.submit import load_submit_settings
 from pipeline.queues import JobMessage
+from pipeline.submission.intake import load_submit_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import parent_of, process_gone

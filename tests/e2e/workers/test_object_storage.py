@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.jobs import JobState
-from pipeline.jobs.submit import load_submit_settings
+from pipeline.submission.intake import load_submit_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer

@@ -16,7 +16,7 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.jobs.submit import load_submit_settings
+from pipeline.submission.intake import load_submit_settings
 from tests.e2e.workers.test_docling_rs_workers import ENGINE, stdio_cluster
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for

@@ -14,6 +14,7 @@ from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
+from tests.fixtures.fake_server import FakeServer
 from tests.integration.store.builders import job_in_state
 
 
@@ -97,6 +98,9 @@ def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> Non
         (api.post("/v1/jobs", content=b"not json", headers=as_json), 400, "invalid_request"),
         (api.post("/v1/jobs", json={"sources": []}), 422, "invalid_request"),
         (api.post("/v1/jobs", json={"sources": ["/x.md"], "to": "pdf"}), 422, "invalid_request"),
+        (api.post("/v1/jobs", json={"sources": ["/x.md"], "to": ["md"]}), 422, "invalid_request"),
+        (api.post("/v1/jobs", json={"sources": ["/x.md"], "options": {"dpi": 3}}), 422,
+         "invalid_request"),
         (api.post("/v1/jobs", content=b"x", headers=as_text), 415, "unsupported_media_type"),
         (api.get("/v1/jobs", params={"state": "lost"}), 422, "invalid_request"),
         (api.get("/v1/jobs", params={"error_code": "101"}), 422, "invalid_request"),
@@ -177,3 +181,41 @@ def test_multipart_fields_carry_the_options(api: ApiServer) -> None:
         data={"pages": "two"},
     )
     assert bad.status_code == 422 and bad.json()["error"]["code"] == "E110"
+
+
+# ---- the door: what no configured server can serve is refused whole (E305, 422), no job made
+def test_a_submission_no_configured_server_can_serve_is_422_e305(
+    make_api_server: Callable[..., ApiServer],
+    migrated_database_url: str,
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    env = {
+        **os.environ,
+        "DOCLANE_DATABASE_URL": migrated_database_url,
+        "DOCLANE_BROKER_URL": redis_broker.url,
+        "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
+        "DOCLING_MCP_ORIGIN": fake_server.url,  # a docling-mcp server: no options, md only
+    }
+    api = make_api_server(env)
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+
+    paged = api.post("/v1/jobs", json={"sources": [str(doc)], "options": {"pages": "1"}})
+    assert paged.status_code == 422, paged.text
+    error = paged.json()["error"]
+    assert error["code"] == "E305" and "cannot honour conversion options" in error["message"]
+    html = api.post(
+        "/v1/jobs",
+        files={"file": ("notes.md", b"# Notes\n", "text/markdown")},
+        data={"to": "html"},
+    )
+    assert html.status_code == 422 and html.json()["error"]["code"] == "E305"
+    assert api.get("/v1/jobs").json()["jobs"] == []
+    assert not any((tmp_path / "inbox" / "uploads").glob("*/*"))  # nothing kept of the upload
+
+    plain = api.post("/v1/jobs", json={"sources": [str(doc)]})
+    assert plain.status_code == 202, plain.text
+    asked = fake_server.stats()["requests_by_method"].get("tools/list", 0)
+    assert asked == 1  # one question for the two refusals; Markdown alone needed none

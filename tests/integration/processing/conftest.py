@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs.submit import Submission, enqueue
+from pipeline.jobs import Formats, SubmissionRequest
 from pipeline.mcp import McpClient, load_mcp_settings
 from pipeline.processing import JobProcessor, load_processing_settings
 from pipeline.profiles import load_profile_settings
@@ -23,6 +23,7 @@ from pipeline.resilience import (
 )
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
+from pipeline.submission import Submission, enqueue
 from tests.fixtures.fake_server import FakeServer
 
 T = TypeVar("T")
@@ -76,8 +77,7 @@ class Bench:
 
     def submit(self, *sources: str | Path, formats: tuple[str, ...] = ("md",)) -> Submission:
         return enqueue(
-            [str(s) for s in sources],
-            formats,
+            SubmissionRequest([str(s) for s in sources], Formats.parse(formats)),
             publisher=self.publisher,
             store=self.store,
             source_settings=self.source_settings,

@@ -206,7 +206,8 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     file it had then. ``a.md`` is converted; later ``b.md`` has that same content and a new
     ``a.md`` does not: both keys' JSON name ``a.md``, and by name alone the new ``a.md`` got the
     old content whenever the old key came first. The content hash in the origin decides."""
-    from pipeline.jobs.submit import enqueue
+    from pipeline.jobs import SubmissionRequest
+    from pipeline.submission import enqueue
 
     bench = make_bench(batches=True, processing={"batch_max_docs": 2})
     bench.server.configure(dir_order=order)
@@ -219,9 +220,8 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     old = bench.submit_one(first / "a.md")
     assert bench.processor.process(old).kind is OutcomeKind.SUCCEEDED
     submission = enqueue(
-        [str(second / "a.md"), str(second / "b.md")],
-        ("md",),
-        no_dedup=True,  # b.md's content has succeeded before
+        # b.md's content has succeeded before
+        SubmissionRequest([str(second / "a.md"), str(second / "b.md")], dedup=False),
         publisher=bench.publisher,
         store=bench.store,
         source_settings=bench.source_settings,

@@ -15,9 +15,9 @@ import pytest
 
 from errors import ResultStoreUnavailable
 from pipeline.jobs import Job, JobState
-from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.objects import ObjectStore
 from pipeline.queues import RecordingPublisher
+from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import AttemptResults

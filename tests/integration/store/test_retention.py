@@ -12,8 +12,8 @@ import pytest
 
 from errors import ResultsExpired
 from pipeline.jobs import EventKind, Job, JobState
-from pipeline.jobs.reconcile import load_reconcile_settings
 from pipeline.objects import ObjectStore
+from pipeline.reconciler.sweeps import load_reconcile_settings
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from tests.fixtures.object_store import ObjectServer

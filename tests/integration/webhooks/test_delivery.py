@@ -7,11 +7,11 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.jobs import JobState
-from pipeline.jobs.submit import enqueue
+from pipeline.jobs import JobState, SubmissionRequest
 from pipeline.queues import RecordingPublisher
 from pipeline.sources import load_source_settings
 from pipeline.store import JobStore
+from pipeline.submission import enqueue
 from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
@@ -129,11 +129,10 @@ def test_a_submission_deduplicated_onto_an_ended_job_is_told_at_once(
 
     def submit() -> list[UUID]:
         submission = enqueue(
-            [str(doc)],
+            SubmissionRequest([str(doc)], webhook_url=webhook_receiver.url),
             publisher=RecordingPublisher(),
             store=store,
             source_settings=sources,
-            webhook_url=webhook_receiver.url,
         )
         assert all(item.deduplicated for item in submission.accepted)
         return submission.job_ids

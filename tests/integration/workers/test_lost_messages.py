@@ -11,10 +11,11 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
-from pipeline.jobs.submit import enqueue
+from pipeline.jobs import SubmissionRequest
 from pipeline.queues import QUEUE_SMALL
+from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
 from pipeline.store import JobStore
+from pipeline.submission import enqueue
 from tests.fixtures.brokers import Broker
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
@@ -37,7 +38,7 @@ def submitted(store: JobStore, publisher: CeleryPublisher, folder: Path, count: 
     """``count`` small jobs, their messages counted in the broker, their rows past the
     lost-message threshold."""
     paths = [str(write_sample(folder, "md", n)) for n in range(count)]
-    ids = enqueue(paths, publisher=publisher, store=store).job_ids
+    ids = enqueue(SubmissionRequest(paths), publisher=publisher, store=store).job_ids
     assert publisher.waiting(QUEUE_SMALL) == count
 
     def past_threshold() -> bool:

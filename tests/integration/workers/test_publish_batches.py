@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from celery import signals
 
-from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_MEDIUM, QUEUE_SMALL, JobMessage
+from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app

@@ -292,7 +292,7 @@ def test_selection_falls_back_to_per_format_and_fails_with_e305() -> None:
     assert select_profile(PER_FORMAT_TOOLS, ["md", "html"], settings).name == "per-format"
     with pytest.raises(MissingCapability, match="fit no profile"):
         select_profile({"echo", "add"}, ["md"], settings)
-    with pytest.raises(MissingCapability, match="unknown output format"):
+    with pytest.raises(MissingCapability, match="docling-mcp cannot give pdf"):
         select_profile(DOCLING_TOOLS, ["pdf"], settings)
     forced = ProfileSettings(profile="per-format")
     with pytest.raises(MissingCapability):

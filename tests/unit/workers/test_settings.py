@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.jobs.reconcile import load_reconcile_settings
 from pipeline.mcp import load_mcp_settings
 from pipeline.processing import load_processing_settings
 from pipeline.queues import CONTROL_QUEUE
+from pipeline.reconciler.sweeps import load_reconcile_settings
 from pipeline.resilience import load_resilience_settings
 from pipeline.sources import load_source_settings
 from workers.settings import TimeLimits, load_worker_settings

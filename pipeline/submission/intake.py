@@ -2,16 +2,20 @@
 
 ::
 
-    from pipeline.jobs.submit import enqueue
-    submission = enqueue(["inbox/", "https://example.org/a.docx"], formats=("md", "json"),
-                         store=store, publisher=publisher)
+    from pipeline.jobs import Formats, SubmissionRequest
+    from pipeline.submission import enqueue
+    asked = SubmissionRequest(["inbox/", "https://example.org/a.docx"], Formats.parse("md,json"))
+    submission = enqueue(asked, store=store, publisher=publisher)
     for item in submission.accepted: print(item.job_id, item.queue)
     for item in submission.rejected: print(item.source, item.code, item.message)
 
-Each source is validated before it becomes a job (``pipeline.sources``); a rejection never stops
-the others. Jobs are made a chunk at a time as the sources are validated and hashed (64
-sources, then twice as many each time, up to one publish batch): each chunk's rows are
-committed in one transaction *before* its messages are published, so a worker can never
+The request comes parsed (its formats and options were checked at the CLI's, the API's or the
+console's door); what only this process's settings can judge is judged first, before any job is
+made: the webhook's address, and whether a configured server can give what is asked
+(:mod:`.door`, E305). Each source is validated before it becomes a job (``pipeline.sources``); a
+rejection never stops the others. Jobs are made a chunk at a time as the sources are validated
+and hashed (64 sources, then twice as many each time, up to one publish batch): each chunk's
+rows are committed in one transaction *before* its messages are published, so a worker can never
 receive an id the database does not know, and a publish that fails leaves a queued row that the
 reconciler publishes later. Workers start on the first chunk while the rest is still being
 hashed (a thousand files used to keep every worker waiting for the whole folder; a million, for
@@ -23,7 +27,7 @@ Queues follow the size tier, so one huge document does not hold up a thousand sm
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,11 +37,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import CreatedJob, NewJob, SourceKind, normalize_formats
-from pipeline.jobs.options import check_options
-from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
-from pipeline.jobs.slicing import slices_for
-from pipeline.profiles import KNOWN_FORMATS
+from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.queues import JobMessage, Publisher, queue_for
 from pipeline.sources import (
     AddressPolicy,
@@ -49,6 +49,9 @@ from pipeline.sources import (
 )
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
+from pipeline.submission.door import Door, admit
+from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
+from pipeline.submission.slicing import slices_for
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.webhooks.sender import check_webhook_url
 from pipeline.webhooks.settings import load_webhook_settings
@@ -140,53 +143,37 @@ class Submission:
         }
 
 
-def check_formats(formats: Iterable[str] | str) -> tuple[str, ...]:
-    """Normalized formats; ``ValueError`` naming the unknown ones."""
-    normalized = normalize_formats(formats)
-    unknown = [fmt for fmt in normalized if fmt not in KNOWN_FORMATS]
-    if unknown:
-        raise ValueError(
-            f"unknown output format(s): {', '.join(unknown)} "
-            f"(known: {', '.join(sorted(KNOWN_FORMATS))})"
-        )
-    return normalized
-
-
 def enqueue(
-    sources: Sequence[str | Path],
-    formats: Iterable[str] | str = ("md",),
-    priority: int = 0,
-    no_dedup: bool = False,
+    request: SubmissionRequest,
     *,
     publisher: Publisher,
     store: JobStore | None = None,
     source_settings: SourceSettings | None = None,
     submit_settings: SubmitSettings | None = None,
-    options: dict[str, Any] | None = None,
     cwd: Path | None = None,
     masker: Masker | None = None,
-    webhook_url: str | None = None,
+    door: Door | None = None,
 ) -> Submission:
-    """Validate ``sources``, create their jobs, commit, then publish one message per new job.
+    """Validate the request's sources, create their jobs, commit, then publish one message per
+    new job.
 
     ``store`` defaults to a short-lived one from the environment's settings. A deduplicated
     source (same content, profile, options and formats as a succeeded job, and with
     ``DOCLANE_DEDUP_ENGINE`` results of that engine) returns that job and publishes nothing.
     Sources are kept and reported as ``masker`` shows them (by default the process's,
-    ``process_masker()``): a URL's secrets masked. ``options`` are the job's
-    conversion options (:mod:`pipeline.jobs.options`): an invalid one refuses the whole
-    submission (E110).
+    ``process_masker()``): a URL's secrets masked.
 
-    ``webhook_url`` (default ``DOCLANE_WEBHOOK_URL``) is told when each new job ends
-    (:mod:`pipeline.webhooks`); a URL the address policy refuses refuses the whole submission
-    (E104) before any job is made.
+    Before any job is made the whole submission is refused when ``door`` (by default the
+    process's, :func:`~.door.admit`) finds that no configured server can give its
+    formats with its options (E305), or when its webhook (default ``DOCLANE_WEBHOOK_URL``,
+    told when each new job ends, :mod:`pipeline.webhooks`) is an address the policy refuses
+    (E104).
     """
-    wanted = check_formats(formats)
-    checked_options = check_options(options)
     sources_cfg = source_settings or load_source_settings()
-    webhook = webhook_url or load_webhook_settings().webhook_url
+    webhook = request.webhook_url or load_webhook_settings().webhook_url
     if webhook:
         check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
+    admit(request.formats, request.options, door)
     shown = (masker or process_masker()).text
     submit = submit_settings or load_submit_settings()
     submission = Submission()
@@ -196,22 +183,17 @@ def enqueue(
         submission,
         job_store,
         publisher,
-        dedup=not no_dedup,
+        dedup=request.dedup,
         dedup_engine=submit.dedup_engine.strip() or None,
         new_job=lambda c: _new_job(
-            c,
-            formats=wanted,
-            priority=priority,
-            submit=submit,
-            options=checked_options,
-            shown=shown,
-            webhook_url=webhook,
-            submission_id=submission.id,
+            c, request, submit, shown=shown, webhook_url=webhook, submission_id=submission.id
         ),
         shown=shown,
     )
     try:
-        expansion = expand([str(s) for s in sources], sources_cfg, cwd=cwd, on_item=chunks.add)
+        expansion = expand(
+            [str(s) for s in request.sources], sources_cfg, cwd=cwd, on_item=chunks.add
+        )
         chunks.flush()
     finally:
         if own_store:
@@ -335,11 +317,9 @@ class _Chunks:
 
 def _new_job(
     candidate: Candidate,
-    *,
-    formats: tuple[str, ...],
-    priority: int,
+    request: SubmissionRequest,
     submit: SubmitSettings,
-    options: dict[str, Any],
+    *,
     shown: Callable[[str], str],
     webhook_url: str | None,
     submission_id: UUID,
@@ -351,19 +331,19 @@ def _new_job(
         source_uri=masked,
         source_fetch_uri=info.uri if masked != info.uri else None,
         queue=queue_for(info.size_bytes),
-        formats=formats,
+        formats=request.formats,
         profile=submit.profile,
-        options=options,
+        options=request.options.stored(),
         size_bytes=info.size_bytes,
         content_sha256=info.sha256,
-        priority=priority,
+        priority=request.priority,
         max_attempts=submit.max_attempts,
         webhook_url=webhook_url,
         submission_id=submission_id,
         slices=slices_for(
             info.path if info.kind == "file" else None,
-            formats=formats,
-            options=options,
+            formats=request.formats,
+            options=request.options,
             slice_pages=submit.slice_pages,
         ),
     )

@@ -50,10 +50,10 @@ from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import ResultStoreUnavailable
-from pipeline.jobs.publishing import publish_all
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
 from pipeline.store import JobStore
+from pipeline.submission.publishing import publish_all
 
 log = logging.getLogger("doclane.reconcile")
 

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs.slicing import count_pages, page_runs, slices_for
+from pipeline.jobs import ConversionOptions
+from pipeline.submission.slicing import count_pages, page_runs, slices_for
 from tests.support.long_pdf import write_long_pdf
 
 
@@ -49,12 +50,17 @@ def test_slices_for(
     slice_pages: int,
     expected: tuple[str, ...],
 ) -> None:
-    got = slices_for(long_pdf, formats=formats, options=options, slice_pages=slice_pages)
+    got = slices_for(
+        long_pdf,
+        formats=formats,
+        options=ConversionOptions.parse(options),
+        slice_pages=slice_pages,
+    )
     assert got == expected
 
 
 def test_only_pdfs_are_sliced(tmp_path: Path) -> None:
     other = tmp_path / "notes.md"
     other.write_text("# Notes\n")
-    assert slices_for(other, formats=("md",), options={}, slice_pages=1) == ()
-    assert slices_for(None, formats=("md",), options={}, slice_pages=1) == ()
+    assert slices_for(other, formats=("md",), options=ConversionOptions(), slice_pages=1) == ()
+    assert slices_for(None, formats=("md",), options=ConversionOptions(), slice_pages=1) == ()

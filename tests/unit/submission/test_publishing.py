@@ -6,8 +6,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from pipeline.jobs.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.queues import QUEUE_SMALL, BatchPublisher, JobMessage, RecordingPublisher
+from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 
 
 @dataclass

@@ -1,26 +1,31 @@
-"""Submission and the reconciler against a real database, with a publisher that records."""
+"""Submission against a real database, with a publisher that records (and one failed publish
+that the reconciler makes good)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import EventKind, JobState
-from pipeline.jobs.publishing import BROKER_DOWN_AFTER
-from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
-from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
+from pipeline.jobs import Formats, JobState, SubmissionRequest
+from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
+from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
 from pipeline.sources import load_source_settings
 from pipeline.store import AdminStore, JobStore, StoreSettings
+from pipeline.submission.door import Door, server_tools
+from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
+from pipeline.submission.publishing import BROKER_DOWN_AFTER
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.long_pdf import write_long_pdf
+
+#: A door with no server to ask: what the best server could do passes (these tests are not
+#: about the door, tests/integration/submission/test_door.py is).
+ANY_SERVER = Door([], ProfileSettings(), server_tools)
 
 
 class CheckingPublisher(RecordingPublisher):
@@ -54,7 +59,7 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
     publisher = CheckingPublisher(make_store())
     settings = load_source_settings(allowed_roots=(docs,))
 
-    submission = enqueue(
+    asked = SubmissionRequest(
         [
             str(docs),
             str(docs / "missing.md"),
@@ -62,7 +67,11 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
             "http://127.0.0.1/x.md",
             "ftp://example.org/a.md",
         ],
-        ("md", "json"),
+        Formats.parse("md,json"),
+    )
+    submission = enqueue(
+        asked,
+        door=ANY_SERVER,
         publisher=publisher,
         store=store,
         source_settings=settings,
@@ -89,7 +98,9 @@ def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
 ) -> None:
     paths = write_mixed(tmp_path / "docs", 3)
     publisher = CheckingPublisher(make_store(), fail={2})
-    submission = enqueue([str(p) for p in paths], publisher=publisher, store=store)
+    submission = enqueue(
+        SubmissionRequest([str(p) for p in paths]), publisher=publisher, store=store
+    )
     lost = submission.accepted[1].job_id
     assert list(submission.publish_failures) == [lost]
     assert not submission.accepted[1].published
@@ -111,13 +122,13 @@ def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
 ) -> None:
     path = write_sample(tmp_path / "docs", "md", 1)
     publisher = RecordingPublisher()
-    first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
+    first = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store).job_ids[0]
     claimed = store.claim(first, "w", 30)
     assert claimed is not None
     assert store.finish(first, claimed.attempt, {"md": "# done"})
 
-    again = enqueue([str(path)], publisher=publisher, store=store)
-    forced = enqueue([str(path)], no_dedup=True, publisher=publisher, store=store)
+    again = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
+    forced = enqueue(SubmissionRequest([str(path)], dedup=False), publisher=publisher, store=store)
 
     assert again.accepted[0].job_id == first and again.accepted[0].deduplicated
     assert forced.job_ids[0] != first
@@ -131,16 +142,16 @@ def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
     its engine, is a new job; submitted again under docling's name, the same job."""
     path = write_sample(tmp_path / "docs", "md", 5)
     publisher = RecordingPublisher()
-    first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
+    first = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store).job_ids[0]
     claimed = store.claim(first, "w", 30)
     assert claimed is not None
     engine = {"note": "converted", "engine": "docling"}
     assert store.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
 
     monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling-rs")
-    switched = enqueue([str(path)], publisher=publisher, store=store)
+    switched = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
     monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling")
-    same = enqueue([str(path)], publisher=publisher, store=store)
+    same = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
 
     assert not switched.accepted[0].deduplicated and switched.job_ids[0] != first
     assert same.accepted[0].deduplicated and same.job_ids[0] == first
@@ -155,135 +166,16 @@ def test_queues_follow_the_size_tier(store: JobStore, tmp_path: Path) -> None:
         out.write(b"x" * (SMALL_BELOW_BYTES + 1))
     small = write_sample(tmp_path / "docs", "md", 2)
 
-    submission = enqueue([str(small), str(big)], publisher=RecordingPublisher(), store=store)
+    submission = enqueue(
+        SubmissionRequest([str(small), str(big)]), publisher=RecordingPublisher(), store=store
+    )
 
     assert [a.queue for a in submission.accepted] == ["doclane.small", "doclane.medium"]
 
 
-def test_unknown_formats_are_refused_before_anything_is_written(
-    store: JobStore, tmp_path: Path
-) -> None:
-    path = write_sample(tmp_path / "docs", "md", 3)
+def test_unknown_formats_are_refused_where_they_are_parsed() -> None:
     with pytest.raises(ValueError, match="pdf"):
-        enqueue([str(path)], ("md", "pdf"), publisher=RecordingPublisher(), store=store)
-    assert store.count_in_flight()[JobState.QUEUED] == 0
-
-
-def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_path: Path) -> None:
-    path = write_sample(tmp_path / "docs", "csv", 4)
-    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
-    assert store.claim(job_id, "dead-worker", lease_s=0.05) is not None
-    publisher = RecordingPublisher()
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600)
-
-    report = wait_for(
-        lambda: (r := reconcile_once(store, publisher, settings)).requeued and r,
-        timeout=10,
-        message="the lease to expire",
-    )
-
-    assert report.requeued == [job_id] and report.republished == [job_id]
-    job = store.get_job(job_id)
-    assert job is not None and job.state is JobState.QUEUED and job.attempt == 1
-
-
-def test_stale_rows_are_not_republished_again_before_another_threshold(
-    store: JobStore, tmp_path: Path
-) -> None:
-    path = write_sample(tmp_path / "docs", "md", 5)
-    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
-    publisher = RecordingPublisher()
-    quick = load_reconcile_settings(reconcile_stale_after_s=0.1)
-    wait_for(
-        lambda: reconcile_once(store, publisher, quick).republished,
-        timeout=10,
-        message="the first republish",
-    )
-    slow = load_reconcile_settings(reconcile_stale_after_s=3600)
-
-    assert reconcile_once(store, publisher, slow).republished == []
-    assert [m.job_id for m in publisher.messages] == [job_id]
-
-
-def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains(
-    store: JobStore, tmp_path: Path
-) -> None:
-    """Old queued rows on a queue with messages waiting are a backlog, not lost messages:
-    republishing them every threshold would grow the queue without end."""
-    paths = write_mixed(tmp_path / "docs", 3)
-    ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
-    publisher = RecordingPublisher(depths={"doclane.small": 2500})
-    settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
-
-    def at_least_stale() -> bool:
-        jobs = store.get_jobs(ids)
-        newest = max(j.updated_at for j in jobs)
-        return (datetime.now(UTC) - newest).total_seconds() > 0.2
-
-    wait_for(at_least_stale, timeout=10, message="the rows to be older than the threshold")
-    busy = reconcile_once(store, publisher, settings)
-
-    assert busy.republished == [] and busy.busy_queues == ["doclane.small"]
-    publisher.depths["doclane.small"] = 0  # the queue drained: what is still queued was lost
-    drained = reconcile_once(store, publisher, settings)
-    assert sorted(drained.republished) == sorted(ids) and drained.busy_queues == []
-
-
-def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
-    store: JobStore, tmp_path: Path
-) -> None:
-    """More queued jobs than messages in their queue: the difference was lost, and that many
-    jobs get a message long before the stale threshold (the oldest: a queue hands its oldest
-    messages out first). A queue with a batch of messages waiting is a backlog: left alone."""
-    paths = [write_sample(tmp_path / "docs", "md", n) for n in range(5)]
-    ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
-    settings = load_reconcile_settings(
-        reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
-    )
-
-    def past_threshold() -> bool:
-        newest = max(j.updated_at for j in store.get_jobs(ids))
-        return (datetime.now(UTC) - newest).total_seconds() > 0.2
-
-    wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
-    publisher = RecordingPublisher(depths={"doclane.small": 5})
-    assert reconcile_once(store, publisher, settings).lost == [], "every message is there"
-    publisher.depths["doclane.small"] = 10  # a backlog (a batch or more waiting): not judged
-    assert reconcile_once(store, publisher, settings).lost == []
-
-    publisher.depths["doclane.small"] = 3  # two messages lost
-    report = reconcile_once(store, publisher, settings)
-
-    assert len(report.lost) == 2 and set(report.lost) <= set(ids)
-    assert [m.job_id for m in publisher.messages] == report.lost == report.republished
-    notes = [
-        e.detail for job_id in report.lost for e in store.events(job_id) if e.kind is EventKind.NOTE
-    ]
-    assert len(notes) == 2 and all("presumed lost" in str(n) for n in notes)
-    publisher.depths["doclane.small"] = 5  # the two new messages
-    assert reconcile_once(store, publisher, settings).lost == [], "not taken again"
-
-
-def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: Path) -> None:
-    """A retrying job's message waits out its countdown in a worker and runs once due: one
-    overdue by the short threshold lost its message with its worker, whatever the queue holds
-    (below a batch)."""
-    path = write_sample(tmp_path / "docs", "md", 7)
-    job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
-    job = store.claim(job_id, "killed-worker", lease_s=30)
-    assert job is not None
-    error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
-    assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
-    publisher = RecordingPublisher(depths={"doclane.small": 3})
-
-    report = wait_for(
-        lambda: (r := reconcile_once(store, publisher, settings)).lost and r,
-        timeout=10,
-        message="the retrying job past the threshold",
-    )
-
-    assert report.lost == [job_id] == report.republished
+        Formats.parse(("md", "pdf"))
 
 
 def test_publishing_stops_trying_once_the_broker_is_plainly_down(
@@ -294,64 +186,13 @@ def test_publishing_stops_trying_once_the_broker_is_plainly_down(
     paths = write_mixed(tmp_path / "docs", 8)
     publisher = CheckingPublisher(make_store(), fail=set(range(1, 100)))
 
-    submission = enqueue([str(p) for p in paths], publisher=publisher, store=store)
+    submission = enqueue(
+        SubmissionRequest([str(p) for p in paths]), publisher=publisher, store=store
+    )
 
     assert publisher.calls == BROKER_DOWN_AFTER
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
     assert {j.state for j in store.get_jobs(submission.job_ids)} == {JobState.QUEUED}
-
-
-def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
-    store: JobStore, tmp_path: Path
-) -> None:
-    """A killed worker leaves ``inbox/job-<id>-<attempt>/`` (and a ``.part`` in it) behind.
-
-    The folder of an attempt that still runs stays; the folders of a finished job, of an
-    earlier attempt, and of an unknown job go; a young folder stays whatever its job is.
-    """
-    inbox = tmp_path / "inbox"
-    docs = tmp_path / "docs"
-    running, done = (
-        enqueue([str(write_sample(docs, "md", n))], ("md",), publisher=RecordingPublisher(),
-                store=store).accepted[0].job_id
-        for n in (1, 2)
-    )  # fmt: skip
-    claimed = store.claim(running, "w:1", 60)
-    assert claimed is not None
-    finished = store.claim(done, "w:2", 60)
-    assert finished is not None and store.finish(done, finished.attempt, {"md": "# 2"})
-
-    def leftover(name: str, age_s: float) -> Path:
-        folder = inbox / name
-        folder.mkdir(parents=True)
-        (folder / ".doclane-abc.part").write_bytes(b"half a download")
-        old = datetime.now(UTC).timestamp() - age_s
-        os.utime(folder, (old, old))
-        return folder
-
-    alive = leftover(f"job-{running}-{claimed.attempt}", 600)
-    stale_attempt = leftover(f"job-{running}-{claimed.attempt + 5}", 600)
-    of_finished = leftover(f"job-{done}-{finished.attempt}", 600)
-    of_unknown = leftover("job-00000000-0000-4000-8000-000000000000-1", 600)
-    young = leftover(f"job-{done}-7", 0)
-    stray_part = inbox / ".doclane-stray.part"
-    stray_part.write_bytes(b"x")
-    old = datetime.now(UTC).timestamp() - 600
-    os.utime(stray_part, (old, old))
-    unrelated = inbox / "keep-me.md"
-    unrelated.write_text("# not ours")
-
-    report = reconcile_once(
-        store,
-        RecordingPublisher(),
-        load_reconcile_settings(reconcile_scratch_min_age_s=60),
-        inbox_dir=inbox,
-    )
-
-    assert sorted(report.swept) == sorted([stale_attempt, of_finished, of_unknown, stray_part])
-    assert alive.is_dir() and young.is_dir() and unrelated.is_file()
-    assert not stale_attempt.exists() and not of_finished.exists() and not of_unknown.exists()
-    assert not stray_part.exists()
 
 
 @pytest.fixture
@@ -387,7 +228,7 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
     (docs / "1" / "doc-150-empty.md").write_bytes(b"")  # a refusal amid the chunks
     publisher = CountingPublisher(admin_store)
 
-    submission = enqueue([str(docs)], publisher=publisher, store=store)
+    submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
 
     assert CHUNK_FIRST == 64 and CHUNK_MAX >= 256
     # 64, then 128, then the last 108: the rows a publish sees grow by chunk, never by file
@@ -411,7 +252,7 @@ def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
         (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
     publisher = CheckingPublisher(make_store(), fail=set(range(1, 1000)))
 
-    submission = enqueue([str(docs)], publisher=publisher, store=store)
+    submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
 
     assert publisher.calls == BROKER_DOWN_AFTER
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
@@ -443,7 +284,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
     publisher = RecordingPublisher()
 
     with pytest.raises(DatabaseUnavailable) as caught:
-        enqueue([str(docs)], publisher=publisher, store=failing)
+        enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=failing)
 
     assert "64 job(s) of this submission were made before it" in caught.value.message
     assert caught.value.detail == {"jobs_made_before": 64}
@@ -461,7 +302,10 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     publisher = RecordingPublisher()
     settings = load_submit_settings(slice_pages=32)
     submission = enqueue(
-        [str(long_pdf), str(short_pdf)], publisher=publisher, store=store, submit_settings=settings
+        SubmissionRequest([str(long_pdf), str(short_pdf)]),
+        publisher=publisher,
+        store=store,
+        submit_settings=settings,
     )
     parent_id, whole_id = submission.job_ids
     parent = store.get_job(parent_id)
@@ -476,11 +320,11 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     ]
     assert all(item.published for item in submission.accepted)
     again = enqueue(
-        [str(long_pdf)],
+        SubmissionRequest([str(long_pdf)], Formats.parse("json")),
+        door=ANY_SERVER,
         publisher=publisher,
         store=store,
         submit_settings=settings,
-        formats=("json",),
     )
     json_job = store.get_job(again.job_ids[0])
     assert json_job is not None and json_job.state is JobState.QUEUED  # json is never sliced

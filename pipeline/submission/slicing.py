@@ -19,11 +19,10 @@ Pages are counted by pypdf, at submission, from the file's own page tree.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
-from pipeline.jobs.options import PAGES
+from pipeline.jobs import ConversionOptions
 
 log = logging.getLogger("doclane.slicing")
 
@@ -61,7 +60,7 @@ def slices_for(
     path: Path | None,
     *,
     formats: Iterable[str],
-    options: Mapping[str, Any],
+    options: ConversionOptions,
     slice_pages: int,
 ) -> tuple[str, ...]:
     """The page runs a document is converted as; empty when it is converted whole."""
@@ -69,7 +68,7 @@ def slices_for(
         slice_pages <= 0
         or path is None
         or path.suffix.lower() != ".pdf"
-        or PAGES in options
+        or options.pages is not None
         or not set(formats) <= JOINABLE_FORMATS
     ):
         return ()

@@ -1,0 +1,16 @@
+"""The reconciler: brings the broker back in line with PostgreSQL (:mod:`.sweeps`).
+
+Above the store and beside submission, whose publishing policy it shares: beat runs a pass
+every ``DOCLANE_RECONCILE_INTERVAL_S``, ``doclane reconcile`` runs one by hand.
+"""
+
+from __future__ import annotations
+
+from pipeline.reconciler.sweeps import (
+    ReconcileReport,
+    ReconcileSettings,
+    load_reconcile_settings,
+    reconcile_once,
+)
+
+__all__ = ["ReconcileReport", "ReconcileSettings", "load_reconcile_settings", "reconcile_once"]

@@ -1,0 +1,18 @@
+"""Submission: sources in, jobs committed, their wake-up calls published.
+
+Above the store: a submission checks each source (``pipeline.sources``), makes its jobs in
+the store a chunk at a time (:mod:`.intake`), splits long PDFs into slices (:mod:`.slicing`)
+and hands the messages to the broker (:mod:`.publishing`).
+"""
+
+from __future__ import annotations
+
+from pipeline.submission.intake import (
+    Accepted,
+    Submission,
+    SubmitSettings,
+    enqueue,
+    load_submit_settings,
+)
+
+__all__ = ["Accepted", "Submission", "SubmitSettings", "enqueue", "load_submit_settings"]
