@@ -72,3 +72,15 @@ def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker()
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )
     assert printed_by(probe) == "[]"
+
+
+def test_no_command_module_loads_celery_until_a_command_runs_it() -> None:
+    """The CLI's wiring imports workers/ (and so Celery and kombu, a third of a second) inside
+    the functions that run a worker or publish: importing every command's module, as
+    ``doclane --help`` does, loads none of them."""
+    probe = (
+        "import sys, pipeline.cli.wiring; from pipeline.cli import _MODULES, module_commands; "
+        "[module_commands(module, group) for module, group, _ in _MODULES]; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
+    )
+    assert printed_by(probe) == "[]"
