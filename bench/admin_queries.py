@@ -92,10 +92,10 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         conn.execute("VACUUM ANALYZE finished_rollup, event_rollup, rollup_marks")
 
         now = datetime.now(UTC)
-        marks = conn.execute(query("rollup_marks")).fetchone()
-        assert marks is not None
-        marks = {"finished_before": marks[0], "events_before": marks[1]}
-        stats_cases = {
+        row = conn.execute(query("rollup_marks")).fetchone()
+        assert row is not None
+        marks = {"finished_before": row[0], "events_before": row[1]}
+        stats_cases: dict[str, tuple[str, dict[str, Any]]] = {
             "counts in flight": ("count_in_flight", {}),
             "all-time totals (rollup + since mark)": ("finished_totals", marks),
             "failures by code, last hour": (
@@ -144,7 +144,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
 
 def _total_ms(plans: dict[str, dict[str, Any]]) -> float:
     """Execution plus planning: what the database spends on the queries of one command."""
-    return round(sum(p["execution_ms"] + p["planning_ms"] for p in plans.values()), 3)
+    return round(float(sum(p["execution_ms"] + p["planning_ms"] for p in plans.values())), 3)
 
 
 def _best_ms(fn: Any, runs: int) -> float:

@@ -25,7 +25,7 @@ import time
 from typing import Any
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES
-from workers.publisher import MAX_BROKER_PRIORITY
+from workers.broker import MAX_BROKER_PRIORITY
 
 STAMPS = "doclane-bench:celery-floor:stamps"
 
@@ -34,7 +34,7 @@ def build_app(broker_url: str) -> Any:
     """A Celery app with doclane's broker and task options and one task that notes the time."""
     import redis
     from celery import Celery
-    from kombu import Exchange, Queue
+    from kombu.entity import Exchange, Queue
 
     app = Celery("doclane-floor", set_as_current=False)
     app.conf.update(
@@ -147,8 +147,8 @@ def main() -> None:
     finally:
         broker.release()
     medians = {str(c): statistics.median(values) for c, values in runs.items()}
-    for c, ms in medians.items():
-        print(f"-c {c}: median {ms:.3f} ms per task ({1000 / ms:.0f} tasks/s)", file=sys.stderr)
+    for level, ms in medians.items():
+        print(f"-c {level}: median {ms:.3f} ms per task ({1000 / ms:.0f} tasks/s)", file=sys.stderr)
     if args.json:
         out = {"tasks": args.tasks, "ms_per_task": medians, "runs": runs}
         print(json.dumps({**out, "runs": {str(c): v for c, v in runs.items()}}))

@@ -73,6 +73,9 @@ class _NoPublisher:
     def publish(self, message: JobMessage) -> None:  # the bench never retries
         raise AssertionError(f"unexpected publish of {message}")
 
+    def waiting(self, queue: str) -> int | None:
+        return None  # no broker: the pages show the depth as unknown
+
 
 def main() -> None:
     parser = bench_arguments(__doc__.split("\n")[0])

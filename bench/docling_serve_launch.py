@@ -35,7 +35,7 @@ def _tolerant_register_fake(op: Any, func: Any = None, /, **kwargs: Any) -> Any:
     return apply if func is None else apply(func)
 
 
-torch.library.register_fake = _tolerant_register_fake  # type: ignore[assignment]
+torch.library.register_fake = _tolerant_register_fake
 
 from docling_serve.__main__ import main  # noqa: E402
 

@@ -37,7 +37,7 @@ DOCUMENT = "# A title\n\nOne short paragraph, as a small job would carry.\n"
 def _delayed_ack() -> Iterator[None]:
     """The client as it was: no immediate acknowledgement before waiting for the stream's end."""
     kept = http_transport._acknowledge_now
-    http_transport._acknowledge_now = lambda _stream: None
+    http_transport._acknowledge_now = lambda stream: None
     try:
         yield
     finally:

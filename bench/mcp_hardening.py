@@ -99,9 +99,9 @@ def main() -> None:
             rows.append((name, ",".join(sorted(codes)), walls, peaks, note))
             figures[name] = {"codes": sorted(codes), "wall_s": walls, "peak_rss_kib": peaks,
                              "cancelled_received": cancelled}  # fmt: skip
-    for name, codes, walls, peaks, note in rows:
+    for name, shown_codes, walls, peaks, note in rows:
         print(
-            f"{name:<10} {codes:<5} wall s min/median/max "
+            f"{name:<10} {shown_codes:<5} wall s min/median/max "
             f"{min(walls):.2f}/{statistics.median(walls):.2f}/{max(walls):.2f}  "
             f"peak RSS MiB median {statistics.median(peaks) / 1024:.0f} "
             f"(max {max(peaks) / 1024:.0f})  {note}",

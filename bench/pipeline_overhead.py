@@ -268,7 +268,7 @@ def wait_until_drained(broker: Broker, timeout_s: float = 120.0) -> None:
     try:
         while True:  # a bench's own wait: at most timeout_s, then it says so
             lists = [k for k in client.keys("doclane.*") if client.type(k) == b"list"]
-            if sum(int(client.llen(k)) for k in lists) == 0:  # type: ignore[misc]
+            if sum(int(client.llen(k)) for k in lists) == 0:
                 return
             if time.monotonic() > deadline:
                 raise SystemExit(f"the broker still held messages after {timeout_s:.0f} s")

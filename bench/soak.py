@@ -322,7 +322,7 @@ class Soak:
         with psycopg.connect(self.postgres.url) as conn:
             in_trails = convert_calls_in_trails(conn)
             doubles = doubles_in_trails(conn)
-            states = dict(
+            states: dict[str, int] = dict(
                 conn.execute("SELECT state, count(*) FROM jobs GROUP BY state").fetchall()
             )
             results = conn.execute(

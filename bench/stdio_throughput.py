@@ -161,7 +161,7 @@ def run_http(paths: list[Path], callers: int, batch: bool, folder: Path) -> tupl
     )
     try:
         settings = McpSettings(origin=f"http://127.0.0.1:{port}", request_timeout_s=120)
-        clients = []
+        clients: list[McpClient] = []
         deadline = time.monotonic() + 120
         while not clients:
             try:

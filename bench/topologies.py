@@ -66,6 +66,7 @@ from bench.harness import conversions
 from bench.harness import docling_serve as ds
 from bench.harness.conversions import Run
 from pipeline.processing.settings import ProcessingSettings
+from tests.support.tools import DOCLING_SERVE_BINARY
 
 SMOKE_MODES = ("direct", "a-http-c1-on", "d-remote-c2-on", "e-serve")
 
@@ -374,10 +375,10 @@ def subset(args: argparse.Namespace) -> Path:
     if args.corpus is None:
         source = Path(corpus_module.build(corpus_module.DEFAULT_DEST)["folder"])
     else:
-        source = args.corpus.expanduser().resolve()
+        source = Path(args.corpus).expanduser().resolve()
     if args.per_format <= 0 or args.smoke:
         return source
-    folder = args.scratch / "subset"
+    folder: Path = args.scratch / "subset"
     folder.mkdir()
     files = sorted(p for p in source.iterdir() if p.is_file())
     for fmt in corpus_module.FORMATS:
@@ -399,7 +400,9 @@ def main() -> None:
         raise SystemExit(f"{rs.RS_BIN} is missing: source scripts/lib.sh; ensure_docling_rs_mcp")
     if needs_serve and not ds.installed():
         if args.no_install:
-            raise SystemExit(f"{ds.BINARY} is missing: source scripts/lib.sh; ensure_docling_serve")
+            raise SystemExit(
+                f"{DOCLING_SERVE_BINARY} is missing: source scripts/lib.sh; ensure_docling_serve"
+            )
         ds.ensure_installed()
     args.scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-topo-", dir=harness.TOOLS))
     print(f"scratch folder: {args.scratch}", file=sys.stderr)

@@ -28,7 +28,7 @@ from typing import Any
 from uuid import UUID
 
 from celery import Celery, Task, signals
-from kombu import Exchange, Queue
+from kombu.entity import Exchange, Queue
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
 from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from kombu import Connection
+from kombu.connection import Connection
 from kombu.exceptions import OperationalError
 
 from pipeline.queues import PRIORITY_LEVELS

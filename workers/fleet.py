@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kombu import Connection
+from kombu.connection import Connection
 
 from pipeline.admin import QueueDepth
 from pipeline.queues import ALL_QUEUES

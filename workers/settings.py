@@ -103,7 +103,7 @@ class TimeLimits:
         }
         self._tries = resilience.retry_max_tries
         self._backoff_total = sum(
-            min(resilience.retry_base_s * 2**n, resilience.retry_max_s)
+            min(resilience.retry_base_s * 2.0**n, resilience.retry_max_s)
             for n in range(self._tries - 1)
         )
         self._download_s = sources.download_timeout_s

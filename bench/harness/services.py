@@ -106,7 +106,7 @@ def scratch_database(name: str) -> Iterator[str]:
             sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
         )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = make_conninfo(**{**params, "dbname": name})
+    url = make_conninfo("", **{**params, "dbname": name})
     try:
         yield url
     finally:

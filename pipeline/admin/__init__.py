@@ -23,102 +23,38 @@ from typing import TYPE_CHECKING
 from pipeline.support import lazy
 
 if TYPE_CHECKING:
-    from errors import JobNotFound
-    from pipeline.store import AdminStore, JobFilter
+    from errors import JobNotFound as JobNotFound
+    from pipeline.store import AdminStore as AdminStore
+    from pipeline.store import JobFilter as JobFilter
 
-    from .fleet import (
-        BreakerState,
-        CountedFleet,
-        Fleet,
-        QueueDepth,
-        RedisUnreachable,
-        read_breakers,
-        read_live_workers,
-    )
-    from .heartbeats import WorkerInfo
-    from .jobs import (
-        ErrorInfo,
-        JobDetail,
-        RetryOutcome,
-        WrongState,
-        cancel_job,
-        error_info,
-        job_detail,
-        list_jobs,
-        parse_since,
-        retry_failed,
-        retry_job,
-    )
-    from .settings import AdminSettings, load_admin_settings
-    from .stats import Failures, Stats, Throughput, TierTimes, Window, collect_stats, run_parts
+    from .fleet import BreakerState as BreakerState
+    from .fleet import CountedFleet as CountedFleet
+    from .fleet import Fleet as Fleet
+    from .fleet import QueueDepth as QueueDepth
+    from .fleet import RedisUnreachable as RedisUnreachable
+    from .fleet import read_breakers as read_breakers
+    from .fleet import read_live_workers as read_live_workers
+    from .heartbeats import WorkerInfo as WorkerInfo
+    from .jobs import ErrorInfo as ErrorInfo
+    from .jobs import JobDetail as JobDetail
+    from .jobs import RetryOutcome as RetryOutcome
+    from .jobs import WrongState as WrongState
+    from .jobs import cancel_job as cancel_job
+    from .jobs import error_info as error_info
+    from .jobs import job_detail as job_detail
+    from .jobs import list_jobs as list_jobs
+    from .jobs import parse_since as parse_since
+    from .jobs import retry_failed as retry_failed
+    from .jobs import retry_job as retry_job
+    from .settings import AdminSettings as AdminSettings
+    from .settings import load_admin_settings as load_admin_settings
+    from .stats import Failures as Failures
+    from .stats import Stats as Stats
+    from .stats import Throughput as Throughput
+    from .stats import TierTimes as TierTimes
+    from .stats import Window as Window
+    from .stats import collect_stats as collect_stats
+    from .stats import run_parts as run_parts
 
-__getattr__ = lazy.exports(
-    __name__,
-    {
-        "AdminSettings": ".settings",
-        "BreakerState": ".fleet",
-        "CountedFleet": ".fleet",
-        "ErrorInfo": ".jobs",
-        "Failures": ".stats",
-        "Fleet": ".fleet",
-        "JobDetail": ".jobs",
-        "QueueDepth": ".fleet",
-        "RedisUnreachable": ".fleet",
-        "RetryOutcome": ".jobs",
-        "Stats": ".stats",
-        "Throughput": ".stats",
-        "TierTimes": ".stats",
-        "Window": ".stats",
-        "WorkerInfo": ".heartbeats",
-        "WrongState": ".jobs",
-        "cancel_job": ".jobs",
-        "collect_stats": ".stats",
-        "error_info": ".jobs",
-        "job_detail": ".jobs",
-        "list_jobs": ".jobs",
-        "load_admin_settings": ".settings",
-        "parse_since": ".jobs",
-        "read_breakers": ".fleet",
-        "read_live_workers": ".fleet",
-        "retry_failed": ".jobs",
-        "retry_job": ".jobs",
-        "run_parts": ".stats",
-        "JobNotFound": "errors",
-        "AdminStore": "pipeline.store",
-        "JobFilter": "pipeline.store",
-    },
-)
-
-__all__ = [
-    "AdminSettings",
-    "AdminStore",
-    "BreakerState",
-    "CountedFleet",
-    "ErrorInfo",
-    "Failures",
-    "Fleet",
-    "JobDetail",
-    "JobFilter",
-    "JobNotFound",
-    "QueueDepth",
-    "RedisUnreachable",
-    "RetryOutcome",
-    "Stats",
-    "Throughput",
-    "TierTimes",
-    "Window",
-    "WorkerInfo",
-    "WrongState",
-    "cancel_job",
-    "collect_stats",
-    "error_info",
-    "job_detail",
-    "list_jobs",
-    "load_admin_settings",
-    "parse_since",
-    "read_breakers",
-    "read_live_workers",
-    "retry_failed",
-    "retry_job",
-    "run_parts",
-]
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -11,7 +11,8 @@ so this package, like the rest of ``pipeline``, never imports Celery.
 
 from __future__ import annotations
 
-from pipeline.api.app import ApiContext, create_app
+from pipeline.api.app import create_app
+from pipeline.api.context import ApiContext
 from pipeline.api.settings import ApiSettings, load_api_settings
 
 __all__ = ["ApiContext", "ApiSettings", "create_app", "load_api_settings", "serve"]

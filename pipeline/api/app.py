@@ -10,7 +10,6 @@ is async because it streams the request body into the inbox as it arrives.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -20,9 +19,6 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from pipeline.admin import (
-    AdminSettings,
-    AdminStore,
-    Fleet,
     JobDetail,
     JobFilter,
     RetryOutcome,
@@ -35,11 +31,11 @@ from pipeline.admin import (
     retry_job,
 )
 from pipeline.api.auth import TokenRoles
+from pipeline.api.context import ApiContext
 from pipeline.api.errors import ErrorResponse, install_handlers
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.results import stream_result
-from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     OPTION_FIELDS,
     PRIORITY_RANGE,
@@ -50,23 +46,6 @@ from pipeline.api.submit import (
     submit_upload,
 )
 from pipeline.jobs import FORMATS_PATTERN, Job, JobState
-from pipeline.queues import Publisher
-from pipeline.resilience import ResilienceSettings
-from pipeline.sources import SourceSettings
-
-
-@dataclass
-class ApiContext:
-    """What the handlers share: one store, one publisher, one fleet per API process."""
-
-    settings: ApiSettings
-    admin: AdminSettings
-    resilience: ResilienceSettings
-    sources: SourceSettings
-    store: AdminStore
-    publisher: Publisher
-    fleet: Fleet | None
-
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": why}
@@ -133,7 +112,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
     install_handlers(app)
     app.include_router(_v1(ctx))
     app.include_router(_operations(ctx))
-    from pipeline.console import console_app  # here: the console imports the API's modules
+    # Imported here, not above: importing ``pipeline.console`` first runs this package's
+    # ``__init__`` (the console uses the API's errors and auth), which imports this module.
+    from pipeline.console import console_app
 
     app.mount("/console", console_app(ctx))
     return app

@@ -1,15 +1,16 @@
 """Where the CLI (the composition root) reaches ``workers/``: the Celery publisher and runners.
 
-``pipeline`` never imports Celery; these few functions load ``workers`` by name at run time,
-so the library stays Celery-free and type-checks without it.
+The one module of ``pipeline`` that imports ``workers`` (an import-linter contract in
+pyproject.toml says so), each import inside the function that needs it: Celery and kombu take
+a third of a second to load, which ``doclane stats``, ``jobs`` or ``db`` never pay
+(tests/unit/test_lazy_imports.py).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING
 
 from pipeline.queues import Publisher
 
@@ -21,11 +22,12 @@ if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not f
 @contextmanager
 def celery_publisher() -> Iterator[Publisher]:
     """A publisher on the configured broker (``DOCLANE_BROKER_URL``), closed on exit."""
-    app_module = importlib.import_module("workers.app")
-    publisher_module = importlib.import_module("workers.publisher")
-    app: Any = app_module.create_app()
+    from workers.app import create_app
+    from workers.publisher import CeleryPublisher
+
+    app = create_app()
     try:
-        yield cast(Publisher, publisher_module.CeleryPublisher(app))
+        yield CeleryPublisher(app)
     finally:
         app.close()
 
@@ -37,15 +39,15 @@ def run_worker(
     beat: bool | None,
     loglevel: str | None,
 ) -> int:
-    main = importlib.import_module("workers.main")
-    return int(
-        main.run_worker(queues=queues, concurrency=concurrency, beat=beat, loglevel=loglevel)
-    )
+    from workers.main import run_worker as run_celery_worker
+
+    return run_celery_worker(queues=queues, concurrency=concurrency, beat=beat, loglevel=loglevel)
 
 
 def run_beat(*, loglevel: str | None) -> None:
-    main = importlib.import_module("workers.main")
-    main.run_beat(loglevel=loglevel)
+    from workers.main import run_beat as run_celery_beat
+
+    run_celery_beat(loglevel=loglevel)
 
 
 @contextmanager
@@ -77,8 +79,7 @@ class _BrokerWhenAsked:
 
 
 def _broker_fleet() -> Fleet:
-    fleet_module = importlib.import_module("workers.fleet")
-    settings_module = importlib.import_module("workers.settings")
-    return cast(
-        "Fleet", fleet_module.BrokerFleet(settings_module.load_worker_settings().broker_url)
-    )
+    from workers.fleet import BrokerFleet
+    from workers.settings import load_worker_settings
+
+    return BrokerFleet(load_worker_settings().broker_url)

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import typer
 
+from errors import DatabaseUnavailable
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.sources import load_source_settings
-from pipeline.store import JobStore
+from pipeline.store import JobStore, load_store_settings, require_migrated
 
-from .output import AS_JSON, echo_json
+from .output import AS_JSON, echo_json, fail
 from .store_access import open_store
 from .wiring import celery_publisher, run_beat, run_worker
 
@@ -42,9 +43,21 @@ def worker(
     loglevel: str | None = _LOGLEVEL,
 ) -> None:
     """Run a worker until SIGTERM (warm shutdown: running jobs finish first)."""
+    _refuse_unmigrated_database()
     chosen = [q.strip() for q in queues.split(",") if q.strip()] if queues else None
     code = run_worker(queues=chosen, concurrency=concurrency, beat=beat, loglevel=loglevel)
     raise typer.Exit(code)
+
+
+def _refuse_unmigrated_database() -> None:
+    """E401 and exit 1, as every command says it, on a database without doclane's schema (or
+    with an older one). A database that cannot be reached is no reason not to start: the worker
+    waits it out as it waits out an outage (E401, retried)."""
+    try:
+        require_migrated(load_store_settings(), "starting a worker")
+    except DatabaseUnavailable as exc:
+        if isinstance(exc.detail, dict) and exc.detail.get("migrations") == "missing":
+            fail(exc, as_json=False)
 
 
 @app.command(name="beat")

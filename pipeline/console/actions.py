@@ -9,7 +9,6 @@ do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from fastapi import FastAPI, Request
@@ -17,12 +16,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from pipeline.admin import cancel_job, retry_failed, retry_job
+from pipeline.api.context import ApiContext
 from pipeline.console.listing import BadFilter, ListQuery
 from pipeline.console.render import page
 from pipeline.console.session import Session, Sessions, check_csrf
-
-if TYPE_CHECKING:
-    from pipeline.api.app import ApiContext
 
 #: The most failed jobs one bulk retry resubmits (the newest first), as ``doclane retry``.
 BULK_RETRY_LIMIT = 1000

@@ -8,7 +8,6 @@ so it stays out of the API's OpenAPI document. Routes, by module: sign-in (here)
 from __future__ import annotations
 
 from importlib.resources import files
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from fastapi import FastAPI, Request
@@ -17,6 +16,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from errors import RoleForbidden, SignInThrottled
 from pipeline.admin import JobNotFound, WrongState
+from pipeline.api.context import ApiContext
 from pipeline.api.errors import catalog_response, install_handlers
 from pipeline.console import actions, pages, uploading
 from pipeline.console.render import SECURITY_HEADERS, page
@@ -28,9 +28,6 @@ from pipeline.console.session import (
     token_accepted,
 )
 from pipeline.console.throttle import SignInThrottle
-
-if TYPE_CHECKING:
-    from pipeline.api.app import ApiContext
 
 _STATIC = {"console.css": "text/css", "console.js": "text/javascript"}
 

@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
 from pipeline.admin import JobDetail, job_detail, list_jobs
+from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery
 from pipeline.console.render import MAX_RENDERED_BYTES, SECURITY_HEADERS, markdown_html, page
 from pipeline.console.session import Sessions
 from pipeline.jobs import JobState
 from pipeline.queues import JOB_QUEUES
-
-if TYPE_CHECKING:
-    from pipeline.api.app import ApiContext
 
 
 def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:

@@ -16,7 +16,6 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from fastapi import Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
@@ -25,10 +24,8 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
+from pipeline.api.context import ApiContext
 from pipeline.api.settings import ROLES, Role
-
-if TYPE_CHECKING:
-    from pipeline.api.app import ApiContext
 
 COOKIE = "doclane_console"
 #: A session lasts a working day; signing in again is one form.

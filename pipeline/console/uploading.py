@@ -11,7 +11,6 @@ as the API checks them (a bad option is E110, shown on the file's row). The page
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
 from uuid import UUID
 
 from fastapi import FastAPI, Request
@@ -19,14 +18,12 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
+from pipeline.api.context import ApiContext
 from pipeline.api.submit import submit_upload
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
 from pipeline.jobs import KNOWN_FORMATS
 from pipeline.profiles import load_profile_settings
-
-if TYPE_CHECKING:
-    from pipeline.api.app import ApiContext
 
 #: The most jobs one poll asks about (a page of the list, or one upload's files).
 MAX_LIVE_IDS = 200

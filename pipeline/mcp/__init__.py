@@ -33,118 +33,46 @@ from typing import TYPE_CHECKING
 from pipeline.support import lazy
 
 if TYPE_CHECKING:
-    from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
-    from pipeline.mcp._batch import CallOutcome, ToolCall
-    from pipeline.mcp._client import McpClient
-    from pipeline.mcp._connect import transport_for
-    from pipeline.mcp._http import StreamableHttpTransport
-    from pipeline.mcp._lifecycle import LifecycleState, Transition, format_trail
-    from pipeline.mcp._oauth import (
-        ClientCredentials,
-        OAuthClientCredentials,
-        TokenSource,
-        forget_tokens,
-    )
-    from pipeline.mcp._protocol import (
-        LATEST_PROTOCOL_VERSION,
-        SUPPORTED_PROTOCOL_VERSIONS,
-        LogMessage,
-        Progress,
-        ServerInfo,
-        Tool,
-        ToolResult,
-    )
-    from pipeline.mcp._registry import RegistryStats
-    from pipeline.mcp._stdio import StdioTransport
-    from pipeline.mcp._timeouts import CallTimeouts
-    from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
-    from pipeline.mcp._watchdog import CancelScope
-    from pipeline.mcp.endpoints import is_stdio, normalize_endpoint, origin_of, stdio_endpoint
-    from pipeline.mcp.settings import McpSettings, check_no_auth_for_stdio, load_mcp_settings
+    from pipeline.mcp._auth import ApiKeyAuth as ApiKeyAuth
+    from pipeline.mcp._auth import BearerAuth as BearerAuth
+    from pipeline.mcp._auth import auth_from_settings as auth_from_settings
+    from pipeline.mcp._batch import CallOutcome as CallOutcome
+    from pipeline.mcp._batch import ToolCall as ToolCall
+    from pipeline.mcp._client import McpClient as McpClient
+    from pipeline.mcp._connect import transport_for as transport_for
+    from pipeline.mcp._http import StreamableHttpTransport as StreamableHttpTransport
+    from pipeline.mcp._lifecycle import LifecycleState as LifecycleState
+    from pipeline.mcp._lifecycle import Transition as Transition
+    from pipeline.mcp._lifecycle import format_trail as format_trail
+    from pipeline.mcp._oauth import ClientCredentials as ClientCredentials
+    from pipeline.mcp._oauth import OAuthClientCredentials as OAuthClientCredentials
+    from pipeline.mcp._oauth import TokenSource as TokenSource
+    from pipeline.mcp._oauth import forget_tokens as forget_tokens
+    from pipeline.mcp._protocol import LATEST_PROTOCOL_VERSION as LATEST_PROTOCOL_VERSION
+    from pipeline.mcp._protocol import SUPPORTED_PROTOCOL_VERSIONS as SUPPORTED_PROTOCOL_VERSIONS
+    from pipeline.mcp._protocol import LogMessage as LogMessage
+    from pipeline.mcp._protocol import Progress as Progress
+    from pipeline.mcp._protocol import ServerInfo as ServerInfo
+    from pipeline.mcp._protocol import Tool as Tool
+    from pipeline.mcp._protocol import ToolResult as ToolResult
+    from pipeline.mcp._registry import RegistryStats as RegistryStats
+    from pipeline.mcp._stdio import StdioTransport as StdioTransport
+    from pipeline.mcp._timeouts import CallTimeouts as CallTimeouts
+    from pipeline.mcp._transport import Binding as Binding
+    from pipeline.mcp._transport import MessageSink as MessageSink
+    from pipeline.mcp._transport import Reply as Reply
+    from pipeline.mcp._transport import Transport as Transport
+    from pipeline.mcp._watchdog import CancelScope as CancelScope
+    from pipeline.mcp.endpoints import is_stdio as is_stdio
+    from pipeline.mcp.endpoints import normalize_endpoint as normalize_endpoint
+    from pipeline.mcp.endpoints import origin_of as origin_of
+    from pipeline.mcp.endpoints import stdio_endpoint as stdio_endpoint
+    from pipeline.mcp.settings import McpSettings as McpSettings
+    from pipeline.mcp.settings import check_no_auth_for_stdio as check_no_auth_for_stdio
+    from pipeline.mcp.settings import load_mcp_settings as load_mcp_settings
 
 #: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
 #: ``McpSettings`` (a publisher's time limits) loads no client, and one that never
 #: authenticates loads no OAuth library (authlib, joserfc, cryptography: a quarter of a second).
-__getattr__ = lazy.exports(
-    __name__,
-    {
-        "ApiKeyAuth": "._auth",
-        "BearerAuth": "._auth",
-        "auth_from_settings": "._auth",
-        "CallOutcome": "._batch",
-        "ToolCall": "._batch",
-        "McpClient": "._client",
-        "transport_for": "._connect",
-        "StreamableHttpTransport": "._http",
-        "LifecycleState": "._lifecycle",
-        "Transition": "._lifecycle",
-        "format_trail": "._lifecycle",
-        "ClientCredentials": "._oauth",
-        "OAuthClientCredentials": "._oauth",
-        "TokenSource": "._oauth",
-        "forget_tokens": "._oauth",
-        "LATEST_PROTOCOL_VERSION": "._protocol",
-        "SUPPORTED_PROTOCOL_VERSIONS": "._protocol",
-        "LogMessage": "._protocol",
-        "Progress": "._protocol",
-        "ServerInfo": "._protocol",
-        "Tool": "._protocol",
-        "ToolResult": "._protocol",
-        "RegistryStats": "._registry",
-        "StdioTransport": "._stdio",
-        "CallTimeouts": "._timeouts",
-        "Binding": "._transport",
-        "MessageSink": "._transport",
-        "Reply": "._transport",
-        "Transport": "._transport",
-        "CancelScope": "._watchdog",
-        "McpSettings": ".settings",
-        "check_no_auth_for_stdio": ".settings",
-        "is_stdio": ".endpoints",
-        "load_mcp_settings": ".settings",
-        "normalize_endpoint": ".endpoints",
-        "origin_of": ".endpoints",
-        "stdio_endpoint": ".endpoints",
-    },
-)
-
-
-__all__ = [
-    "LATEST_PROTOCOL_VERSION",
-    "SUPPORTED_PROTOCOL_VERSIONS",
-    "ApiKeyAuth",
-    "BearerAuth",
-    "Binding",
-    "CallOutcome",
-    "CallTimeouts",
-    "CancelScope",
-    "ClientCredentials",
-    "LifecycleState",
-    "LogMessage",
-    "McpClient",
-    "McpSettings",
-    "MessageSink",
-    "OAuthClientCredentials",
-    "Progress",
-    "RegistryStats",
-    "Reply",
-    "ServerInfo",
-    "StdioTransport",
-    "StreamableHttpTransport",
-    "TokenSource",
-    "Tool",
-    "ToolCall",
-    "ToolResult",
-    "Transition",
-    "Transport",
-    "auth_from_settings",
-    "check_no_auth_for_stdio",
-    "forget_tokens",
-    "format_trail",
-    "is_stdio",
-    "load_mcp_settings",
-    "normalize_endpoint",
-    "origin_of",
-    "stdio_endpoint",
-    "transport_for",
-]
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -58,8 +58,6 @@ from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.client")
 
-_S = LifecycleState
-
 
 class McpClient:
     """A client of one MCP endpoint; see the module docstring and docs/architecture.md.
@@ -186,33 +184,35 @@ class McpClient:
         """
         with self._handshake_lock:
             state = self._lifecycle.state
-            if state is _S.READY and self._server is not None:
+            if state is LifecycleState.READY and self._server is not None:
                 return self._server
-            if state is _S.CLOSED:
+            if state is LifecycleState.CLOSED:
                 raise NotInitialized("the client is closed")
-            if state is _S.REINITIALIZING:
+            if state is LifecycleState.REINITIALIZING:
                 self._reinitialize_locked(self._binding, "initialize() called")
             else:
                 self._lifecycle.move(
-                    _S.INITIALIZING,
+                    LifecycleState.INITIALIZING,
                     f"initialize {self._shown}, asking for protocol {self.protocol_version}",
                 )
                 try:
                     self._establish()
                 except BaseException as exc:
-                    self._lifecycle.move(_S.NEW, f"initialize failed: {describe_failure(exc)}")
+                    self._lifecycle.move(
+                        LifecycleState.NEW, f"initialize failed: {describe_failure(exc)}"
+                    )
                     raise
-                self._lifecycle.move(_S.READY, self._ready_reason())
+                self._lifecycle.move(LifecycleState.READY, self._ready_reason())
             assert self._server is not None
             return self._server
 
     def close(self) -> None:
         """End the session (``DELETE``) and release connections; idempotent, never raises."""
         with self._handshake_lock:
-            if self._lifecycle.state is _S.CLOSED:
+            if self._lifecycle.state is LifecycleState.CLOSED:
                 return
             binding = self._binding
-            self._lifecycle.move(_S.CLOSED, "close()")
+            self._lifecycle.move(LifecycleState.CLOSED, "close()")
         try:
             self._transport.delete(binding)
         except Exception:
@@ -333,13 +333,13 @@ class McpClient:
 
     def _ready_binding(self) -> Binding:
         state = self._lifecycle.state
-        if state is _S.READY:
+        if state is LifecycleState.READY:
             return self._binding
-        if state is _S.REINITIALIZING:
+        if state is LifecycleState.REINITIALIZING:
             return self._recover(self._binding, "the session was lost before this request")
-        if state is _S.CLOSED:
+        if state is LifecycleState.CLOSED:
             raise NotInitialized("the client is closed")
-        if state is _S.INITIALIZING:
+        if state is LifecycleState.INITIALIZING:
             raise NotInitialized("initialize() has not finished")
         raise NotInitialized("call initialize() before using the client")
 
@@ -376,29 +376,29 @@ class McpClient:
         """Re-initialize unless another thread already has; E308 if it cannot be done."""
         with self._handshake_lock:
             state = self._lifecycle.state
-            if state is _S.READY and self._binding != stale:
+            if state is LifecycleState.READY and self._binding != stale:
                 return self._binding
-            if state not in (_S.READY, _S.REINITIALIZING):
+            if state not in (LifecycleState.READY, LifecycleState.REINITIALIZING):
                 raise NotInitialized(f"cannot re-initialize a {state.value} client")
             self._reinitialize_locked(stale, reason)
             return self._binding
 
     def _reinitialize_locked(self, stale: Binding, reason: str) -> None:
-        if self._lifecycle.state is _S.READY:
+        if self._lifecycle.state is LifecycleState.READY:
             lost = f"{reason} {short_session_id(stale.session_id)}".rstrip()
-            self._lifecycle.move(_S.REINITIALIZING, lost)
+            self._lifecycle.move(LifecycleState.REINITIALIZING, lost)
         try:
             self._establish()
         except _PipelineError as exc:
             self._lifecycle.move(
-                _S.REINITIALIZING, f"re-initialize failed: {exc.code}: {exc.message}"
+                LifecycleState.REINITIALIZING, f"re-initialize failed: {exc.code}: {exc.message}"
             )
             raise SessionExpired(
                 f"the session was lost and re-initializing failed: {exc.code}: {exc.message}",
                 http_status=404,
                 detail={"cause": exc.to_dict()},
             ) from exc
-        self._lifecycle.move(_S.READY, "re-initialized: " + self._ready_reason())
+        self._lifecycle.move(LifecycleState.READY, "re-initialized: " + self._ready_reason())
 
     def _establish(self) -> None:
         """Run the handshake and keep what it learned: the binding, the server, its tools."""

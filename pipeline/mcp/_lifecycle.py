@@ -37,13 +37,16 @@ class LifecycleState(StrEnum):
     CLOSED = "closed"
 
 
-_S = LifecycleState
 ALLOWED: dict[LifecycleState, frozenset[LifecycleState]] = {
-    _S.NEW: frozenset({_S.INITIALIZING, _S.CLOSED}),
-    _S.INITIALIZING: frozenset({_S.READY, _S.NEW, _S.CLOSED}),
-    _S.READY: frozenset({_S.REINITIALIZING, _S.CLOSED}),
-    _S.REINITIALIZING: frozenset({_S.READY, _S.REINITIALIZING, _S.CLOSED}),
-    _S.CLOSED: frozenset(),
+    LifecycleState.NEW: frozenset({LifecycleState.INITIALIZING, LifecycleState.CLOSED}),
+    LifecycleState.INITIALIZING: frozenset(
+        {LifecycleState.READY, LifecycleState.NEW, LifecycleState.CLOSED}
+    ),
+    LifecycleState.READY: frozenset({LifecycleState.REINITIALIZING, LifecycleState.CLOSED}),
+    LifecycleState.REINITIALIZING: frozenset(
+        {LifecycleState.READY, LifecycleState.REINITIALIZING, LifecycleState.CLOSED}
+    ),
+    LifecycleState.CLOSED: frozenset(),
 }
 
 

@@ -12,36 +12,15 @@ from typing import TYPE_CHECKING
 from pipeline.support import lazy
 
 if TYPE_CHECKING:
-    from pipeline.processing.batching import BatchRunner, UnitRunner
-    from pipeline.processing.journal import AttemptLost
-    from pipeline.processing.lease import LeaseKeeper
-    from pipeline.processing.outcomes import Outcome, OutcomeKind
-    from pipeline.processing.processor import JobProcessor
-    from pipeline.processing.settings import ProcessingSettings, load_processing_settings
+    from pipeline.processing.batching import BatchRunner as BatchRunner
+    from pipeline.processing.batching import UnitRunner as UnitRunner
+    from pipeline.processing.journal import AttemptLost as AttemptLost
+    from pipeline.processing.lease import LeaseKeeper as LeaseKeeper
+    from pipeline.processing.outcomes import Outcome as Outcome
+    from pipeline.processing.outcomes import OutcomeKind as OutcomeKind
+    from pipeline.processing.processor import JobProcessor as JobProcessor
+    from pipeline.processing.settings import ProcessingSettings as ProcessingSettings
+    from pipeline.processing.settings import load_processing_settings as load_processing_settings
 
-__getattr__ = lazy.exports(
-    __name__,
-    {
-        "AttemptLost": ".journal",
-        "BatchRunner": ".batching",
-        "JobProcessor": ".processor",
-        "LeaseKeeper": ".lease",
-        "Outcome": ".outcomes",
-        "OutcomeKind": ".outcomes",
-        "ProcessingSettings": ".settings",
-        "UnitRunner": ".batching",
-        "load_processing_settings": ".settings",
-    },
-)
-
-__all__ = [
-    "AttemptLost",
-    "BatchRunner",
-    "JobProcessor",
-    "LeaseKeeper",
-    "Outcome",
-    "OutcomeKind",
-    "ProcessingSettings",
-    "UnitRunner",
-    "load_processing_settings",
-]
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

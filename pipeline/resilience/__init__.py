@@ -21,43 +21,18 @@ from typing import TYPE_CHECKING
 from pipeline.support import lazy
 
 if TYPE_CHECKING:
-    from .breaker import OriginBreaker
-    from .facade import Resilient, build_resilient
-    from .pool import ServerPool
-    from .retry import RetryRecord, gives_up, retry_call
-    from .settings import ResilienceSettings, load_resilience_settings
-    from .shared import origin_breaker, redis_for_breakers
-    from .storage import FailoverStorage
+    from .breaker import OriginBreaker as OriginBreaker
+    from .facade import Resilient as Resilient
+    from .facade import build_resilient as build_resilient
+    from .pool import ServerPool as ServerPool
+    from .retry import RetryRecord as RetryRecord
+    from .retry import gives_up as gives_up
+    from .retry import retry_call as retry_call
+    from .settings import ResilienceSettings as ResilienceSettings
+    from .settings import load_resilience_settings as load_resilience_settings
+    from .shared import origin_breaker as origin_breaker
+    from .shared import redis_for_breakers as redis_for_breakers
+    from .storage import FailoverStorage as FailoverStorage
 
-__getattr__ = lazy.exports(
-    __name__,
-    {
-        "FailoverStorage": ".storage",
-        "OriginBreaker": ".breaker",
-        "ResilienceSettings": ".settings",
-        "Resilient": ".facade",
-        "RetryRecord": ".retry",
-        "ServerPool": ".pool",
-        "build_resilient": ".facade",
-        "gives_up": ".retry",
-        "load_resilience_settings": ".settings",
-        "origin_breaker": ".shared",
-        "redis_for_breakers": ".shared",
-        "retry_call": ".retry",
-    },
-)
-
-__all__ = [
-    "FailoverStorage",
-    "OriginBreaker",
-    "ResilienceSettings",
-    "Resilient",
-    "RetryRecord",
-    "ServerPool",
-    "build_resilient",
-    "gives_up",
-    "load_resilience_settings",
-    "origin_breaker",
-    "redis_for_breakers",
-    "retry_call",
-]
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from pipeline.store.admin import AdminStore, JobFilter
 from pipeline.store.connection import mask_conninfo
-from pipeline.store.database import apply_migrations, ensure_database, migration_status
+from pipeline.store.database import (
+    apply_migrations,
+    ensure_database,
+    migration_status,
+    require_migrated,
+)
 from pipeline.store.migrations import Migration, MigrationError, MigrationState, MigrationStatus
 from pipeline.store.refusals import FormatsMismatch
 from pipeline.store.rows import AttemptResults, CallEvent
@@ -33,4 +38,5 @@ __all__ = [
     "load_store_settings",
     "mask_conninfo",
     "migration_status",
+    "require_migrated",
 ]

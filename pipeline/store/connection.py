@@ -48,11 +48,17 @@ def missing_schema_errors(action: str) -> Iterator[None]:
     try:
         yield
     except (pg_errors.UndefinedTable, pg_errors.UndefinedFunction) as exc:
-        raise DatabaseUnavailable(
-            f"{action}: the database has no doclane schema or an old one "
-            f"({exc.diag.message_primary}); run `doclane db migrate`",
-            detail={"sqlstate": exc.sqlstate, "migrations": "missing"},
-        ) from exc
+        raise schema_missing(action, exc.diag.message_primary or "", sqlstate=exc.sqlstate) from exc
+
+
+def schema_missing(action: str, why: str, **detail: Any) -> DatabaseUnavailable:
+    """E401 for a database without doclane's schema or with an older one, saying to run
+    ``doclane db migrate``; its detail says ``"migrations": "missing"``."""
+    return DatabaseUnavailable(
+        f"{action}: the database has no doclane schema or an old one ({why}); "
+        "run `doclane db migrate`",
+        detail={**detail, "migrations": "missing"},
+    )
 
 
 def connection_kwargs(settings: StoreSettings) -> dict[str, Any]:

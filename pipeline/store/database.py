@@ -11,10 +11,11 @@ from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict
 
 from errors import DatabaseUnavailable
-from pipeline.store.connection import connect
+from pipeline.store.connection import connect, schema_missing
 from pipeline.store.migrations import (
     MIGRATION_LOCK_KEY,
     Migration,
+    MigrationState,
     MigrationStatus,
     discover,
     migrate,
@@ -71,3 +72,19 @@ def migration_status(settings: StoreSettings) -> list[MigrationStatus]:
     migrations = discover(settings.migrations_dir)
     with connect(settings) as conn:
         return status(conn, migrations)
+
+
+def require_migrated(settings: StoreSettings, action: str) -> None:
+    """Raise E401 saying to run ``doclane db migrate`` when a migration of this doclane is not
+    applied to the database: one never migrated, or migrated by an older doclane. A worker asks
+    before it starts, since on such a database it would take messages for jobs it cannot read
+    and say nothing useful. An unreachable database raises E401 from ``connect``."""
+    pending = [
+        f"{m.version}_{m.name}"
+        for m in migration_status(settings)
+        if m.state is MigrationState.PENDING
+    ]
+    if pending:
+        raise schema_missing(
+            action, f"{len(pending)} migration(s) not applied, from {pending[0]}", pending=pending
+        )

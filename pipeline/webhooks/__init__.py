@@ -18,50 +18,20 @@ from typing import TYPE_CHECKING
 from pipeline.support import lazy
 
 if TYPE_CHECKING:
-    from pipeline.store.outbox import (
-        ClaimedDelivery,
-        DeliveryCounts,
-        DeliveryRow,
-        DeliveryState,
-        WebhookOutbox,
-    )
-    from pipeline.webhooks.delivery import DeliveryReport, WebhookDispatcher, retry_delay
-    from pipeline.webhooks.sender import Sent, WebhookSender, check_webhook_url, event_body
-    from pipeline.webhooks.settings import WebhookSettings, load_webhook_settings
+    from pipeline.store.outbox import ClaimedDelivery as ClaimedDelivery
+    from pipeline.store.outbox import DeliveryCounts as DeliveryCounts
+    from pipeline.store.outbox import DeliveryRow as DeliveryRow
+    from pipeline.store.outbox import DeliveryState as DeliveryState
+    from pipeline.store.outbox import WebhookOutbox as WebhookOutbox
+    from pipeline.webhooks.delivery import DeliveryReport as DeliveryReport
+    from pipeline.webhooks.delivery import WebhookDispatcher as WebhookDispatcher
+    from pipeline.webhooks.delivery import retry_delay as retry_delay
+    from pipeline.webhooks.sender import Sent as Sent
+    from pipeline.webhooks.sender import WebhookSender as WebhookSender
+    from pipeline.webhooks.sender import check_webhook_url as check_webhook_url
+    from pipeline.webhooks.sender import event_body as event_body
+    from pipeline.webhooks.settings import WebhookSettings as WebhookSettings
+    from pipeline.webhooks.settings import load_webhook_settings as load_webhook_settings
 
-__getattr__ = lazy.exports(
-    __name__,
-    {
-        "ClaimedDelivery": "pipeline.store.outbox",
-        "DeliveryCounts": "pipeline.store.outbox",
-        "DeliveryRow": "pipeline.store.outbox",
-        "DeliveryState": "pipeline.store.outbox",
-        "WebhookOutbox": "pipeline.store.outbox",
-        "DeliveryReport": ".delivery",
-        "WebhookDispatcher": ".delivery",
-        "retry_delay": ".delivery",
-        "Sent": ".sender",
-        "WebhookSender": ".sender",
-        "check_webhook_url": ".sender",
-        "event_body": ".sender",
-        "WebhookSettings": ".settings",
-        "load_webhook_settings": ".settings",
-    },
-)
-
-__all__ = [
-    "ClaimedDelivery",
-    "DeliveryCounts",
-    "DeliveryReport",
-    "DeliveryRow",
-    "DeliveryState",
-    "Sent",
-    "WebhookDispatcher",
-    "WebhookOutbox",
-    "WebhookSender",
-    "WebhookSettings",
-    "check_webhook_url",
-    "event_body",
-    "load_webhook_settings",
-    "retry_delay",
-]
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

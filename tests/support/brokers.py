@@ -12,7 +12,7 @@ import os
 import re
 import subprocess
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import redis
 
@@ -68,14 +68,15 @@ class Broker:
         assert self.redis_db is not None, "a Redis broker's keys"
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=self.redis_db)
         try:
-            return sorted(client.keys(pattern))
+            return sorted(cast("list[bytes]", client.keys(pattern)))  # no decode_responses
         finally:
             client.close()
 
     def _script(self, source: str) -> int:
+        assert self.redis_db is not None, "a Redis broker's script"
         client = redis.Redis(host=REDIS_HOST, port=REDIS_PORT, db=self.redis_db)
         try:
-            return int(client.eval(source, 1, _LOCK, _owner()))  # type: ignore[arg-type]
+            return int(client.eval(source, 1, _LOCK, _owner()))
         finally:
             client.close()
 
@@ -102,16 +103,16 @@ _TAKE = (
 
 
 def _claimable(client: redis.Redis) -> bool:
-    holder = client.get(_LOCK)
+    holder = cast("bytes | None", client.get(_LOCK))  # no decode_responses
     if holder is None:
         keys = list(client.scan_iter(count=100))
         if keys and not all(_BROKER_KEYS.match(k) for k in keys):
             return False  # someone else's data
-        return bool(client.eval(_TAKE, 1, _LOCK, _owner(), ""))  # type: ignore[arg-type]
+        return bool(client.eval(_TAKE, 1, _LOCK, _owner(), ""))
     host, _, pid = holder.decode().partition(":")
     if host == os.uname().nodename and pid.isdigit() and not pid_alive(int(pid)):
         dead = holder.decode()
-        return bool(client.eval(_TAKE, 1, _LOCK, _owner(), dead))  # type: ignore[arg-type]
+        return bool(client.eval(_TAKE, 1, _LOCK, _owner(), dead))
     return False
 
 

@@ -7,10 +7,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
-import pipeline.mcp
-
 
 def printed_by(probe: str, env: dict[str, str] | None = None) -> str:
     """What ``probe`` prints, run in a fresh interpreter (what it imports is all it loads)."""
@@ -27,21 +23,6 @@ def test_the_cli_and_the_worker_load_no_oauth_library() -> None:
         "print(sorted(m for m in names if m in sys.modules))"
     )
     assert printed_by(probe) == "[]"
-
-
-@pytest.mark.parametrize(
-    "name", ["ClientCredentials", "OAuthClientCredentials", "TokenSource", "forget_tokens"]
-)
-def test_the_oauth_names_are_still_the_packages(name: str) -> None:
-    from pipeline.mcp import _oauth
-
-    assert getattr(pipeline.mcp, name) is getattr(_oauth, name)
-    assert name in pipeline.mcp.__all__
-
-
-def test_an_unknown_name_is_still_an_attribute_error() -> None:
-    with pytest.raises(AttributeError, match="no_such_thing"):
-        _ = pipeline.mcp.no_such_thing  # type: ignore[attr-defined]
 
 
 def test_a_publisher_loads_no_worker_runtime() -> None:
@@ -88,6 +69,18 @@ def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker()
         "from pipeline.cli.wiring import counted_fleet; "
         "from pipeline.resilience import load_resilience_settings; "
         "counted_fleet(load_resilience_settings()); "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
+    )
+    assert printed_by(probe) == "[]"
+
+
+def test_no_command_module_loads_celery_until_a_command_runs_it() -> None:
+    """The CLI's wiring imports workers/ (and so Celery and kombu, a third of a second) inside
+    the functions that run a worker or publish: importing every command's module, as
+    ``doclane --help`` does, loads none of them."""
+    probe = (
+        "import sys, pipeline.cli.wiring; from pipeline.cli import _MODULES, module_commands; "
+        "[module_commands(module, group) for module, group, _ in _MODULES]; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )
     assert printed_by(probe) == "[]"

@@ -1,0 +1,28 @@
+"""What the API's handlers and the console's pages share, in a module of its own.
+
+The console is mounted by the API and needs the same context; with the context defined beside
+the API's routes (``pipeline.api.app``), the two packages imported each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.admin import AdminSettings, AdminStore, Fleet
+from pipeline.api.settings import ApiSettings
+from pipeline.queues import Publisher
+from pipeline.resilience import ResilienceSettings
+from pipeline.sources import SourceSettings
+
+
+@dataclass
+class ApiContext:
+    """What the handlers share: one store, one publisher, one fleet per API process."""
+
+    settings: ApiSettings
+    admin: AdminSettings
+    resilience: ResilienceSettings
+    sources: SourceSettings
+    store: AdminStore
+    publisher: Publisher
+    fleet: Fleet | None
