@@ -21,7 +21,6 @@ from starlette.exceptions import HTTPException
 
 from pipeline.admin import (
     AdminSettings,
-    AdminStore,
     Fleet,
     JobDetail,
     JobFilter,
@@ -54,6 +53,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.sources import SourceSettings
+from pipeline.store import JobStore
 
 
 @dataclass
@@ -64,7 +64,7 @@ class ApiContext:
     admin: AdminSettings
     resilience: ResilienceSettings
     sources: SourceSettings
-    store: AdminStore
+    store: JobStore
     publisher: Publisher
     fleet: Fleet | None
 
@@ -283,7 +283,7 @@ def _operations(ctx: ApiContext) -> APIRouter:
         """The database and the broker answer."""
         parts: dict[str, str] = {}
         try:
-            ctx.store.ping()
+            ctx.store.pool.ping()
             parts["database"] = "ok"
         except Exception as exc:
             parts["database"] = str(exc)

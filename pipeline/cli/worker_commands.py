@@ -11,7 +11,6 @@ import typer
 
 from pipeline.jobs.reconcile import reconcile_once
 from pipeline.sources import load_source_settings
-from pipeline.store import JobStore
 
 from .output import AS_JSON, echo_json
 from .store_access import open_store
@@ -59,7 +58,7 @@ def beat_command(
 def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
     results and orphaned result objects."""
-    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+    with open_store(as_json) as store, celery_publisher() as publisher:
         report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
     if as_json:
         echo_json({"ok": not report.publish_failures, **report.to_dict()})

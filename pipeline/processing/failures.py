@@ -31,7 +31,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import JobMessage, Publisher
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
@@ -40,7 +40,7 @@ log = logging.getLogger("doclane.processor")
 class FailurePolicy:
     """Turns an attempt's error into the job's next state and the message's fate."""
 
-    def __init__(self, store: JobStore, settings: ProcessingSettings) -> None:
+    def __init__(self, store: Attempts, settings: ProcessingSettings) -> None:
         self.store = store
         self.settings = settings
 

@@ -64,7 +64,7 @@ from pipeline.profiles import (
 from pipeline.queues import Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 from pipeline.support.logs import job_context, update_job_context
 
 T = TypeVar("T")
@@ -77,7 +77,7 @@ class JobProcessor:
     def __init__(
         self,
         *,
-        store: JobStore,
+        store: Attempts,
         runner: UnitRunner,
         settings: ProcessingSettings,
         source_settings: SourceSettings,

@@ -60,7 +60,7 @@ from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 from pipeline.support.logs import job_context
 
 log = logging.getLogger("doclane.processor")
@@ -118,7 +118,7 @@ class RoundRunner:
     def __init__(
         self,
         *,
-        store: JobStore,
+        store: Attempts,
         steps: AttemptSteps,
         failures: FailurePolicy,
         settings: ProcessingSettings,
@@ -156,7 +156,7 @@ class RoundRunner:
         )
 
     def claim(self, job_id: UUID) -> tuple[Job | None, list[Job], float | None]:
-        """A message's claim with its round's (``JobStore.claim_round_of``): the job if it
+        """A message's claim with its round's (``Attempts.claim_round_of``): the job if it
         could be claimed, its companions, and how long the job still waits to be due."""
         return self.store.claim_round_of(
             job_id,

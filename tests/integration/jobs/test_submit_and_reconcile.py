@@ -17,7 +17,7 @@ from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
 from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.sources import load_source_settings
-from pipeline.store import AdminStore, JobStore, StoreSettings
+from pipeline.store import JobStore, StorePool, StoreSettings, Submissions
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.long_pdf import write_long_pdf
@@ -34,7 +34,7 @@ class CheckingPublisher(RecordingPublisher):
 
     def publish(self, message: JobMessage) -> None:
         self.calls += 1
-        job = self.other.get_job(message.job_id)
+        job = self.other.reads.get_job(message.job_id)
         assert job is not None and job.state is JobState.QUEUED, "published before commit"
         if self.calls in self.fail:
             raise ConnectionError("broker down")
@@ -80,7 +80,7 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
         "ftp://example.org/a.md": "E104",
     }
     assert [m.job_id for m in publisher.messages] == submission.job_ids
-    job = store.get_job(submission.job_ids[0])
+    job = store.reads.get_job(submission.job_ids[0])
     assert job is not None and job.formats == ("json", "md") and job.content_sha256
 
 
@@ -112,9 +112,9 @@ def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
     path = write_sample(tmp_path / "docs", "md", 1)
     publisher = RecordingPublisher()
     first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
-    claimed = store.claim(first, "w", 30)
+    claimed = store.attempts.claim(first, "w", 30)
     assert claimed is not None
-    assert store.finish(first, claimed.attempt, {"md": "# done"})
+    assert store.attempts.finish(first, claimed.attempt, {"md": "# done"})
 
     again = enqueue([str(path)], publisher=publisher, store=store)
     forced = enqueue([str(path)], no_dedup=True, publisher=publisher, store=store)
@@ -132,10 +132,10 @@ def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
     path = write_sample(tmp_path / "docs", "md", 5)
     publisher = RecordingPublisher()
     first = enqueue([str(path)], publisher=publisher, store=store).job_ids[0]
-    claimed = store.claim(first, "w", 30)
+    claimed = store.attempts.claim(first, "w", 30)
     assert claimed is not None
     engine = {"note": "converted", "engine": "docling"}
-    assert store.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
+    assert store.attempts.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
 
     monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling-rs")
     switched = enqueue([str(path)], publisher=publisher, store=store)
@@ -166,13 +166,13 @@ def test_unknown_formats_are_refused_before_anything_is_written(
     path = write_sample(tmp_path / "docs", "md", 3)
     with pytest.raises(ValueError, match="pdf"):
         enqueue([str(path)], ("md", "pdf"), publisher=RecordingPublisher(), store=store)
-    assert store.count_in_flight()[JobState.QUEUED] == 0
+    assert store.reads.count_in_flight()[JobState.QUEUED] == 0
 
 
 def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_path: Path) -> None:
     path = write_sample(tmp_path / "docs", "csv", 4)
     job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
-    assert store.claim(job_id, "dead-worker", lease_s=0.05) is not None
+    assert store.attempts.claim(job_id, "dead-worker", lease_s=0.05) is not None
     publisher = RecordingPublisher()
     settings = load_reconcile_settings(reconcile_stale_after_s=3600)
 
@@ -183,7 +183,7 @@ def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_p
     )
 
     assert report.requeued == [job_id] and report.republished == [job_id]
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.QUEUED and job.attempt == 1
 
 
@@ -216,7 +216,7 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
     settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
 
     def at_least_stale() -> bool:
-        jobs = store.get_jobs(ids)
+        jobs = store.reads.get_jobs(ids)
         newest = max(j.updated_at for j in jobs)
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
@@ -242,7 +242,7 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     )
 
     def past_threshold() -> bool:
-        newest = max(j.updated_at for j in store.get_jobs(ids))
+        newest = max(j.updated_at for j in store.reads.get_jobs(ids))
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
     wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
@@ -257,7 +257,10 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     assert len(report.lost) == 2 and set(report.lost) <= set(ids)
     assert [m.job_id for m in publisher.messages] == report.lost == report.republished
     notes = [
-        e.detail for job_id in report.lost for e in store.events(job_id) if e.kind is EventKind.NOTE
+        e.detail
+        for job_id in report.lost
+        for e in store.reads.events(job_id)
+        if e.kind is EventKind.NOTE
     ]
     assert len(notes) == 2 and all("presumed lost" in str(n) for n in notes)
     publisher.depths["doclane.small"] = 5  # the two new messages
@@ -270,10 +273,10 @@ def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: P
     (below a batch)."""
     path = write_sample(tmp_path / "docs", "md", 7)
     job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
-    job = store.claim(job_id, "killed-worker", lease_s=30)
+    job = store.attempts.claim(job_id, "killed-worker", lease_s=30)
     assert job is not None
     error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
-    assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
+    assert store.attempts.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
     settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
     publisher = RecordingPublisher(depths={"doclane.small": 3})
 
@@ -298,7 +301,7 @@ def test_publishing_stops_trying_once_the_broker_is_plainly_down(
 
     assert publisher.calls == BROKER_DOWN_AFTER
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
-    assert {j.state for j in store.get_jobs(submission.job_ids)} == {JobState.QUEUED}
+    assert {j.state for j in store.reads.get_jobs(submission.job_ids)} == {JobState.QUEUED}
 
 
 def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
@@ -316,10 +319,10 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
                 store=store).accepted[0].job_id
         for n in (1, 2)
     )  # fmt: skip
-    claimed = store.claim(running, "w:1", 60)
+    claimed = store.attempts.claim(running, "w:1", 60)
     assert claimed is not None
-    finished = store.claim(done, "w:2", 60)
-    assert finished is not None and store.finish(done, finished.attempt, {"md": "# 2"})
+    finished = store.attempts.claim(done, "w:2", 60)
+    assert finished is not None and store.attempts.finish(done, finished.attempt, {"md": "# 2"})
 
     def leftover(name: str, age_s: float) -> Path:
         folder = inbox / name
@@ -355,9 +358,9 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
 
 
 @pytest.fixture
-def admin_store(store_settings: StoreSettings) -> Iterator[AdminStore]:
+def admin_store(store_settings: StoreSettings) -> Iterator[JobStore]:
     """Another connection's view of the rows: the admin's whole-table counts."""
-    admin = AdminStore(store_settings)
+    admin = JobStore(store_settings, explain_missing_schema=True)
     yield admin
     admin.close()
 
@@ -365,18 +368,18 @@ def admin_store(store_settings: StoreSettings) -> Iterator[AdminStore]:
 class CountingPublisher(RecordingPublisher):
     """Notes, at each message, how many of the submission's rows another connection sees."""
 
-    def __init__(self, other: AdminStore) -> None:
+    def __init__(self, other: JobStore) -> None:
         super().__init__()
         self.other = other
         self.rows_seen: list[int] = []
 
     def publish(self, message: JobMessage) -> None:
-        self.rows_seen.append(self.other.count_by_state().get(JobState.QUEUED, 0))
+        self.rows_seen.append(self.other.admin.count_by_state().get(JobState.QUEUED, 0))
         super().publish(message)
 
 
 def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
-    store: JobStore, admin_store: AdminStore, tmp_path: Path
+    store: JobStore, admin_store: JobStore, tmp_path: Path
 ) -> None:
     """Workers start on the first 64 sources while the rest are still being hashed: each
     chunk's rows are committed, then published, then the next chunk is made."""
@@ -418,11 +421,11 @@ def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
     assert not any(a.published for a in submission.accepted)
 
 
-class FailingSecondChunk(JobStore):
-    """The real store, whose database goes away after the first chunk is made."""
+class FailingSecondChunk(Submissions):
+    """The real submissions, whose database goes away after the first chunk is made."""
 
-    def __init__(self, store: JobStore) -> None:
-        super().__init__(store.settings)
+    def __init__(self, pool: StorePool) -> None:
+        super().__init__(pool)
         self.chunks = 0
 
     def create_many(self, specs: Any, **dedup: Any) -> Any:
@@ -433,13 +436,14 @@ class FailingSecondChunk(JobStore):
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
-    store: JobStore, admin_store: AdminStore, tmp_path: Path
+    store: JobStore, admin_store: JobStore, tmp_path: Path
 ) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for n in range(100):
         (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
-    failing = FailingSecondChunk(store)
+    failing = JobStore(store.settings)
+    failing.submissions = FailingSecondChunk(failing.pool)
     publisher = RecordingPublisher()
 
     with pytest.raises(DatabaseUnavailable) as caught:
@@ -447,7 +451,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
 
     assert "64 job(s) of this submission were made before it" in caught.value.message
     assert caught.value.detail == {"jobs_made_before": 64}
-    counts = admin_store.count_by_state()
+    counts = admin_store.admin.count_by_state()
     assert counts[JobState.QUEUED] == sum(counts.values()) == 64
     assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
     failing.close()
@@ -464,10 +468,10 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
         [str(long_pdf), str(short_pdf)], publisher=publisher, store=store, submit_settings=settings
     )
     parent_id, whole_id = submission.job_ids
-    parent = store.get_job(parent_id)
+    parent = store.reads.get_job(parent_id)
     assert parent is not None and parent.state is JobState.WAITING and parent.slices_total == 3
     slices = sorted(
-        (j for j in store.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
+        (j for j in store.reads.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
         key=lambda j: j.created_at,
     )
     assert sorted(j.options["pages"] for j in slices) == ["1-32", "33-64", "65-70"]
@@ -482,5 +486,5 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
         submit_settings=settings,
         formats=("json",),
     )
-    json_job = store.get_job(again.job_ids[0])
+    json_job = store.reads.get_job(again.job_ids[0])
     assert json_job is not None and json_job.state is JobState.QUEUED  # json is never sliced
