@@ -66,6 +66,7 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
     ├── BadFilter              pipeline.console     a job list filter it cannot apply (shown)
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
+    ├── FormatsMismatch        pipeline.store       results not the job's formats (SQLSTATE DL001)
     └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist

@@ -61,7 +61,7 @@ class Attempts:
 
     def __init__(self, pool: StorePool) -> None:
         self.pool = pool
-        self.results = ResultWriter(pool)
+        self.result_writer = ResultWriter(pool)
 
     # ---- claims and waits ------------------------------------------------------------------------
     def claim(self, job_id: UUID, worker: str, lease_s: float) -> Job | None:
@@ -277,7 +277,7 @@ class Attempts:
 
     def finish_end(self, end: AttemptResults) -> bool:
         """:meth:`finish` of one attempt's end as a round or a journal holds it."""
-        return self.results.finish([end])[0]
+        return self.result_writer.finish([end])[0]
 
     def finish_together(self, ends: Sequence[AttemptResults]) -> list[bool]:
         """Many attempts' :meth:`finish` in one transaction and one round trip (a round's
@@ -288,7 +288,7 @@ class Attempts:
         :class:`~pipeline.store.refusals.FormatsMismatch` (results that are not a job's
         formats: a bug) undoes the whole transaction; the caller finishes each alone to find
         whose."""
-        return self.results.finish(ends)
+        return self.result_writer.finish(ends)
 
     def finish_then_claim(
         self,
@@ -305,7 +305,7 @@ class Attempts:
         jobs. Where a result cannot go inline (too large, or an object store), the two are
         made apart. A FormatsMismatch undoes both (the caller stores each result alone)."""
         params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
-        stored, rows = self.results.finish_then_claim(ends, params)
+        stored, rows = self.result_writer.finish_then_claim(ends, params)
         return stored, _in_round_order(rows)
 
     def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:

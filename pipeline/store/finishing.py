@@ -134,8 +134,7 @@ class ResultWriter:
         """One attempt's results by COPY, or uploaded first and committed by address."""
         objects = self.pool.result_objects
         uploaded = objects.put(end.job_id, end.attempt, end.results) if objects else None
-        params: dict[str, Any] = {"job_id": end.job_id, "attempt": end.attempt,
-                                  "origin": end.origin}  # fmt: skip
+        params = {"job_id": end.job_id, "attempt": end.attempt, "origin": end.origin}
         with self.pool.connection("storing results") as conn, conn.transaction():
             with conn.pipeline():
                 insert_calls(conn, end.job_id, end.attempt, end.calls)
@@ -164,8 +163,7 @@ class ResultWriter:
                         ],
                     )
         if row is None and objects is not None and uploaded:
-            with suppress(
-                PipelineError
-            ):  # a stale attempt's uploads are nobody's (else the sweep's)
+            # a stale attempt's uploads are nobody's (left to the orphan sweep if this fails)
+            with suppress(PipelineError):
                 objects.delete([item.uri for item in uploaded])
         return row is not None

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import psycopg
 from psycopg.rows import dict_row
@@ -28,6 +28,13 @@ from pipeline.store.settings import StoreSettings, load_store_settings
 
 if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
     from pipeline.store.result_objects import ObjectResults
+
+
+class PoolOptions(TypedDict, total=False):
+    """What a :class:`StorePool` is opened with besides its settings (see its ``__init__``)."""
+
+    explain_missing_schema: bool
+    result_objects: ObjectResults | None
 
 
 class StorePool:

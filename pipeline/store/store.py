@@ -20,36 +20,27 @@ attempt succeeded. Each method is one short transaction, safe to call from many 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Unpack
 
 from pipeline.store.admin import AdminStore
 from pipeline.store.attempts import Attempts
 from pipeline.store.operations import Operations
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import PoolOptions, StorePool
 from pipeline.store.reads import Reads
 from pipeline.store.settings import StoreSettings
 from pipeline.store.submissions import Submissions
-
-if TYPE_CHECKING:
-    from pipeline.store.result_objects import ObjectResults
 
 
 class JobStore:
     """A process's job store: its pool and the parts that stand on it."""
 
     def __init__(
-        self,
-        settings: StoreSettings | None = None,
-        *,
-        explain_missing_schema: bool = False,
-        result_objects: ObjectResults | None = None,
+        self, settings: StoreSettings | None = None, **options: Unpack[PoolOptions]
     ) -> None:
         """See :class:`StorePool` for the arguments: with ``explain_missing_schema`` (what the
         commands people type want) a database without doclane's schema is E401 saying to run
         ``doclane db migrate``."""
-        self.pool = StorePool(
-            settings, explain_missing_schema=explain_missing_schema, result_objects=result_objects
-        )
+        self.pool = StorePool(settings, **options)
         self.attempts = Attempts(self.pool)
         self.submissions = Submissions(self.pool)
         self.operations = Operations(self.pool)
