@@ -6,7 +6,7 @@ first reader after ``doclane db migrate`` on an existing database would otherwis
 0007 does it at migrate time), then measures:
 
 - the database time of one ``doclane stats`` (every query it sends, under ``EXPLAIN ANALYZE``,
-  summed; best of ``--runs``), and the same figures through ``AdminStore`` in Python;
+  summed; best of ``--runs``), and the same figures through ``JobStore.admin`` in Python;
 - ``doclane jobs --state failed --limit 50`` and ``doclane status JOB`` (their queries);
 - ``GET /v1/stats`` and ``GET /metrics`` end to end over HTTP from a ``doclane api`` process on
   this database and the local Redis (median and worst of ``--requests``).
@@ -39,7 +39,7 @@ from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_
 from pipeline.admin.stats import _job_figures
 from pipeline.jobs import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.store import AdminStore, JobFilter, apply_migrations, load_store_settings
+from pipeline.store import JobFilter, JobStore, apply_migrations, load_store_settings
 from pipeline.store.admin import list_jobs_params
 from pipeline.store.queries import query
 
@@ -85,9 +85,9 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         report["events"] = conn.execute("SELECT count(*) FROM job_events").fetchone()[0]  # type: ignore[index]
         conn.execute(RESET_ROLLUPS)
 
-        store = AdminStore(load_store_settings(database_url=url))
+        store = JobStore(load_store_settings(database_url=url), explain_missing_schema=True)
         started = time.perf_counter()
-        store.roll_up()
+        store.admin.roll_up()
         report["first_rollup_s"] = round(time.perf_counter() - started, 2)
         conn.execute("VACUUM ANALYZE finished_rollup, event_rollup, rollup_marks")
 
@@ -211,7 +211,7 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"\ndoclane stats, database time: {report['stats_db_ms']} ms (planning included)")
     for label, r in report["stats_queries"].items():
         print(f"  {label:42} {r['execution_ms']:>8.3f} ms  {'; '.join(r['indexes'])}")
-    print(f"  the same through AdminStore, in Python: {report['stats_python_ms']} ms")
+    print(f"  the same through the store, in Python: {report['stats_python_ms']} ms")
     j = report["jobs_failed_50"]
     print(
         f"\ndoclane jobs --state failed --limit 50: {j['execution_ms']} ms "

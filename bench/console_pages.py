@@ -38,7 +38,7 @@ from pipeline.api import ApiContext, create_app, load_api_settings
 from pipeline.queues import JobMessage
 from pipeline.resilience import load_resilience_settings
 from pipeline.sources import load_source_settings
-from pipeline.store import AdminStore, JobFilter, apply_migrations, load_store_settings
+from pipeline.store import JobFilter, JobStore, apply_migrations, load_store_settings
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """
@@ -100,7 +100,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             failed, succeeded = _opened_jobs(conn)
         conn.execute("VACUUM ANALYZE jobs")
     load_s = time.perf_counter() - started
-    store = AdminStore(load_store_settings(database_url=url))
+    store = JobStore(load_store_settings(database_url=url), explain_missing_schema=True)
     try:
         with _console(store) as client:
             submission = f"/console/jobs?submission={_newest_submission(store)}"
@@ -146,7 +146,7 @@ def _opened_jobs(conn: psycopg.Connection) -> tuple[UUID, UUID]:
 class _console:
     """A signed-in client of the API's app on this store, in process."""
 
-    def __init__(self, store: AdminStore) -> None:
+    def __init__(self, store: JobStore) -> None:
         token = "bench-token"
         ctx = ApiContext(
             settings=load_api_settings(api_token=token),
@@ -169,7 +169,7 @@ class _console:
         self.client.close()
 
 
-def _newest_submission(store: AdminStore) -> str:
+def _newest_submission(store: JobStore) -> str:
     [newest] = list_jobs(store, JobFilter(limit=1))
     return str(newest.submission_id)
 

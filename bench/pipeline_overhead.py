@@ -305,7 +305,7 @@ def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: 
             (job_id,) = submission.job_ids
             deadline = time.monotonic() + 60
             while True:  # a bench's own wait: at most 60 s, then it says so
-                job = store.get_job(job_id)
+                job = store.reads.get_job(job_id)
                 if job is not None and job.state.terminal:
                     break
                 if time.monotonic() > deadline:

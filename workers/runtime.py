@@ -52,7 +52,7 @@ class WorkerRuntime:
         if self._webhooks is None:
             from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
 
-            self._webhooks = WebhookDispatcher(WebhookOutbox(self.store))
+            self._webhooks = WebhookDispatcher(WebhookOutbox(self.store.pool))
         return self._webhooks
 
     def close(self) -> None:
@@ -86,7 +86,7 @@ def build_runtime(app: Celery) -> WorkerRuntime:
     downloader = Downloader(source_settings)
     publisher = CeleryPublisher(app)
     processor = JobProcessor(
-        store=store,
+        store=store.attempts,
         runner=resilient,
         settings=load_processing_settings(),
         source_settings=source_settings,

@@ -10,7 +10,7 @@
     list_jobs(store, JobFilter(state=JobState.FAILED, error_code="E101", limit=50))
     retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
 
-``store`` is a :class:`pipeline.store.AdminStore`; ``fleet`` the broker's side
+``store`` is a :class:`pipeline.store.JobStore`; ``fleet`` the broker's side
 (:class:`Fleet`, implemented by ``workers.fleet.BrokerFleet``). Names are imported on first use
 (:mod:`pipeline.support.lazy`): ``doclane stats`` loads the stats, not job submission and its
 HTTP client.

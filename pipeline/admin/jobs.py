@@ -29,7 +29,7 @@ from pipeline.jobs import (
     SubmissionRequest,
 )
 from pipeline.queues import JobMessage, Publisher
-from pipeline.store import AdminStore, JobFilter, JobStore
+from pipeline.store import JobFilter, JobStore
 from pipeline.support.secrets import process_masker
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -60,9 +60,9 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def list_jobs(store: AdminStore, filters: JobFilter) -> list[Job]:
+def list_jobs(store: JobStore, filters: JobFilter) -> list[Job]:
     """Newest first; every given filter applies."""
-    return store.list_jobs(filters)
+    return store.admin.list_jobs(filters)
 
 
 class ErrorInfo(BaseModel):
@@ -84,14 +84,14 @@ class JobDetail(BaseModel):
 
 
 def job_detail(store: JobStore, job_id: UUID, *, events: bool = True) -> JobDetail:
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     if job is None:
         raise no_job(job_id)
     return JobDetail(
         job=job,
         error=error_info(job),
-        results=store.list_results(job_id),
-        events=store.events(job_id) if events else [],
+        results=store.reads.list_results(job_id),
+        events=store.reads.events(job_id) if events else [],
     )
 
 
@@ -131,11 +131,11 @@ class RetryOutcome(BaseModel):
 
 def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutcome:
     """A waiting job now (its backoff waived); a failed or cancelled one as a new job."""
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     if job is None:
         raise no_job(job_id)
     if job.state in (JobState.QUEUED, JobState.RETRYING):
-        store.make_due(job.id)
+        store.operations.make_due(job.id)
         publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
         return RetryOutcome(retry_of=job.id, action="published", job_id=job.id)
     if job.state in (JobState.FAILED, JobState.CANCELLED):
@@ -144,7 +144,7 @@ def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutco
 
 
 def retry_failed(
-    store: AdminStore,
+    store: JobStore,
     publisher: Publisher,
     *,
     error_code: str | None = None,
@@ -156,7 +156,7 @@ def retry_failed(
     A failed slice is left alone: its document failed with it, and resubmitting the document
     converts it again (a slice resubmitted on its own would be a few pages, nobody's result).
     """
-    failed = store.list_jobs(
+    failed = store.admin.list_jobs(
         JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
     )
     return _resubmit(store, publisher, [job for job in failed if job.parent_id is None])
@@ -209,7 +209,7 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
                 outcomes[old.id] = RetryOutcome(
                     retry_of=old.id, action="resubmitted", job_id=accepted.job_id
                 )
-                store.add_note(
+                store.attempts.add_note(
                     old.id, old.attempt, "retried as a new job", retried_as=str(accepted.job_id)
                 )
         for rejected in submission.rejected:
@@ -224,9 +224,9 @@ def cancel_job(store: JobStore, job_id: UUID) -> Job:
     """queued|retrying|running -> cancelled. Only the row changes, as with ``doclane cancel``: a
     waiting message finds nothing to claim, a running attempt notices at its next lease renewal
     and writes nothing."""
-    cancellation = store.cancel(job_id, reason="cancelled through the API")
+    cancellation = store.operations.cancel(job_id, reason="cancelled through the API")
     if cancellation is None:
-        job = store.get_job(job_id)
+        job = store.reads.get_job(job_id)
         if job is None:
             raise no_job(job_id)
         raise WrongState(f"job {job_id} is already {job.state.value}")

@@ -30,8 +30,8 @@ from pipeline.admin.settings import AdminSettings
 from pipeline.jobs import JobState
 from pipeline.queues import SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
-from pipeline.store.admin import AdminStore
 from pipeline.store.outbox import WebhookOutbox
+from pipeline.store.store import JobStore
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.admin")
@@ -114,7 +114,7 @@ class _JobFigures(BaseModel):
 
 
 def collect_stats(
-    store: AdminStore,
+    store: JobStore,
     fleet: Fleet | None,
     *,
     settings: AdminSettings,
@@ -160,9 +160,9 @@ def fleet_parts(
     return parts
 
 
-def webhook_counts(store: AdminStore) -> dict[str, int]:
+def webhook_counts(store: JobStore) -> dict[str, int]:
     """The outbox's deliveries that have not arrived, by how they stand."""
-    counts = WebhookOutbox(store).counts()
+    counts = WebhookOutbox(store.pool).counts()
     return {"pending": counts.pending, "failed": counts.failed, "dead": counts.dead}
 
 
@@ -207,15 +207,15 @@ def run_parts(
     return answers, unreachable
 
 
-def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
+def _job_figures(store: JobStore, window_s: float) -> _JobFigures:
     counts = dict.fromkeys((s.value for s in JobState), 0)
-    counts.update({s.value: n for s, n in store.count_in_flight().items()})
+    counts.update({s.value: n for s, n in store.reads.count_in_flight().items()})
     all_time: dict[str, int] = {}
-    for total in store.finished_totals():
+    for total in store.admin.finished_totals():
         counts[total.state.value] += total.jobs
         if total.state is JobState.FAILED and total.error_code:
             all_time[total.error_code] = all_time.get(total.error_code, 0) + total.jobs
-    last_hour = store.failures_by_error_code(datetime.now(UTC) - timedelta(hours=1))
+    last_hour = store.reads.failures_by_error_code(datetime.now(UTC) - timedelta(hours=1))
     failures = [
         Failures(
             code=code,
@@ -238,8 +238,8 @@ def _job_figures(store: AdminStore, window_s: float) -> _JobFigures:
     )
 
 
-def batches_since(store: AdminStore, since: datetime) -> Batches:
-    count, documents, largest = store.batch_sizes(since)
+def batches_since(store: JobStore, since: datetime) -> Batches:
+    count, documents, largest = store.admin.batch_sizes(since)
     return Batches(
         batches=count,
         documents=documents,
@@ -248,10 +248,10 @@ def batches_since(store: AdminStore, since: datetime) -> Batches:
     )
 
 
-def _throughput(store: AdminStore) -> Throughput:
+def _throughput(store: JobStore) -> Throughput:
     per_minute = [0] * 60
     sums = {m: dict.fromkeys(("succeeded", "failed", "cancelled"), 0) for m in (1, 5, 60)}
-    for row in store.throughput():
+    for row in store.admin.throughput():
         per_minute[59 - row.minutes_ago] += row.last_60m
         for minutes, count in ((1, row.last_1m), (5, row.last_5m), (60, row.last_60m)):
             sums[minutes][row.state.value] += count
@@ -266,8 +266,8 @@ def _throughput(store: AdminStore) -> Throughput:
     )
 
 
-def _percentiles(store: AdminStore, window_s: float) -> list[TierTimes]:
-    found = {p.tier: p for p in store.conversion_percentiles(window_s)}
+def _percentiles(store: JobStore, window_s: float) -> list[TierTimes]:
+    found = {p.tier: p for p in store.admin.conversion_percentiles(window_s)}
     out = []
     for tier in SIZE_TIERS:
         p = found.get(tier)

@@ -263,7 +263,7 @@ def _operations(ctx: ApiContext) -> APIRouter:
         """The database and the broker answer."""
         parts: dict[str, str] = {}
         try:
-            ctx.store.ping()
+            ctx.store.pool.ping()
             parts["database"] = "ok"
         except Exception as exc:
             parts["database"] = str(exc)

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.admin import AdminSettings, AdminStore, Fleet
+from pipeline.admin import AdminSettings, Fleet
 from pipeline.api.settings import ApiSettings
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.sources import SourceSettings
+from pipeline.store import JobStore
 
 
 @dataclass
@@ -23,6 +24,6 @@ class ApiContext:
     admin: AdminSettings
     resilience: ResilienceSettings
     sources: SourceSettings
-    store: AdminStore
+    store: JobStore
     publisher: Publisher
     fleet: Fleet | None

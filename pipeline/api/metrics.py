@@ -26,11 +26,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from pipeline.admin import AdminStore, Fleet, run_parts
+from pipeline.admin import Fleet, run_parts
 from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
 from pipeline.jobs import JobState
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal
+from pipeline.store.store import JobStore
 
 _BREAKER_STATES = ("closed", "half-open", "open")
 
@@ -40,7 +41,7 @@ class FleetCollector(Collector):
 
     def __init__(
         self,
-        store: AdminStore,
+        store: JobStore,
         fleet: Fleet | None,
         resilience: ResilienceSettings,
         *,
@@ -83,7 +84,7 @@ class FleetCollector(Collector):
 
     def _database(self) -> list[Metric]:
         counts = dict.fromkeys((s.value for s in JobState), 0)
-        counts.update({s.value: n for s, n in self.store.count_in_flight().items()})
+        counts.update({s.value: n for s, n in self.store.reads.count_in_flight().items()})
         conversions = CounterMetricFamily(
             "doclane_conversions", "Jobs that finished, by outcome.", labels=["outcome"]
         )
@@ -91,7 +92,7 @@ class FleetCollector(Collector):
             "doclane_job_failures", "Jobs that failed, by error code.", labels=["error_code"]
         )
         by_outcome: dict[str, int] = defaultdict(int)
-        for total in self.store.finished_totals():
+        for total in self.store.admin.finished_totals():
             counts[total.state.value] += total.jobs
             by_outcome[total.state.value] += total.jobs
             if total.state is JobState.FAILED and total.error_code:
@@ -101,8 +102,8 @@ class FleetCollector(Collector):
         jobs = GaugeMetricFamily("doclane_jobs", "Jobs by state.", labels=["state"])
         for state, n in counts.items():
             jobs.add_metric([state], float(n))
-        events = self.store.event_totals()
-        bounds = self.store.mcp_duration_bounds()
+        events = self.store.admin.event_totals()
+        bounds = self.store.admin.mcp_duration_bounds()
         batches = batches_since(self.store, datetime.now(UTC) - timedelta(hours=1))
         batch = GaugeMetricFamily(
             "doclane_batches_last_hour",

@@ -52,19 +52,19 @@ class _Pipe:
 
 def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
     """404 (with why) unless the job has this result; else its bytes as they come."""
-    if not any(r.format == fmt for r in store.list_results(job_id)):
-        job = store.get_job(job_id)
+    if not any(r.format == fmt for r in store.reads.list_results(job_id)):
+        job = store.reads.get_job(job_id)
         if job is None:
             raise no_job(job_id)
         if job.state is JobState.SUCCEEDED:
-            store.check_not_expired(job_id, fmt)  # E113, answered 410 Gone
+            store.reads.check_not_expired(job_id, fmt)  # E113, answered 410 Gone
             raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
         raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")
     pipe = _Pipe()
 
     def copy_out() -> None:
         try:
-            store.write_result(job_id, fmt, pipe)  # type: ignore[arg-type]
+            store.reads.write_result(job_id, fmt, pipe)  # type: ignore[arg-type]
         except BaseException as exc:  # the reader re-raises it, ending the response
             pipe.pieces.put(exc)
         finally:

@@ -14,7 +14,7 @@ from uuid import UUID
 
 import typer
 
-from pipeline.admin import AdminStore, Stats, collect_stats, load_admin_settings
+from pipeline.admin import Stats, collect_stats, load_admin_settings
 from pipeline.jobs import Job, JobState
 from pipeline.resilience import load_resilience_settings
 
@@ -46,7 +46,7 @@ def stats(
     # Queue depths from the live workers' heartbeats while there are any: no broker client is
     # loaded for them (the API, a long-lived process, asks the broker itself).
     fleet = counted_fleet(resilience)
-    with open_store(as_json, AdminStore) as store:
+    with open_store(as_json) as store:
         figures = collect_stats(store, fleet, settings=settings, resilience=resilience)
         _show(figures, as_json=as_json, watch=watch)
         try:
@@ -152,7 +152,7 @@ def jobs(
             filters = replace(filters, submission=UUID(batch))
         except ValueError:
             usage_error(f"not a submission id: {batch!r}", as_json)
-    with open_store(as_json, AdminStore) as store:
+    with open_store(as_json) as store:
         found = list_jobs(store, filters)
     if as_json:
         echo_json({"ok": True, "jobs": [j.model_dump(mode="json") for j in found]})
@@ -193,7 +193,7 @@ def api(
         )
     admin = load_admin_settings()
     with (
-        open_store(False, AdminStore) as store,
+        open_store(False) as store,
         celery_publisher() as publisher,
         broker_fleet() as fleet,
     ):

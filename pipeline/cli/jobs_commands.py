@@ -19,7 +19,7 @@ import typer
 from errors import PipelineError
 from pipeline.jobs import ConversionOptions, Formats, Job, JobEvent, JobState, SubmissionRequest
 from pipeline.queues import PRIORITY_LEVELS
-from pipeline.store import AdminStore, JobStore
+from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
 
 from .output import AS_JSON, echo_json, fail, usage_error
@@ -94,7 +94,7 @@ def submit(
     asked = SubmissionRequest(
         sources, formats, options, priority, dedup=not no_dedup, webhook_url=webhook
     )
-    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+    with open_store(as_json) as store, celery_publisher() as publisher:
         try:
             submission = enqueue(asked, publisher=publisher, store=store)
         except PipelineError as exc:
@@ -133,7 +133,7 @@ def _wait(
     try:
         failed = 0
         while waiting:
-            finished = store.finished_among(waiting)
+            finished = store.reads.finished_among(waiting)
             waiting -= finished.keys()
             failed += sum(1 for state in finished.values() if state is not JobState.SUCCEEDED)
             bar.update(len(ids) - len(waiting) - bar.n)
@@ -141,7 +141,7 @@ def _wait(
             if not waiting or (deadline is not None and time.monotonic() >= deadline):
                 break
             time.sleep(0.5)  # polling the database for the progress bar
-        return store.get_jobs(ids)
+        return store.reads.get_jobs(ids)
     finally:
         bar.close()
 
@@ -177,10 +177,10 @@ def status(
 ) -> None:
     """Show a job: state, stage, attempt, error, results and its history."""
     jid = parse_job_id(job_id, as_json)
-    with open_store(as_json, JobStore) as store:
+    with open_store(as_json) as store:
         job = get_job(store, jid, as_json)
-        results = store.list_results(jid)
-        trail = store.events(jid) if events else []
+        results = store.reads.list_results(jid)
+        trail = store.reads.events(jid) if events else []
     if as_json:
         out: dict[str, Any] = {
             "ok": True,
@@ -260,15 +260,15 @@ def result(
 ) -> None:
     """Print one result of a succeeded job (streamed as stored, byte for byte)."""
     jid = parse_job_id(job_id, as_json)
-    with open_store(as_json, JobStore) as store:
+    with open_store(as_json) as store:
         if as_json:
-            content = store.get_result(jid, fmt)
+            content = store.reads.get_result(jid, fmt)
             if content is None:
                 _no_result(store, jid, fmt, as_json)
             echo_json({"ok": True, "job_id": str(jid), "format": fmt, "content": content})
             return
         sys.stdout.flush()
-        written = store.write_result(jid, fmt, sys.stdout.buffer)
+        written = store.reads.write_result(jid, fmt, sys.stdout.buffer)
         sys.stdout.buffer.flush()
         if written is None:
             _no_result(store, jid, fmt, as_json)
@@ -294,8 +294,8 @@ def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     broker need not be reachable.
     """
     jid = parse_job_id(job_id, as_json)
-    with open_store(as_json, JobStore) as store:
-        cancellation = store.cancel(jid, reason="cancelled by doclane cancel")
+    with open_store(as_json) as store:
+        cancellation = store.operations.cancel(jid, reason="cancelled by doclane cancel")
         if cancellation is None:
             job = get_job(store, jid, as_json)
             usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
@@ -343,7 +343,7 @@ def retry(
     from pipeline.admin import JobNotFound, WrongState, retry_job
 
     jid = parse_job_id(job_id, as_json)
-    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+    with open_store(as_json) as store, celery_publisher() as publisher:
         try:
             outcome = retry_job(store, publisher, jid)
         except JobNotFound:
@@ -374,7 +374,7 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
         limit=limit,
         as_json=as_json,
     )
-    with open_store(as_json, AdminStore) as store, celery_publisher() as publisher:
+    with open_store(as_json) as store, celery_publisher() as publisher:
         outcomes = retry_failed(
             store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
         )

@@ -2,10 +2,9 @@
 
 Every command that reads or writes jobs opens its store through :func:`open_store`, which
 reports a catalog error (the database unreachable, its schema missing: "run ``doclane db
-migrate``") as ``output.fail`` does, and closes the store whatever happens. A command asks for
-the plain ``JobStore`` unless it reads the admin views (``AdminStore``): both explain a missing
-schema. A job's id and the filters of ``doclane jobs`` and ``doclane retry --failed`` are
-checked here, a bad one being a usage error.
+migrate``") as ``output.fail`` does, and closes the store whatever happens. A job's id and the
+filters of ``doclane jobs`` and ``doclane retry --failed`` are checked here, a bad one being a
+usage error.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from typing import NoReturn, TypeVar
+from typing import NoReturn
 from uuid import UUID
 
 from errors import PipelineError
@@ -23,17 +22,15 @@ from pipeline.store import JobFilter, JobStore, load_store_settings
 
 from .output import fail, usage_error
 
-StoreT = TypeVar("StoreT", bound=JobStore)
-
 _ERROR_CODE = re.compile(r"^E\d{3}$")
 
 
 @contextmanager
-def open_store(as_json: bool, kind: type[StoreT]) -> Iterator[StoreT]:
-    """A ``kind`` store on the configured database that explains a missing schema; a catalog
+def open_store(as_json: bool) -> Iterator[JobStore]:
+    """The job store of the configured database that explains a missing schema; a catalog
     error raised while it is open ends the command (exit 1), and the store is closed."""
     try:
-        store = kind(load_store_settings(), explain_missing_schema=True)
+        store = JobStore(load_store_settings(), explain_missing_schema=True)
     except PipelineError as exc:
         fail(exc, as_json)
     try:
@@ -57,7 +54,7 @@ def no_such_job(jid: UUID, as_json: bool) -> NoReturn:
 
 def get_job(store: JobStore, jid: UUID, as_json: bool) -> Job:
     """The job, or a usage error (exit 1) when there is none."""
-    job = store.get_job(jid)
+    job = store.reads.get_job(jid)
     if job is None:
         no_such_job(jid, as_json)
     return job

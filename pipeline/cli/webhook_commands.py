@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import typer
 
-from pipeline.store import JobStore
 from pipeline.store.outbox import DeliveryRow, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import process_masker
 
@@ -32,8 +31,8 @@ def webhooks(
 ) -> None:
     """List completion webhook deliveries that have not arrived; --retry sends them again."""
     state = DeliveryState.DEAD if dead else DeliveryState.PENDING
-    with open_store(as_json, JobStore) as store:
-        outbox = WebhookOutbox(store)
+    with open_store(as_json) as store:
+        outbox = WebhookOutbox(store.pool)
         revived = outbox.revive(state) if retry else []
         rows = outbox.listing(DeliveryState.PENDING if retry else state, limit=limit)
         counts = outbox.counts()

@@ -12,7 +12,7 @@ import typer
 from errors import DatabaseUnavailable
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.sources import load_source_settings
-from pipeline.store import JobStore, load_store_settings, require_migrated
+from pipeline.store import load_store_settings, require_migrated
 
 from .output import AS_JSON, echo_json, fail
 from .store_access import open_store
@@ -72,7 +72,7 @@ def beat_command(
 def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
     results and orphaned result objects."""
-    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+    with open_store(as_json) as store, celery_publisher() as publisher:
         report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
     if as_json:
         echo_json({"ok": not report.publish_failures, **report.to_dict()})

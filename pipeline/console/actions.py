@@ -41,7 +41,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         session.require("admin")
         if action not in ("cancel", "retry"):
             return page("problem.html", 404, title="Not found", message=f"no action {action!r}")
-        job = ctx.store.get_job(job_id)
+        job = ctx.store.reads.get_job(job_id)
         return page("confirm.html", session=session, job=job, job_id=job_id, action=action)
 
     @app.post("/jobs/{job_id}/cancel", include_in_schema=False)
@@ -66,7 +66,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         session.require("admin")
         asked = ListQuery(state="failed", error_code=error_code.strip().upper(), since=since)
         try:
-            jobs = ctx.store.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))
+            jobs = ctx.store.admin.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))
         except BadFilter as exc:
             return page("problem.html", 422, title="Not a filter", message=str(exc))
         return page(

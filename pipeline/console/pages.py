@@ -57,7 +57,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             next_page=asked.next_page(found),
             states=[s.value for s in JobState],
             queues=JOB_QUEUES,
-            counts=ctx.store.count_in_flight(),
+            counts=ctx.store.reads.count_in_flight(),
         )
 
     @app.get("/jobs/{job_id}", include_in_schema=False)
@@ -107,4 +107,4 @@ def _markdown(ctx: ApiContext, detail: JobDetail) -> tuple[str | None, bool]:
         return None, False
     if info.size_bytes > MAX_RENDERED_BYTES:
         return None, True
-    return ctx.store.get_result(detail.job.id, "md"), False
+    return ctx.store.reads.get_result(detail.job.id, "md"), False

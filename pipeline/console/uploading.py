@@ -72,8 +72,8 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             wanted = [UUID(i) for i in ids.split(",") if i][:MAX_LIVE_IDS]
         except ValueError as exc:
             raise HTTPException(422, "ids: job ids, comma-separated") from exc
-        jobs = await run_in_threadpool(ctx.store.get_jobs, wanted) if wanted else []
-        counts = await run_in_threadpool(ctx.store.count_in_flight)
+        jobs = await run_in_threadpool(ctx.store.reads.get_jobs, wanted) if wanted else []
+        counts = await run_in_threadpool(ctx.store.reads.count_in_flight)
         body = {
             "jobs": {
                 str(j.id): {

@@ -86,7 +86,7 @@ class NewJob(BaseModel):
     """What a submitter asks for: one source, converted to some formats, on one queue.
 
     ``content_sha256`` and ``size_bytes`` are known for files at submission; for a URL they are
-    learnt when the worker downloads it (``JobStore.record_source``). Dedup needs the hash.
+    learnt when the worker downloads it (``Attempts.record_source``). Dedup needs the hash.
     """
 
     model_config = ConfigDict(frozen=True)

@@ -50,7 +50,7 @@ from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources.pathmap import PathMap
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 
 T = TypeVar("T")
 #: Formats whose Docling JSON is many times the file (see ``admitted``).
@@ -111,7 +111,7 @@ class BatchRunner:
     def __init__(
         self,
         *,
-        store: JobStore,
+        store: Attempts,
         runner: UnitRunner,
         failures: FailurePolicy,
         sources: SourcePreparer,

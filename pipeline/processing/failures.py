@@ -29,7 +29,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import JobMessage, Publisher
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 from pipeline.support.waits import Backoff, half_jitter
 
 T = TypeVar("T")
@@ -42,7 +42,7 @@ DATABASE_WAITS = Backoff(first_s=1.0, max_s=5.0)
 class FailurePolicy:
     """Turns an attempt's error into the job's next state and the message's fate."""
 
-    def __init__(self, store: JobStore, settings: ProcessingSettings) -> None:
+    def __init__(self, store: Attempts, settings: ProcessingSettings) -> None:
         self.store = store
         self.settings = settings
         #: A charged retry's wait, exponential in the attempts charged so far.

@@ -31,7 +31,7 @@ from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles import Conversion, McpCallRecord
 from pipeline.sources import SourceInfo
-from pipeline.store import AttemptResults, CallEvent, JobStore
+from pipeline.store import AttemptResults, Attempts, CallEvent
 from pipeline.support.secrets import Masker, process_masker
 
 if TYPE_CHECKING:
@@ -105,7 +105,7 @@ class AttemptJournal:
 
     def __init__(
         self,
-        store: JobStore,
+        store: Attempts,
         job: Job,
         keeper: LeaseKeeper,
         *,
@@ -244,7 +244,7 @@ class AttemptJournal:
 
     def results(self, conversion: Conversion) -> AttemptResults:
         """What :meth:`finish` stores, for a round that stores many attempts' together
-        (``JobStore.finish_together``). The held stage is dropped as :meth:`finish` drops it."""
+        (``Attempts.finish_together``). The held stage is dropped as :meth:`finish` drops it."""
         with self._lock:
             return self._results(conversion)
 

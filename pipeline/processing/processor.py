@@ -69,7 +69,7 @@ from pipeline.queues import Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.sources.pathmap import PathMap
-from pipeline.store import JobStore
+from pipeline.store import Attempts
 from pipeline.support.logs import job_context, update_job_context
 from pipeline.support.waits import half_jitter
 
@@ -83,7 +83,7 @@ class JobProcessor:
     def __init__(
         self,
         *,
-        store: JobStore,
+        store: Attempts,
         runner: UnitRunner,
         settings: ProcessingSettings,
         source_settings: SourceSettings,
@@ -228,7 +228,7 @@ class LoneRunner:
     """A job alone, on the calling thread; and, one job at a time, the steps of a round's jobs
     (:class:`.rounds.AttemptSteps`)."""
 
-    store: JobStore
+    store: Attempts
     runner: UnitRunner
     settings: ProcessingSettings
     profile_settings: ProfileSettings

@@ -61,7 +61,7 @@ from pipeline.processing.runner import Claim, log_claimed
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import FormatsMismatch, JobStore
+from pipeline.store import Attempts, FormatsMismatch
 from pipeline.support.logs import job_context
 
 log = logging.getLogger("doclane.processor")
@@ -119,7 +119,7 @@ class RoundRunner:
     def __init__(
         self,
         *,
-        store: JobStore,
+        store: Attempts,
         steps: AttemptSteps,
         failures: FailurePolicy,
         settings: ProcessingSettings,
@@ -157,7 +157,7 @@ class RoundRunner:
         )
 
     def claim(self, job_id: UUID) -> Claim:
-        """A message's claim with its round's (``JobStore.claim_round_of``): the job if it
+        """A message's claim with its round's (``Attempts.claim_round_of``): the job if it
         could be claimed, its companions, and how long the job still waits to be due."""
         job, companions, wait_s = self.store.claim_round_of(
             job_id,

@@ -165,11 +165,11 @@ def _lost_queued(
     threshold = timedelta(seconds=cfg.reconcile_lost_after_s)
     for queue in judged:
         waiting = depths[queue] or 0
-        lost += store.lost_queued(
+        lost += store.operations.lost_queued(
             queue, waiting=waiting, older_than=threshold, limit=cfg.reconcile_batch
         )
     if judged:
-        lost += store.stale_queued(
+        lost += store.operations.stale_queued(
             threshold, limit=cfg.reconcile_batch, queues=judged, states=["retrying"]
         )
     return lost
@@ -181,8 +181,8 @@ def _sweep_results(store: JobStore, cfg: ReconcileSettings, report: ReconcileRep
     try:
         if cfg.result_retention is not None:
             cutoff = datetime.now(UTC) - cfg.result_retention
-            report.expired = store.expire_results(cutoff, limit=cfg.reconcile_batch)
-        report.orphans = store.sweep_result_orphans(
+            report.expired = store.operations.expire_results(cutoff, limit=cfg.reconcile_batch)
+        report.orphans = store.operations.sweep_result_orphans(
             min_age=timedelta(seconds=cfg.reconcile_orphan_min_age_s), limit=cfg.reconcile_batch
         )
     except ResultStoreUnavailable as exc:
@@ -208,15 +208,15 @@ def reconcile_once(
     report = ReconcileReport()
     if inbox_dir is not None:
         report.swept = sweep_scratch(
-            inbox_dir, store.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
+            inbox_dir, store.operations.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
         )
     _sweep_results(store, cfg, report)
-    expired = store.requeue_expired_leases(limit=cfg.reconcile_batch)
+    expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)
     depths = _queue_depths(publisher)
     busy = [queue for queue, depth in depths.items() if depth]
-    stale = store.stale_queued(
+    stale = store.operations.stale_queued(
         timedelta(seconds=cfg.reconcile_stale_after_s),
         limit=cfg.reconcile_batch,
         queues=[q for q in JOB_QUEUES if q not in busy] if busy else None,
@@ -224,7 +224,7 @@ def reconcile_once(
     report.busy_queues = busy
     report.lost = _lost_queued(store, depths, cfg)
     wanted = list(dict.fromkeys([*report.requeued, *stale, *report.lost]))
-    jobs = sorted(store.get_jobs(wanted), key=lambda j: (-j.priority, j.created_at))
+    jobs = sorted(store.reads.get_jobs(wanted), key=lambda j: (-j.priority, j.created_at))
     messages = [JobMessage(job.id, job.queue, priority=job.priority) for job in jobs]
     published = publish_all(publisher, messages)
     report.republished = list(published.published)

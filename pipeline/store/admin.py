@@ -1,7 +1,8 @@
 """What admins read: totals, throughput, percentiles, the MCP call trail in sums, job lists.
 
-``AdminStore`` is a :class:`JobStore` with the reading side of ``doclane stats``, ``doclane
-jobs`` and ``/metrics`` added. Each query is made to stay cheap at a million jobs
+``AdminStore`` is the reading side of ``doclane stats``, ``doclane jobs`` and ``/metrics``, on
+the process's :class:`~pipeline.store.pool.StorePool` (a :class:`~pipeline.store.JobStore` has one
+as its ``admin``). Each query is made to stay cheap at a million jobs
 (``bench/admin_queries.py`` proves it): all-time sums come from the rollups of migration 0007
 plus the rows after their mark, which the first reader after the marks grew stale moves into the
 rollups (one reader at a time; the others do not wait for it).
@@ -18,10 +19,9 @@ from psycopg.rows import dict_row
 
 from pipeline.jobs import TERMINAL_STATES, Job, JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
 from pipeline.store.rows import counts_by_state
-from pipeline.store.settings import StoreSettings
-from pipeline.store.store import JobStore
 
 #: Rows newer than this are never rolled up: their transaction may not have committed yet.
 ROLLUP_MARGIN_S = 15 * 60
@@ -86,23 +86,17 @@ class JobFilter:
     before: tuple[datetime, UUID] | None = None
 
 
-class AdminStore(JobStore):
-    """The job store with the admin views' reads (one per process, like ``JobStore``).
+class AdminStore:
+    """The admin views' reads, through ``pool``."""
 
-    A database without doclane's schema, or with an older one, is a usual mistake of a fresh
-    install, not a bug: it becomes E401 saying to run ``doclane db migrate``.
-    """
-
-    def __init__(
-        self, settings: StoreSettings | None = None, *, explain_missing_schema: bool = True
-    ) -> None:
-        super().__init__(settings, explain_missing_schema=explain_missing_schema)
+    def __init__(self, pool: StorePool) -> None:
+        self.pool = pool
 
     def roll_up(self) -> bool:
         """Move the rollup marks forward if they are stale; False when there was nothing to do
         or another reader is doing it right now."""
         params = {"margin_s": float(ROLLUP_MARGIN_S), "stale_s": float(ROLLUP_STALE_S)}
-        with self._connection("rolling up totals") as conn, conn.transaction():
+        with self.pool.connection("rolling up totals") as conn, conn.transaction():
             marks = conn.execute(query("take_rollup_marks"), params).fetchone()
             if marks is None:
                 return False
@@ -114,7 +108,9 @@ class AdminStore(JobStore):
 
     def finished_totals(self) -> list[FinishedTotal]:
         """All-time succeeded, failed and cancelled jobs, by error code."""
-        rows = self._fetch_rows("counting finished jobs", query("finished_totals"), self._marks())
+        rows = self.pool.fetch_rows(
+            "counting finished jobs", query("finished_totals"), self._marks()
+        )
         return [
             FinishedTotal(JobState(r["state"]), r["error_code"] or None, int(r["jobs"]))
             for r in rows
@@ -122,7 +118,7 @@ class AdminStore(JobStore):
 
     def event_totals(self) -> list[EventTotal]:
         """All-time state changes and MCP calls, summed (for Prometheus counters)."""
-        rows = self._fetch_rows("summing the job trail", query("event_totals"), self._marks())
+        rows = self.pool.fetch_rows("summing the job trail", query("event_totals"), self._marks())
         return [
             EventTotal(
                 kind=r["kind"],
@@ -138,17 +134,17 @@ class AdminStore(JobStore):
     def _marks(self) -> dict[str, Any]:
         """Roll up if due, then the marks the totals add the recent rows from."""
         self.roll_up()
-        [marks] = self._fetch_rows("reading the rollup marks", query("rollup_marks"), {})
+        [marks] = self.pool.fetch_rows("reading the rollup marks", query("rollup_marks"), {})
         return marks
 
     def mcp_duration_bounds(self) -> list[float]:
         """The latency histogram's bucket bounds in milliseconds (fixed by migration 0007)."""
-        rows = self._fetch_rows("reading histogram bounds", query("mcp_duration_bounds"), {})
+        rows = self.pool.fetch_rows("reading histogram bounds", query("mcp_duration_bounds"), {})
         return [float(b) for b in rows[0]["bounds"]]
 
     def throughput(self) -> list[ThroughputRow]:
         """Jobs finished over the last hour, by minute and state, with 1/5/60-minute counts."""
-        rows = self._fetch_rows("measuring throughput", query("throughput"), {})
+        rows = self.pool.fetch_rows("measuring throughput", query("throughput"), {})
         return [
             ThroughputRow(
                 int(r["minutes_ago"]),
@@ -162,7 +158,7 @@ class AdminStore(JobStore):
 
     def batch_sizes(self, since: datetime) -> tuple[int, int, int]:
         """(batches, documents in them, the largest) of the batches noted since ``since``."""
-        rows = self._fetch_rows("measuring batches", query("batch_sizes"), {"since": since})
+        rows = self.pool.fetch_rows("measuring batches", query("batch_sizes"), {"since": since})
         row = rows[0] if rows else {}
         return (
             int(row.get("batches") or 0),
@@ -178,7 +174,7 @@ class AdminStore(JobStore):
             "medium_below": MEDIUM_BELOW_BYTES,
         }
         sql = query("conversion_percentiles")
-        rows = self._fetch_rows("measuring conversion times", sql, params)
+        rows = self.pool.fetch_rows("measuring conversion times", sql, params)
         return [
             Percentiles(r["tier"], int(r["jobs"]), float(r["p50_s"]), float(r["p95_s"]))
             for r in rows
@@ -188,7 +184,7 @@ class AdminStore(JobStore):
         """Newest jobs matching every given filter. Sent unprepared (see ``list_jobs`` in
         admin.sql): a generic plan could not drop the unused filters and pick the index."""
         params = list_jobs_params(filters)
-        with self._connection("listing jobs") as conn:
+        with self.pool.connection("listing jobs") as conn:
             cur = conn.cursor(row_factory=dict_row)
             rows = cur.execute(query("list_jobs"), params, prepare=False).fetchall()
         return [Job.model_validate(row) for row in rows]
@@ -198,13 +194,15 @@ class AdminStore(JobStore):
     # for checks by hand and tests, and measured beside the others by bench/store_admin_queries.py.
     def count_finished_since(self, since: datetime) -> dict[JobState, int]:
         """Succeeded, failed and cancelled jobs that finished at or after ``since``."""
-        rows = self._fetch_rows("counting jobs", query("count_finished_since"), {"since": since})
+        rows = self.pool.fetch_rows(
+            "counting jobs", query("count_finished_since"), {"since": since}
+        )
         return counts_by_state(rows, sorted(TERMINAL_STATES))
 
     def count_by_state(self) -> dict[JobState, int]:
         """All-time totals of every state. This reads the whole table (about 0.14 s per
-        million jobs); dashboards want :meth:`count_in_flight` and :meth:`finished_totals`."""
-        rows = self._fetch_rows("counting jobs", query("count_by_state"), {})
+        million jobs); dashboards want :meth:`Reads.count_in_flight` and :meth:`finished_totals`."""
+        rows = self.pool.fetch_rows("counting jobs", query("count_by_state"), {})
         return counts_by_state(rows, list(JobState))
 
     def recent_jobs(
@@ -227,7 +225,7 @@ class AdminStore(JobStore):
             "error_code": "recent_jobs_with_error",
         }.get(next(iter(given), ""), "recent_jobs")
         params: dict[str, Any] = {"limit": limit, **given}
-        rows = self._fetch_rows("listing jobs", query(name), params)
+        rows = self.pool.fetch_rows("listing jobs", query(name), params)
         return [Job.model_validate(row) for row in rows]
 
 

@@ -2,8 +2,8 @@
 
 The trigger of migration 0014 writes one delivery, in the transaction that makes a job with a
 webhook final; this module is how senders take them and say how it went, and how operators see
-and re-send them. It shares its :class:`JobStore`'s pool (one pool per process), and every write
-is one short statement (see ``sql/webhooks.sql``).
+and re-send them. It shares the process's :class:`~pipeline.store.pool.StorePool`, and every
+write is one short statement (see ``sql/webhooks.sql``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
+from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
-from pipeline.store.store import JobStore
 
 
 class DeliveryState(StrEnum):
@@ -67,21 +67,21 @@ class DeliveryCounts:
 
 
 class WebhookOutbox:
-    """The outbox of one database, through ``store``'s connection pool."""
+    """The outbox of one database, through ``pool``."""
 
-    def __init__(self, store: JobStore) -> None:
-        self.store = store
+    def __init__(self, pool: StorePool) -> None:
+        self.pool = pool
 
     def tell_finished(self, job_ids: Sequence[UUID], url: str) -> None:
         """Events for jobs that ended before this receiver asked (a deduplicated submission)."""
         if job_ids:
             params = {"job_ids": list(job_ids), "url": url}
-            with self.store._connection("writing webhook events") as conn:
+            with self.pool.connection("writing webhook events") as conn:
                 conn.execute(query("tell_finished"), params)
 
     def claim(self, *, claim_s: float) -> ClaimedDelivery | None:
         """One due delivery, held for ``claim_s`` seconds; ``None`` when none is due."""
-        with self.store._connection("claiming a webhook delivery") as conn:
+        with self.pool.connection("claiming a webhook delivery") as conn:
             cur = conn.cursor(row_factory=dict_row)
             row = cur.execute(query("claim_delivery"), {"claim_s": float(claim_s)}).fetchone()
         return ClaimedDelivery(**row) if row else None
@@ -89,7 +89,7 @@ class WebhookOutbox:
     def delivered(self, delivery: ClaimedDelivery, *, status: int) -> bool:
         """The receiver took it; ``False`` when the claim had lapsed (another sender has it)."""
         params = {"id": delivery.id, "attempts": delivery.attempts, "status": status}
-        with self.store._connection("recording a webhook delivery") as conn:
+        with self.pool.connection("recording a webhook delivery") as conn:
             return conn.execute(query("mark_delivered"), params).rowcount == 1
 
     def failed(
@@ -113,19 +113,19 @@ class WebhookOutbox:
             "give_up_s": float(give_up_s),
             "dead": dead,
         }
-        with self.store._connection("recording a failed webhook delivery") as conn:
+        with self.pool.connection("recording a failed webhook delivery") as conn:
             row = conn.execute(query("schedule_redelivery"), params).fetchone()
         return DeliveryState(row[0]) if row else None
 
     def counts(self) -> DeliveryCounts:
-        with self.store._connection("counting webhook deliveries") as conn:
+        with self.pool.connection("counting webhook deliveries") as conn:
             row = conn.execute(query("delivery_counts")).fetchone()
         return DeliveryCounts(*row) if row else DeliveryCounts()
 
     def listing(self, state: DeliveryState, *, limit: int = 50) -> list[DeliveryRow]:
         """Pending (with the failed ones) or dead deliveries, newest first."""
         params = {"state": state.value, "limit": limit}
-        with self.store._connection("listing webhook deliveries") as conn:
+        with self.pool.connection("listing webhook deliveries") as conn:
             rows = conn.cursor(row_factory=dict_row).execute(query("list_deliveries"), params)
             return [DeliveryRow(**{**row, "state": DeliveryState(row["state"])}) for row in rows]
 
@@ -133,5 +133,5 @@ class WebhookOutbox:
         """Dead (``DEAD``) or failed (``PENDING``) deliveries made due now, with a new run of
         tries before they give up; ``ids`` limits it to those."""
         params = {"state": state.value, "ids": list(ids) if ids is not None else None}
-        with self.store._connection("re-sending webhook deliveries") as conn:
+        with self.pool.connection("re-sending webhook deliveries") as conn:
             return [row[0] for row in conn.execute(query("revive_deliveries"), params)]

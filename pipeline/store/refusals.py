@@ -1,12 +1,16 @@
-"""The database's refusals that a caller acts on, as exceptions it catches by name.
+"""The database's refusals, as exceptions of their own.
 
-The job state machine lives in the database, which refuses some writes with SQLSTATEs of its
-own; the store turns the ones a caller handles into these (the rest stay ``psycopg`` errors,
-classified as E401 or E399 where they are caught).
+The job state machine and the results' shape are the database's rules (see ``migrations/``): a
+write that breaks one is refused with a SQLSTATE of doclane's own class ``DL``. The store
+translates each into the exception below where it calls the database, so that callers catch
+a type instead of comparing codes:
+
+- ``FormatsMismatch`` (a ``ValueError``; SQLSTATE DL001): results that are not the job's
+  formats. A bug of the caller, never worth a retry.
 """
 
 from __future__ import annotations
 
 
 class FormatsMismatch(ValueError):
-    """The database refused results that are not the job's formats (SQLSTATE DL001)."""
+    """Results that are not the formats their job asked for (SQLSTATE DL001)."""

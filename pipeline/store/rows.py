@@ -111,8 +111,8 @@ def calls_json(calls: Sequence[CallEvent]) -> Jsonb | None:
 
 @dataclass(frozen=True)
 class AttemptResults:
-    """One attempt's successful end, as :meth:`JobStore.finish` takes it: what a round stores
-    together with the others (:meth:`JobStore.finish_together`)."""
+    """One attempt's successful end, as :meth:`Attempts.finish` takes it: what a round stores
+    together with the others (:meth:`Attempts.finish_together`)."""
 
     job_id: UUID
     attempt: int

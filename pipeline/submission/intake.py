@@ -261,7 +261,7 @@ class _Chunks:
             return
         specs = [self.new_job(c) for c in candidates]
         try:
-            created = self.store.create_many(
+            created = self.store.submissions.create_many(
                 specs, dedup=self.dedup, dedup_engine=self.dedup_engine
             )
         except DatabaseUnavailable as exc:
@@ -300,7 +300,7 @@ class _Chunks:
         hits = [made.job_id for made in created if made.deduplicated]
         url = specs[0].webhook_url  # one submission, one webhook: every spec names it
         if hits and url:
-            WebhookOutbox(self.store).tell_finished(hits, url)
+            WebhookOutbox(self.store.pool).tell_finished(hits, url)
 
     def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
         """Publish one chunk's messages; what failed (or was not tried) by job id."""

@@ -3,7 +3,7 @@
 ::
 
     from pipeline.webhooks import WebhookDispatcher, load_webhook_settings
-    dispatcher = WebhookDispatcher(WebhookOutbox(store), load_webhook_settings())
+    dispatcher = WebhookDispatcher(WebhookOutbox(store.pool), load_webhook_settings())
     dispatcher.deliver_due()      # one pass: what is due is sent, what fails is scheduled
 
 The event is written by the database, in the transaction that makes the job final (migration

@@ -23,7 +23,7 @@ def queue_jobs(store: JobStore, count: int) -> None:
         )
         for _ in range(count)
     ]
-    store.create_many(specs, dedup=False)
+    store.submissions.create_many(specs, dedup=False)
 
 
 def test_the_claim_function_exists(raw_sql: psycopg.Connection) -> None:
@@ -39,22 +39,22 @@ def test_a_lone_claim_and_a_batch_claim_both_go_through_it(
     lead_id, *others = ids
 
     def claim_batch() -> list[Job]:
-        lead = store.get_job(lead_id)
+        lead = store.reads.get_job(lead_id)
         assert lead is not None
-        return store.claim_companions(
+        return store.attempts.claim_companions(
             lead, "w", 60, candidates=5, small_below=10**6, choose=lambda rows: others
         )
 
     raw_sql.execute(f"ALTER FUNCTION {SIGNATURE} RENAME TO claim_jobs_away")
     with pytest.raises(psycopg.errors.UndefinedFunction):
-        store.claim(lead_id, "w", 60)
+        store.attempts.claim(lead_id, "w", 60)
     with pytest.raises(psycopg.errors.UndefinedFunction):
         claim_batch()
 
     raw_sql.execute(
         "ALTER FUNCTION claim_jobs_away(uuid[], text, float8, text) RENAME TO claim_jobs"
     )
-    lead = store.claim(lead_id, "w", 60)
+    lead = store.attempts.claim(lead_id, "w", 60)
     assert lead is not None and (lead.state, lead.attempt) == (JobState.RUNNING, 1)
     companions = claim_batch()
     assert sorted(j.id for j in companions) == sorted(others)

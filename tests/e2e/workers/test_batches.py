@@ -53,6 +53,6 @@ def test_a_pool_process_killed_mid_batch_loses_no_job_and_doubles_no_result(
 
     assert_one_result_set(cluster, jobs)
     for number, job in enumerate(jobs, start=1):
-        assert f"# Notes {number}" in (cluster.store.get_result(job.id, "md") or "")
+        assert f"# Notes {number}" in (cluster.store.reads.get_result(job.id, "md") or "")
         assert job.attempt >= 2, "each job was requeued after the killed attempt's lease lapsed"
     wait_for(lambda: not list(inbox.glob("batch-*")), timeout=60, message="the folder swept")

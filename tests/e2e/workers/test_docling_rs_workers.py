@@ -58,7 +58,7 @@ def test_two_pages_of_a_pdf_as_markdown_and_chunks_through_stdio_children(
     chunks = json.loads(cluster.cli("result", job["job_id"], "--format", "chunks").stdout)
     texts = [chunk["text"] for chunk in chunks["hierarchical"]]
     assert second in texts and third not in " ".join(texts)
-    results = cluster.store.list_results(job["job_id"])
+    results = cluster.store.reads.list_results(job["job_id"])
     assert {(r.format, r.engine) for r in results} == {("md", ENGINE), ("chunks", ENGINE)}
 
     # The options are part of dedup's key: the same pages again is the same job, others are not.
@@ -99,12 +99,12 @@ def test_every_format_of_every_sample_and_each_failure_over_http(
     for name in [*EXPECTED_MARKDOWN, PDF_SAMPLE]:
         job = jobs[name]
         assert job.state is JobState.SUCCEEDED, (name, job.error_code, job.error_message)
-        markdown = cluster.store.get_result(job.id, "md") or ""
+        markdown = cluster.store.reads.get_result(job.id, "md") or ""
         for fragment in EXPECTED_MARKDOWN.get(name, PDF_PAGE_HEADINGS):
             assert fragment in markdown, (name, fragment)
-        assert json.loads(cluster.store.get_result(job.id, "chunks") or "{}")["hierarchical"]
-        assert (cluster.store.get_result(job.id, "text") or "").strip()
-        assert {r.engine for r in cluster.store.list_results(job.id)} == {ENGINE}
+        assert json.loads(cluster.store.reads.get_result(job.id, "chunks") or "{}")["hierarchical"]
+        assert (cluster.store.reads.get_result(job.id, "text") or "").strip()
+        assert {r.engine for r in cluster.store.reads.list_results(job.id)} == {ENGINE}
 
     api = make_api_server(cluster.env)  # the API serves the new formats, with their types
     pdf_job = jobs[PDF_SAMPLE].id
@@ -139,7 +139,7 @@ def test_a_password_reaches_the_server_and_nothing_else(
     assert given["jobs"][0]["state"] == "succeeded"
     assert missing["jobs"][0]["error_code"] == "E110"
     shown = cluster.cli("status", job_id, "--json").stdout + json.dumps(
-        [e.model_dump(mode="json") for e in cluster.store.events(job_id)]
+        [e.model_dump(mode="json") for e in cluster.store.reads.events(job_id)]
     )
     assert "REPORT_PW" in shown and secret not in shown
     assert secret not in cluster.logs()
@@ -156,4 +156,4 @@ def test_docling_mcp_says_it_cannot_honour_options(
     # refused at submission: the door asked the configured server what it can do
     assert out["ok"] is False and out["error"]["code"] == "E305"
     assert "cannot honour conversion options (pages)" in out["error"]["message"]
-    assert cluster.store.count_in_flight()[JobState.QUEUED] == 0
+    assert cluster.store.reads.count_in_flight()[JobState.QUEUED] == 0

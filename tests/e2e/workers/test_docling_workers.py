@@ -38,12 +38,12 @@ def test_the_examples_convert_through_workers_on_the_real_server(
     for name, fragments in EXPECTED_MARKDOWN.items():
         job = by_name[name]
         assert job.state is JobState.SUCCEEDED, (name, job.error_code, job.error_message)
-        markdown = cluster.store.get_result(job.id, "md") or ""
+        markdown = cluster.store.reads.get_result(job.id, "md") or ""
         for fragment in fragments:
             assert fragment in markdown, (name, fragment, markdown)
-        document = json.loads(cluster.store.get_result(job.id, "json") or "null")
+        document = json.loads(cluster.store.reads.get_result(job.id, "json") or "null")
         assert document["schema_name"] == "DoclingDocument"
     # every result names the engine, as the server named itself; these small files go through
     # the directory tool's batches, whose results were once stored without it
-    results = [r for j in jobs for r in cluster.store.list_results(j.id)]
+    results = [r for j in jobs for r in cluster.store.reads.list_results(j.id)]
     assert {r.engine for r in results} == {"docling"}

@@ -26,7 +26,7 @@ EXPORT = "export_docling_document_to_markdown"
 
 
 def running_in_stage(cluster: Cluster, job_id: UUID, stage: Stage) -> Job | None:
-    job = cluster.store.get_job(job_id)
+    job = cluster.store.reads.get_job(job_id)
     return job if job and job.state is JobState.RUNNING and job.stage is stage else None
 
 
@@ -48,10 +48,10 @@ def assert_one_result_set(cluster: Cluster, jobs: list[Job]) -> None:
     """
     for job in jobs:
         assert job.state is JobState.SUCCEEDED, (job.id, job.state, job.error_code)
-        results = cluster.store.list_results(job.id)
+        results = cluster.store.reads.list_results(job.id)
         assert [r.format for r in results] == list(job.formats)
         assert {r.attempt for r in results} == {job.attempt}
-        events = cluster.store.events(job.id)
+        events = cluster.store.reads.events(job.id)
         succeeded = [e for e in events if e.to_state is JobState.SUCCEEDED]
         assert len(succeeded) == 1, f"{job.id} succeeded {len(succeeded)} times"
         converts = [
@@ -98,7 +98,7 @@ def test_a_pool_process_killed_mid_conversion_its_job_completes_elsewhere_once(
     assert done.attempt == 2 and done.lease_owner is None
     reasons = [
         (e.detail or {}).get("reason")
-        for e in cluster.store.events(job_id)
+        for e in cluster.store.reads.events(job_id)
         if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.QUEUED and e.attempt == 1
     ]
     assert reasons == ["lease expired"]
@@ -134,7 +134,7 @@ def test_a_whole_worker_killed_mid_conversion_its_job_completes_elsewhere_once(
     assert done.attempt == 2
     reasons = [
         (e.detail or {}).get("reason")
-        for e in cluster.store.events(job_id)
+        for e in cluster.store.reads.events(job_id)
         if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.QUEUED and e.attempt == 1
     ]
     assert reasons == ["lease expired"]
@@ -156,7 +156,7 @@ def test_sigterm_lets_the_running_job_finish_and_the_worker_exit(
     code = worker.wait(timeout=60)
 
     assert code == 0, worker.tail()
-    job = cluster.store.get_job(job_id)
+    job = cluster.store.reads.get_job(job_id)
     assert job is not None
     assert_one_result_set(cluster, [job])
     assert job.attempt == 1
@@ -198,7 +198,7 @@ def test_a_server_down_longer_than_the_breaker_reset_fails_no_job(
     for job in jobs:  # an open circuit's wait is free unless a try of that attempt reached
         retries = [  # the server (E302, then every circuit open): then it was charged
             (e.error_code, (e.detail or {}).get("reason", ""))
-            for e in cluster.store.events(job.id)
+            for e in cluster.store.reads.events(job.id)
             if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.RETRYING
         ]
         refunded = [code for code, reason in retries if "without charging" in reason]
@@ -255,7 +255,7 @@ def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
     for job in jobs:
         if job.attempt == 0:
             assert job.state is JobState.QUEUED and job.attempts_spent == 0
-            events = cluster.store.events(job.id)
+            events = cluster.store.reads.events(job.id)
             assert not [e for e in events if e.kind is not EventKind.STATE_CHANGE], events
             assert len(events) == 1, "the submission's event only"
 
@@ -306,7 +306,7 @@ def test_a_flushed_broker_loses_messages_and_the_reconciler_finishes_every_job(
     republished = [
         e
         for job_id in ids
-        for e in cluster.store.events(job_id)
+        for e in cluster.store.reads.events(job_id)
         if e.kind is EventKind.NOTE and "presumed lost" in str((e.detail or {}).get("reason"))
     ]
     assert republished, "the reconciler republished lost messages"
@@ -322,7 +322,7 @@ def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
     worker = cluster.start_worker(concurrency=1)
     job_id = cluster.submit([write_sample(tmp_path, "csv", 3)]).job_ids[0]
     [done] = cluster.wait_terminal([job_id])
-    events_before = cluster.store.events(job_id)
+    events_before = cluster.store.reads.events(job_id)
     calls_before = fake_server.stats()["requests_by_tool"]
 
     cluster.publisher().publish(JobMessage(job_id, done.queue))
@@ -346,10 +346,10 @@ def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
     assert succeeded and succeeded[0]["job_id"] == str(job_id)
     assert succeeded[0]["origin"] == fake_server.origin
 
-    after = cluster.store.get_job(job_id)
+    after = cluster.store.reads.get_job(job_id)
     assert after is not None and (after.state, after.attempt) == (JobState.SUCCEEDED, 1)
-    assert len(cluster.store.list_results(job_id)) == 1
-    assert cluster.store.events(job_id) == events_before
+    assert len(cluster.store.reads.list_results(job_id)) == 1
+    assert cluster.store.reads.events(job_id) == events_before
     assert fake_server.stats()["requests_by_tool"] == calls_before
 
 
@@ -371,7 +371,9 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
     assert_one_result_set(cluster, [done])
     assert done.attempt == 1, "no attempt was spent on the eviction"
     calls = [
-        (e.tool, e.outcome) for e in cluster.store.events(job_id) if e.kind is EventKind.MCP_CALL
+        (e.tool, e.outcome)
+        for e in cluster.store.reads.events(job_id)
+        if e.kind is EventKind.MCP_CALL
     ]
     assert calls == [
         (CONVERT, "ok"),
@@ -381,7 +383,7 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
         (EXPORT, "ok"),
     ]
     assert fake_server.stats()["cache_evictions"] >= 1
-    assert "# Page 10" in (cluster.store.get_result(job_id, "md") or "")
+    assert "# Page 10" in (cluster.store.reads.get_result(job_id, "md") or "")
 
 
 def test_a_job_cancelled_while_running_stops_cooperatively_and_disturbs_no_other_job(
@@ -403,7 +405,7 @@ def test_a_job_cancelled_while_running_stops_cooperatively_and_disturbs_no_other
     job_id = cluster.submit([write_sample(tmp_path, "docx", 20)]).job_ids[0]
     job = wait_for(lambda: running_in_stage(cluster, job_id, Stage.CONVERTING), message="running")
     converting = pool_process_of(job, worker)
-    events_before_cancel = len(cluster.store.events(job_id))
+    events_before_cancel = len(cluster.store.reads.events(job_id))
 
     out = cluster.cli_json("cancel", str(job_id))
     [withdrawn] = wait_for(
@@ -422,15 +424,15 @@ def test_a_job_cancelled_while_running_stops_cooperatively_and_disturbs_no_other
     assert (after.attempt, after.attempts_spent) == (1, 1), "the next job was not disturbed"
     ran_after = [
         e.detail["worker"]
-        for e in cluster.store.events(after_id)
+        for e in cluster.store.reads.events(after_id)
         if e.to_state is JobState.RUNNING and e.detail
     ]
     assert [int(w.rsplit(":", 1)[1]) for w in ran_after] == [converting], "the same process"
-    job = cluster.store.get_job(job_id)
+    job = cluster.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
-    assert cluster.store.list_results(job_id) == []
+    assert cluster.store.reads.list_results(job_id) == []
     # The only event after the cancel is the cancel itself: the attempt wrote nothing.
-    later = cluster.store.events(job_id)[events_before_cancel:]
+    later = cluster.store.reads.events(job_id)[events_before_cancel:]
     assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
 
 
@@ -451,7 +453,7 @@ def test_a_url_source_is_fetched_by_the_worker(
 
     assert_one_result_set(cluster, [done])
     assert done.size_bytes == len(body) and done.queue == "doclane.large"
-    assert "# From the web" in (cluster.store.get_result(job_id, "md") or "")
+    assert "# From the web" in (cluster.store.reads.get_result(job_id, "md") or "")
 
 
 def test_the_per_format_profile_through_workers(
@@ -470,6 +472,6 @@ def test_the_per_format_profile_through_workers(
 
     assert_one_result_set(cluster, jobs)
     for job, path in zip(jobs, paths, strict=True):
-        assert path.stem in (cluster.store.get_result(job.id, "md") or "")
-        tools = [e.tool for e in cluster.store.events(job.id) if e.kind is EventKind.MCP_CALL]
+        assert path.stem in (cluster.store.reads.get_result(job.id, "md") or "")
+        tools = [e.tool for e in cluster.store.reads.events(job.id) if e.kind is EventKind.MCP_CALL]
         assert tools[0] == f"convert_{path.suffix[1:]}"

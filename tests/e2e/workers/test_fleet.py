@@ -47,13 +47,13 @@ def test_two_hundred_mixed_documents_through_two_workers(
     owners = {
         (e.detail or {}).get("worker")
         for job in jobs
-        for e in cluster.store.events(job.id)
+        for e in cluster.store.reads.events(job.id)
         if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.SUCCEEDED
     }
     assert len(owners) >= 2, f"the work was shared between processes: {owners}"
-    md = cluster.store.get_result(jobs[0].id, "md") or ""
+    md = cluster.store.reads.get_result(jobs[0].id, "md") or ""
     assert Path(paths[0]).stem.replace("sample-", "") in md or "Notes 0" in md
-    assert json.loads(cluster.store.get_result(jobs[0].id, "json") or "null")
+    assert json.loads(cluster.store.reads.get_result(jobs[0].id, "json") or "null")
     assert first.popen.poll() is None and second.popen.poll() is None
 
 
@@ -117,7 +117,7 @@ def test_bad_sources_get_their_codes_and_disturb_nothing_else(
     assert [by_source[str(p)].state for p in good] == [JobState.SUCCEEDED] * 3
     gone = by_source[str(vanishing)]
     assert (gone.state, gone.error_code) == (JobState.FAILED, "E101")
-    assert not any(e.kind is EventKind.MCP_CALL for e in cluster.store.events(gone.id))
+    assert not any(e.kind is EventKind.MCP_CALL for e in cluster.store.reads.events(gone.id))
 
 
 def test_reconcile_and_retry_by_hand(

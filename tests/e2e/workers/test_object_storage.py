@@ -54,7 +54,7 @@ def test_submit_a_prefix_wait_and_read_results_from_the_bucket_until_they_expire
     key = next(o["Key"] for o in stored if o["Key"].startswith(f"results/{md_job['job_id']}/"))
     in_bucket = client.get_object(Bucket=bucket, Key=key)["Body"].read()
     assert printed.encode() == in_bucket and b"Notes" in in_bucket
-    job = cluster.store.get_job(md_job["job_id"])
+    job = cluster.store.reads.get_job(md_job["job_id"])
     assert (
         job is not None
         and job.content_sha256
@@ -101,13 +101,13 @@ def test_a_result_store_that_is_down_retries_the_job_and_never_succeeds_it_witho
         [document], submit_settings=load_submit_settings(max_attempts=50)
     ).job_ids
     wait_for(
-        lambda: any(e.error_code == "E402" for e in cluster.store.events(job_id)),
+        lambda: any(e.error_code == "E402" for e in cluster.store.reads.events(job_id)),
         timeout=60,
         message="an attempt that met the stopped result store",
     )
-    job = cluster.store.get_job(job_id)
+    job = cluster.store.reads.get_job(job_id)
     assert job is not None and job.state is not JobState.SUCCEEDED
-    assert cluster.store.list_results(job_id) == []
+    assert cluster.store.reads.list_results(job_id) == []
     server.start()
 
     [done] = cluster.wait_terminal([job_id], timeout=120)

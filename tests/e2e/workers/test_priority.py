@@ -25,7 +25,7 @@ def _first_claim(cluster: Cluster, job_id: UUID) -> int:
     worker process claims one job at a time, so they order the claims without any clock."""
     return min(
         e.id
-        for e in cluster.store.events(job_id)
+        for e in cluster.store.reads.events(job_id)
         if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.RUNNING
     )
 

@@ -80,7 +80,7 @@ def test_a_pool_process_killed_mid_round_loses_no_job_and_doubles_no_result(
 
     assert_one_result_set(cluster, jobs)
     for number, job in enumerate(jobs, start=1):
-        assert f"# Notes {number}" in (cluster.store.get_result(job.id, "md") or "")
+        assert f"# Notes {number}" in (cluster.store.reads.get_result(job.id, "md") or "")
         assert job.attempt >= 2, "each job was requeued after the killed attempt's lease lapsed"
 
 
@@ -112,7 +112,7 @@ def test_a_pool_process_killed_with_part_of_its_round_stored_loses_and_doubles_n
 
     assert_one_result_set(cluster, jobs)
     for number, job in enumerate(jobs, start=1):
-        assert f"# Notes {number}" in (cluster.store.get_result(job.id, "md") or "")
+        assert f"# Notes {number}" in (cluster.store.reads.get_result(job.id, "md") or "")
         if job.id == hanging.id:
             assert job.attempt >= 2, "requeued after the killed attempt's lease lapsed"
         else:
@@ -148,7 +148,7 @@ def test_a_job_cancelled_mid_round_stops_alone_and_the_round_is_stored(
     assert not process_gone(holder), "the pool process was never signalled"
     cancelled = [j for j in jobs if j.id == hanging.id]
     assert [j.state for j in cancelled] == [JobState.CANCELLED]
-    assert cluster.store.list_results(hanging.id) == []
+    assert cluster.store.reads.list_results(hanging.id) == []
     others = [j for j in jobs if j.id != hanging.id]
     assert_one_result_set(cluster, others)
     assert {(j.attempt, j.attempts_spent) for j in others} == {(1, 1)}

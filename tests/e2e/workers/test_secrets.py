@@ -63,9 +63,9 @@ def test_a_presigned_url_is_fetched_whole_and_shown_masked_everywhere(
         for args in (("status", job["job_id"], "--json"), ("status", job["job_id"])):
             shown = cluster.cli(*args, check=False)
             assert_no_secret(" ".join(args), shown.stdout + shown.stderr)
-        for event in cluster.store.events(job["job_id"]):
+        for event in cluster.store.reads.events(job["job_id"]):
             assert_no_secret("an event", event.model_dump_json())
-    failed_job = cluster.store.get_job(failed["job_id"])
+    failed_job = cluster.store.reads.get_job(failed["job_id"])
     assert failed_job is not None and failed_job.state is JobState.FAILED
     assert failed_job.error_code and failed_job.error_message
     assert_no_secret("the error", failed_job.model_dump_json())

@@ -31,7 +31,7 @@ FORMATS = ("chunks", "md", "text")
 
 
 def slices_of(cluster: Cluster, parent_id: UUID) -> list[Job]:
-    return cluster.store.slices(parent_id)
+    return cluster.store.reads.slices(parent_id)
 
 
 def submit(cluster: Cluster, pdf: Path, slice_pages: int) -> UUID:
@@ -68,8 +68,10 @@ def test_the_sliced_markdown_equals_the_whole_documents(cluster: Cluster, long_p
     )
     assert {(s.state, s.attempt) for s in slices} == {(JobState.SUCCEEDED, 1)}
     for fmt in ("md", "text"):
-        assert cluster.store.get_result(sliced_id, fmt) == cluster.store.get_result(whole_id, fmt)
-    assert {r.engine for r in cluster.store.list_results(sliced_id)} == {ENGINE}
+        assert cluster.store.reads.get_result(sliced_id, fmt) == cluster.store.reads.get_result(
+            whole_id, fmt
+        )
+    assert {r.engine for r in cluster.store.reads.list_results(sliced_id)} == {ENGINE}
     shown = cluster.cli("status", str(sliced_id), "--no-events").stdout
     assert "succeeded (7 of 7 slices done)" in shown
     assert f"pages 33-64 of job {sliced_id}" in cluster.cli("status", str(slices[1].id)).stdout
@@ -93,17 +95,19 @@ def test_a_worker_killed_mid_slices_loses_and_doubles_nothing(
 
     os.killpg(victim.pid, signal.SIGKILL)
     victim.wait(30)
-    killed_midway = cluster.store.get_job(parent_id)
+    killed_midway = cluster.store.reads.get_job(parent_id)
     assert killed_midway is not None and killed_midway.state is JobState.WAITING
     cluster.start_worker(concurrency=2)
     [parent] = cluster.wait_terminal([parent_id], timeout=300)
 
     assert parent.state is JobState.SUCCEEDED, (parent.error_code, parent.error_message)
-    assert sections(cluster.store.get_result(parent_id, "md") or "") == list(range(1, PAGES + 1))
+    assert sections(cluster.store.reads.get_result(parent_id, "md") or "") == list(
+        range(1, PAGES + 1)
+    )
     slices = slices_of(cluster, parent_id)
     assert len(slices) == 50 and {s.state for s in slices} == {JobState.SUCCEEDED}
     for piece in slices:  # one result set each, from the attempt that succeeded
-        assert {r.attempt for r in cluster.store.list_results(piece.id)} == {piece.attempt}
+        assert {r.attempt for r in cluster.store.reads.list_results(piece.id)} == {piece.attempt}
 
 
 def test_cancelling_the_document_cancels_its_unfinished_slices(
@@ -119,9 +123,9 @@ def test_cancelling_the_document_cancels_its_unfinished_slices(
 
     cluster.cli("cancel", str(parent_id))
 
-    parent = cluster.store.get_job(parent_id)
+    parent = cluster.store.reads.get_job(parent_id)
     assert parent is not None and parent.state is JobState.CANCELLED
     states = [s.state for s in slices_of(cluster, parent_id)]
     assert JobState.CANCELLED in states
     assert set(states) <= {JobState.SUCCEEDED, JobState.CANCELLED}
-    assert cluster.store.list_results(parent_id) == []
+    assert cluster.store.reads.list_results(parent_id) == []

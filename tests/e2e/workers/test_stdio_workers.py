@@ -66,10 +66,10 @@ def test_each_pool_process_converts_through_its_own_child(
     for name, fragments in EXPECTED_MARKDOWN.items():
         job = by_name[name]
         assert job.state is JobState.SUCCEEDED, (name, job.error_code, job.error_message)
-        markdown = cluster.store.get_result(job.id, "md") or ""
+        markdown = cluster.store.reads.get_result(job.id, "md") or ""
         for fragment in fragments:
             assert fragment in markdown, (name, fragment)
-        document = json.loads(cluster.store.get_result(job.id, "json") or "null")
+        document = json.loads(cluster.store.reads.get_result(job.id, "json") or "null")
         assert document["schema_name"] == "DoclingDocument"
 
     children = marked_children(cache_dir)
@@ -107,7 +107,7 @@ def test_a_child_killed_mid_conversion_costs_a_retry_and_a_killed_worker_no_orph
 
     (job,) = cluster.wait_terminal([job_id], timeout=180)
     assert job.state is JobState.SUCCEEDED, (job.error_code, job.error_message, cluster.logs())
-    assert "Still here." in (cluster.store.get_result(job.id, "md") or "")
+    assert "Still here." in (cluster.store.reads.get_result(job.id, "md") or "")
     assert "killed by SIGKILL" in worker.log()
     assert process_gone(first)
     (second,) = marked_children(cache_dir)
@@ -135,8 +135,10 @@ def test_batches_through_a_child(
 
     assert [j.state for j in jobs] == [JobState.SUCCEEDED] * len(EXPECTED_MARKDOWN)
     for job in jobs:
-        notes = [e.detail for e in cluster.store.events(job.id) if e.detail and "batch" in e.detail]
+        notes = [
+            e.detail for e in cluster.store.reads.events(job.id) if e.detail and "batch" in e.detail
+        ]
         assert notes and notes[0]["size"] == len(EXPECTED_MARKDOWN), job.source_uri
-        markdown = cluster.store.get_result(job.id, "md") or ""
+        markdown = cluster.store.reads.get_result(job.id, "md") or ""
         for fragment in EXPECTED_MARKDOWN[Path(job.source_uri).name]:
             assert fragment in markdown

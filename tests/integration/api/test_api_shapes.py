@@ -121,7 +121,7 @@ def test_a_result_expired_by_retention_is_410_with_e113(
     job = job_in_state(store, JobState.SUCCEEDED)
     assert api.get(f"/v1/jobs/{job.id}/result/md").text == "# result md"
     later = datetime.now(UTC) + timedelta(minutes=5)  # every result is older than this
-    assert store.expire_results(later, limit=10) == [(job.id, "md")]
+    assert store.operations.expire_results(later, limit=10) == [(job.id, "md")]
 
     gone = api.get(f"/v1/jobs/{job.id}/result/md")
 

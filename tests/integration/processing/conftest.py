@@ -121,7 +121,7 @@ def make_bench(
         if batches:
             profiles = {"server_cache_dir": target.cache_dir, **(profiles or {})}
         processor = JobProcessor(
-            store=store_used,
+            store=store_used.attempts,
             runner=runner,
             settings=load_processing_settings(
                 **{

@@ -33,7 +33,7 @@ def test_an_open_circuit_after_a_try_that_reached_the_server_is_charged(
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "E309")
     assert outcome.attempt_spent
     assert outcome.countdown_s is not None and outcome.countdown_s >= 29
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.RETRYING
     assert (job.attempt, job.attempts_spent) == (1, 1)
 
@@ -51,7 +51,7 @@ def test_an_open_circuit_no_try_reached_is_refunded(make_bench: Callable[..., Be
     outcome = other.processor.process(job_id)
 
     assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and (job.attempt, job.attempts_spent) == (1, 0)
 
 
@@ -65,16 +65,16 @@ def test_a_process_that_met_every_circuit_open_claims_nothing_until_the_reset(
     tripping = bench.submit_one(write_sample(bench.folder, "md", 44))
     assert bench.processor.process(tripping).code == "E309"  # E302, then open: charged
     job_id = bench.submit_one(write_sample(bench.folder, "md", 45))
-    events_before = len(bench.store.events(job_id))
+    events_before = len(bench.store.reads.events(job_id))
 
     outcome = bench.processor.process(job_id)
 
     assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
     assert outcome.countdown_s is not None and outcome.countdown_s > 0
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.QUEUED
     assert (job.attempt, job.attempts_spent) == (0, 0), "not claimed"
-    assert len(bench.store.events(job_id)) == events_before, "no trail"
+    assert len(bench.store.reads.events(job_id)) == events_before, "no trail"
     assert job.next_attempt_at is not None, "due when its message comes back"
     assert (job.next_attempt_at - job.updated_at).total_seconds() > 10, "after the reset"
 
@@ -89,9 +89,9 @@ def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(
     worker = threading.Thread(target=lambda: outcomes.append(bench.processor.process(job_id)))
     worker.start()
     wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="converting")
-    events_before = len(bench.store.events(job_id))
+    events_before = len(bench.store.reads.events(job_id))
 
-    assert bench.store.cancel(job_id) is not None
+    assert bench.store.operations.cancel(job_id) is not None
     worker.join(timeout=60)
 
     assert not worker.is_alive(), "the attempt did not stop"
@@ -99,10 +99,10 @@ def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(
     assert outcome.kind is OutcomeKind.LOST
     [withdrawn] = wait_for(lambda: bench.server.stats()["cancelled"], message="cancelled sent")
     assert "withdrawn" in withdrawn["reason"]
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
-    assert bench.store.list_results(job_id) == []
-    later = bench.store.events(job_id)[events_before:]
+    assert bench.store.reads.list_results(job_id) == []
+    later = bench.store.reads.events(job_id)[events_before:]
     assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
     # The processor (and its client) go on: the next job converts.
     bench.server.configure(delay_s=0)

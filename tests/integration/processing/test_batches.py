@@ -19,8 +19,7 @@ import pytest
 from pipeline.admin.stats import batches_since
 from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
-from pipeline.store import StoreSettings
-from pipeline.store.admin import AdminStore
+from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.integration.processing.conftest import Bench
@@ -41,7 +40,7 @@ def submit_samples(bench: Bench, count: int, formats: tuple[str, ...] = ("md",))
 
 
 def assert_own_result(bench: Bench, job_id: UUID, number: int) -> None:
-    markdown = bench.store.get_result(job_id, "md") or ""
+    markdown = bench.store.reads.get_result(job_id, "md") or ""
     kind = ("md", "html", "csv")[number % 3]
     marker = MARKERS[kind].format(n=number, people=700000 + number)
     assert marker in markdown, f"job {number} got someone else's result: {markdown[:80]!r}"
@@ -50,7 +49,7 @@ def assert_own_result(bench: Bench, job_id: UUID, number: int) -> None:
 def batch_notes(bench: Bench, job_id: UUID) -> list[dict[str, object]]:
     return [
         e.detail
-        for e in bench.store.events(job_id)
+        for e in bench.store.reads.events(job_id)
         if e.kind is EventKind.NOTE and e.detail and "batch" in e.detail
     ]
 
@@ -70,14 +69,14 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
     assert len(stats["directory_calls"]) == 1
     assert stats["requests_by_tool"].get(CONVERT, 0) == 0, "nothing converted one by one"
     for number, job_id in enumerate(ids, start=1):
-        job = bench.store.get_job(job_id)
+        job = bench.store.reads.get_job(job_id)
         assert job is not None and job.state is JobState.SUCCEEDED and job.attempt == 1
         assert_own_result(bench, job_id, number)
-        assert Path(job.source_uri).name in (bench.store.get_result(job_id, "json") or "")
+        assert Path(job.source_uri).name in (bench.store.reads.get_result(job_id, "json") or "")
         [note] = batch_notes(bench, job_id)
         assert note["size"] == 6 and note["place"] == number - 1
         # the engine as the fake names itself at initialize, as a lone job's results name it
-        assert {r.engine for r in bench.store.list_results(job_id)} == {"docling"}
+        assert {r.engine for r in bench.store.reads.list_results(job_id)} == {"docling"}
     assert bench.publisher.messages == [], "no companion needs a message of its own"
     assert not list((bench.source_settings.inbox_dir).glob("batch-*")), "the folder is removed"
 
@@ -87,14 +86,14 @@ def test_a_file_the_server_skips_is_converted_alone_and_fails_with_its_own_code(
 ) -> None:
     bench = make_bench(batches=True, processing={"batch_max_docs": 4})
     ids = submit_samples(bench, 4)
-    skipped = Path((bench.store.get_job(ids[2]) or pytest.fail()).source_uri).name
+    skipped = Path((bench.store.reads.get_job(ids[2]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped])
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     for number in (1, 2, 4):
         assert_own_result(bench, ids[number - 1], number)
-    released = bench.store.get_job(ids[2])
+    released = bench.store.reads.get_job(ids[2])
     assert released is not None and released.state is JobState.QUEUED
     assert (released.attempt, released.attempts_spent) == (1, 0), "the batch cost it nothing"
     assert [m.job_id for m in bench.publisher.messages] == [ids[2]]
@@ -110,7 +109,7 @@ def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
 ) -> None:
     bench = make_bench(batches=True, processing={"batch_max_docs": 3})
     ids = submit_samples(bench, 3)
-    first = Path((bench.store.get_job(ids[0]) or pytest.fail()).source_uri).name
+    first = Path((bench.store.reads.get_job(ids[0]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[first])
 
     lead = bench.processor.process(ids[0])
@@ -119,7 +118,7 @@ def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
     for number, job_id in enumerate(ids, start=1):
         assert_own_result(bench, job_id, number)
-    job = bench.store.get_job(ids[0])
+    job = bench.store.reads.get_job(ids[0])
     assert job is not None and (job.attempt, job.attempts_spent) == (2, 1)
 
 
@@ -131,7 +130,7 @@ def test_a_batch_of_one_is_exactly_the_single_path(make_bench: Callable[..., Ben
 
     stats = bench.server.stats()
     assert stats["directory_calls"] == [] and stats["requests_by_tool"][CONVERT] == 1
-    assert [(bench.store.get_job(i) or pytest.fail()).state for i in ids[1:]] == [
+    assert [(bench.store.reads.get_job(i) or pytest.fail()).state for i in ids[1:]] == [
         JobState.QUEUED, JobState.QUEUED,
     ]  # fmt: skip
     assert batch_notes(bench, ids[0]) == []
@@ -152,7 +151,7 @@ def test_a_failed_batch_gives_each_job_the_outcome_it_would_have_had_alone(
 
     assert (lead.kind, lead.code, lead.attempt_spent) == (OutcomeKind.RETRY, "E302", True)
     for job_id in ids:
-        job = bench.store.get_job(job_id)
+        job = bench.store.reads.get_job(job_id)
         assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
         assert (job.attempt, job.attempts_spent) == (1, 1)
     companions = {m.job_id: m.countdown_s for m in bench.publisher.messages}
@@ -169,16 +168,16 @@ def test_cancelling_one_job_of_a_running_batch_writes_nothing_for_it(
     worker = threading.Thread(target=lambda: outcomes.append(bench.processor.process(ids[0])))
     worker.start()
     wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="in the batch")
-    events_before = len(bench.store.events(ids[1]))
+    events_before = len(bench.store.reads.events(ids[1]))
 
-    assert bench.store.cancel(ids[1]) is not None
+    assert bench.store.operations.cancel(ids[1]) is not None
     worker.join(timeout=60)
 
     assert outcomes and outcomes[0].kind is OutcomeKind.SUCCEEDED
-    cancelled = bench.store.get_job(ids[1])
+    cancelled = bench.store.reads.get_job(ids[1])
     assert cancelled is not None and cancelled.state is JobState.CANCELLED
-    assert bench.store.list_results(ids[1]) == []
-    later = bench.store.events(ids[1])[events_before:]
+    assert bench.store.reads.list_results(ids[1]) == []
+    later = bench.store.reads.events(ids[1])[events_before:]
     assert [(e.kind, e.to_state) for e in later] == [(EventKind.STATE_CHANGE, JobState.CANCELLED)]
     for number in (1, 3):
         assert_own_result(bench, ids[number - 1], number)
@@ -192,7 +191,7 @@ def test_stats_and_metrics_show_the_batch_sizes(
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # a batch of 4
     assert bench.processor.process(ids[4]).kind is OutcomeKind.SUCCEEDED  # a batch of 2
 
-    with AdminStore(store_settings) as admin:
+    with JobStore(store_settings, explain_missing_schema=True) as admin:
         batches = batches_since(admin, datetime.now(UTC) - timedelta(hours=1))
     assert (batches.batches, batches.documents, batches.largest) == (2, 6, 4)
     assert batches.mean_size == 3.0
@@ -230,12 +229,12 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
 
     bench.processor.process(new_a)
     for job_id in (new_a, b):
-        job = bench.store.get_job(job_id)
+        job = bench.store.reads.get_job(job_id)
         if job is not None and not job.state.terminal:
             bench.processor.process(job_id)  # an unproven member, converted alone
 
-    assert "New a" in (bench.store.get_result(new_a, "md") or "")
-    assert "Old a" in (bench.store.get_result(b, "md") or "")
+    assert "New a" in (bench.store.reads.get_result(new_a, "md") or "")
+    assert "Old a" in (bench.store.reads.get_result(b, "md") or "")
 
 
 SAVE = "save_docling_document"
@@ -261,7 +260,7 @@ def test_the_last_key_is_proven_by_elimination_without_a_save(
 def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[..., Bench]) -> None:
     bench = make_bench(batches=True, processing={"batch_max_docs": 6})
     ids = submit_samples(bench, 6)
-    skipped = Path((bench.store.get_job(ids[5]) or pytest.fail()).source_uri).name
+    skipped = Path((bench.store.reads.get_job(ids[5]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped], dir_order="reversed")
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
@@ -269,7 +268,7 @@ def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[...,
     assert bench.server.stats()["requests_by_tool"].get(SAVE) == 5, "every key answered proven"
     for number, job_id in enumerate(ids[:5], start=1):
         assert_own_result(bench, job_id, number)
-    left = bench.store.get_job(ids[5])
+    left = bench.store.reads.get_job(ids[5])
     assert left is not None and left.state is JobState.QUEUED, "converted alone, not guessed"
 
 
@@ -285,11 +284,11 @@ def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
     csv = [ids[1], ids[4]]
     for job_id in csv:
-        job = bench.store.get_job(job_id)
+        job = bench.store.reads.get_job(job_id)
         assert job is not None and job.state is JobState.QUEUED and batch_notes(bench, job_id) == []
     assert bench.processor.process(csv[0]).kind is OutcomeKind.SUCCEEDED
     assert len(bench.server.stats()["directory_calls"]) == 1, "the CSV did not lead a batch"
-    left = bench.store.get_job(csv[1])
+    left = bench.store.reads.get_job(csv[1])
     assert left is not None and left.state is JobState.QUEUED
     for number in (1, 2, 3, 4, 6):
         assert_own_result(bench, ids[number - 1], number)

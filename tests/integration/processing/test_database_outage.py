@@ -101,10 +101,10 @@ def test_a_database_lost_inside_the_unit_never_converts_again(
     assert outcome.kind is OutcomeKind.SUCCEEDED
     assert bench.server.stats()["requests_by_tool"][CONVERT] == converts_before + 1
     assert any("could not record the exporting stage" in r.getMessage() for r in caplog.records)
-    job = quick_store.get_job(job_id)
+    job = quick_store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCEEDED
     assert (job.attempt, job.attempts_spent) == (1, 1)
-    assert [r.attempt for r in quick_store.list_results(job_id)] == [1]
+    assert [r.attempt for r in quick_store.reads.list_results(job_id)] == [1]
 
 
 def test_a_database_lost_before_storing_waits_and_stores_the_same_conversion(
@@ -120,7 +120,7 @@ def test_a_database_lost_before_storing_waits_and_stores_the_same_conversion(
 
     assert outcome.kind is OutcomeKind.SUCCEEDED
     assert bench.server.stats()["requests_by_tool"][CONVERT] == 1
-    job = quick_store.get_job(job_id)
+    job = quick_store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCEEDED
     assert (job.attempt, job.attempts_spent) == (1, 1)
 
@@ -139,12 +139,12 @@ def test_a_database_gone_longer_than_a_lease_hands_the_job_back_uncharged(
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "E401")
     assert not outcome.attempt_spent and outcome.countdown_s is not None
-    job = quick_store.get_job(job_id)
+    job = quick_store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.RETRYING
     assert (job.attempt, job.attempts_spent) == (1, 0), "the outage cost no attempt"
-    assert job.lease_owner is None and quick_store.list_results(job_id) == []
+    assert job.lease_owner is None and quick_store.reads.list_results(job_id) == []
 
-    assert quick_store.make_due(job_id)  # its message, on time
+    assert quick_store.operations.make_due(job_id)  # its message, on time
     bench.runner.after_unit = None
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
-    assert [r.attempt for r in quick_store.list_results(job_id)] == [2]
+    assert [r.attempt for r in quick_store.reads.list_results(job_id)] == [2]

@@ -25,7 +25,7 @@ import pytest
 from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.processing import journal as journal_module
-from pipeline.store import JobStore
+from pipeline.store import Attempts, JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.integration.processing.conftest import Bench
@@ -55,11 +55,14 @@ def stopped_hold_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(journal_module, "time", _StoppedClock())
 
 
-class StageWrites(JobStore):
-    """The real store, counting the stage writes it is asked for; ``before_stage`` runs first."""
+class StageWrites(Attempts):
+    """The real attempts' writes, counting the stage writes they are asked for;
+    ``before_stage`` runs first. ``store`` is a store of their own, with them as its attempts."""
 
     def __init__(self, store: JobStore) -> None:
-        super().__init__(store.settings)
+        self.store = JobStore(store.settings)
+        super().__init__(self.store.pool)
+        self.store.attempts = self
         self.stages: list[Stage] = []
         self.before_stage: Callable[[], None] | None = None
 
@@ -81,33 +84,33 @@ def test_a_fast_job_writes_no_stage_and_records_its_server_with_its_results(
     make_bench: Callable[..., Bench], store: JobStore
 ) -> None:
     spy = StageWrites(store)
-    bench = make_bench(job_store=spy, processing={"progress_hold_s": AN_HOUR})
+    bench = make_bench(job_store=spy.store, processing={"progress_hold_s": AN_HOUR})
     job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
 
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert spy.stages == []
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCEEDED
     assert job.server_origin == bench.server.origin and job.stage is None
-    succeeded = [e for e in store.events(job_id) if e.to_state is JobState.SUCCEEDED]
+    succeeded = [e for e in store.reads.events(job_id) if e.to_state is JobState.SUCCEEDED]
     assert [e.server_origin for e in succeeded] == [bench.server.origin]
-    calls = [e.tool for e in store.events(job_id) if e.kind is EventKind.MCP_CALL]
+    calls = [e.tool for e in store.reads.events(job_id) if e.kind is EventKind.MCP_CALL]
     assert calls == [CONVERT, EXPORT]
-    spy.close()
+    spy.store.close()
 
 
 def test_without_a_hold_every_stage_is_written_as_reported(
     make_bench: Callable[..., Bench], store: JobStore
 ) -> None:
     spy = StageWrites(store)
-    bench = make_bench(job_store=spy, processing={"progress_hold_s": 0})
+    bench = make_bench(job_store=spy.store, processing={"progress_hold_s": 0})
     job_id = bench.submit_one(write_sample(bench.folder, "md", 2))
 
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert spy.stages == [Stage.CONVERTING, Stage.EXPORTING]
-    spy.close()
+    spy.store.close()
 
 
 @pytest.mark.usefixtures("stopped_hold_clock")
@@ -120,7 +123,7 @@ def test_a_job_still_running_when_the_hold_ends_shows_its_stage_and_server(
     thread, outcomes = in_background(bench, job_id)
     try:
         running = wait_for(
-            lambda: (job := store.get_job(job_id)) and job.stage is Stage.CONVERTING and job,
+            lambda: (job := store.reads.get_job(job_id)) and job.stage is Stage.CONVERTING and job,
             message="the held stage written while the call hangs",
         )
         assert running.state is JobState.RUNNING
@@ -140,7 +143,7 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
     make_bench: Callable[..., Bench], store: JobStore
 ) -> None:
     spy = StageWrites(store)
-    bench = make_bench(job_store=spy, processing={"progress_hold_s": A_BLINK, **NO_RENEWAL})
+    bench = make_bench(job_store=spy.store, processing={"progress_hold_s": A_BLINK, **NO_RENEWAL})
     bench.server.configure(delay_s=600, delay_tools=[CONVERT])
     job_id = bench.submit_one(write_sample(bench.folder, "md", 4))
 
@@ -148,7 +151,7 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
         """Just before the held write: the call is at the server, and the job is cancelled."""
         assert threading.current_thread().name == "attempt-timers", "the stage was not held"
         wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="converting")
-        assert store.cancel(job_id) is not None
+        assert store.operations.cancel(job_id) is not None
 
     spy.before_stage = cancel_once_converting
     thread, outcomes = in_background(bench, job_id)
@@ -159,10 +162,10 @@ def test_the_held_write_stops_an_attempt_whose_job_was_cancelled(
     assert spy.stages == [Stage.CONVERTING]
     [withdrawn] = wait_for(lambda: bench.server.stats()["cancelled"], message="cancelled sent")
     assert "withdrawn" in withdrawn["reason"]
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
-    assert store.list_results(job_id) == []
-    spy.close()
+    assert store.reads.list_results(job_id) == []
+    spy.store.close()
 
 
 def test_a_failure_records_the_stage_it_failed_in_and_its_server(
@@ -175,11 +178,13 @@ def test_a_failure_records_the_stage_it_failed_in_and_its_server(
     outcome = bench.processor.process(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E307")
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.FAILED
     assert (job.stage, job.server_origin) == (Stage.EXPORTING, bench.server.origin)
     trail = [
-        (e.kind, e.tool or e.to_state) for e in store.events(job_id) if e.kind is not EventKind.NOTE
+        (e.kind, e.tool or e.to_state)
+        for e in store.reads.events(job_id)
+        if e.kind is not EventKind.NOTE
     ]
     assert trail[-4:] == [
         (EventKind.MCP_CALL, CONVERT),

@@ -18,7 +18,7 @@ from tests.integration.processing.conftest import Bench
 
 def claimed(bench: Bench, n: int) -> Job:
     job_id = bench.submit_one(write_sample(bench.folder, "md", n))
-    job = bench.store.claim(job_id, "worker-lease", lease_s=3)
+    job = bench.store.attempts.claim(job_id, "worker-lease", lease_s=3)
     assert job is not None
     return job
 
@@ -32,12 +32,14 @@ def test_leases_are_renewed_on_one_shared_thread(make_bench: Callable[..., Bench
     store: JobStore = bench.store
     jobs = [claimed(bench, n) for n in range(1, 5)]
     first_expiry = {job.id: job.lease_expires_at for job in jobs}
-    keepers = [LeaseKeeper(store, job.id, job.attempt, 3, interval_s=0.1).start() for job in jobs]
+    keepers = [
+        LeaseKeeper(store.attempts, job.id, job.attempt, 3, interval_s=0.1).start() for job in jobs
+    ]
     try:
         for job in jobs:
             wait_for(
                 lambda job=job: (
-                    (store.get_job(job.id) or job).lease_expires_at > first_expiry[job.id]
+                    (store.reads.get_job(job.id) or job).lease_expires_at > first_expiry[job.id]
                 ),
                 timeout=30,
                 message=f"a renewal of {job.id}",
@@ -54,10 +56,15 @@ def test_a_cancelled_job_is_noticed_and_reported_once(make_bench: Callable[..., 
     job = claimed(bench, 10)
     reports: list[str] = []
     keeper = LeaseKeeper(
-        bench.store, job.id, job.attempt, 3, interval_s=0.1, on_lost=lambda: reports.append("x")
+        bench.store.attempts,
+        job.id,
+        job.attempt,
+        3,
+        interval_s=0.1,
+        on_lost=lambda: reports.append("x"),
     ).start()
     try:
-        assert bench.store.cancel(job.id) is not None
+        assert bench.store.operations.cancel(job.id) is not None
         wait_for(lambda: keeper.lost, timeout=30, message="the keeper to notice the cancel")
         assert reports == ["x"]
     finally:
@@ -71,17 +78,22 @@ def test_a_stopped_keeper_renews_no_more_and_reports_nothing(
     job = claimed(bench, 20)
     reports: list[str] = []
     keeper = LeaseKeeper(
-        bench.store, job.id, job.attempt, 3, interval_s=0.1, on_lost=lambda: reports.append("x")
+        bench.store.attempts,
+        job.id,
+        job.attempt,
+        3,
+        interval_s=0.1,
+        on_lost=lambda: reports.append("x"),
     ).start()
     keeper.stop()
-    assert bench.store.finish(job.id, job.attempt, {"md": "# done"})
+    assert bench.store.attempts.finish(job.id, job.attempt, {"md": "# done"})
     # Another keeper on the same thread proves the renewer went past the stopped one's due time.
     other = claimed(bench, 21)
-    witness = LeaseKeeper(bench.store, other.id, other.attempt, 3, interval_s=0.3).start()
+    witness = LeaseKeeper(bench.store.attempts, other.id, other.attempt, 3, interval_s=0.3).start()
     try:
         before = other.lease_expires_at
         wait_for(
-            lambda: (bench.store.get_job(other.id) or other).lease_expires_at > before,
+            lambda: (bench.store.reads.get_job(other.id) or other).lease_expires_at > before,
             timeout=30,
             message="the witness's renewal",
         )

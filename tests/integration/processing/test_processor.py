@@ -26,7 +26,7 @@ EXPORT = "export_docling_document_to_markdown"
 def mcp_calls(bench: Bench, job_id: Any) -> list[tuple[str, str | None, str | None]]:
     return [
         (e.tool or "", e.outcome, e.error_code)
-        for e in bench.store.events(job_id)
+        for e in bench.store.reads.events(job_id)
         if e.kind is EventKind.MCP_CALL
     ]
 
@@ -38,13 +38,13 @@ def test_a_job_is_converted_stored_and_its_calls_recorded(make_bench: Callable[.
     outcome = bench.processor.process(job_id)
 
     assert outcome.kind is OutcomeKind.SUCCEEDED
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCEEDED and job.attempt == 1
     assert job.server_origin == bench.server.origin
-    markdown = bench.store.get_result(job_id, "md")
+    markdown = bench.store.reads.get_result(job_id, "md")
     assert markdown is not None and "# Notes 1" in markdown and "| n | 1 |" in markdown
     assert mcp_calls(bench, job_id) == [(CONVERT, "ok", None), (EXPORT, "ok", None)]
-    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    notes = [e.detail for e in bench.store.reads.events(job_id) if e.kind is EventKind.NOTE]
     assert notes and notes[-1] is not None and notes[-1]["profile"] == "docling-mcp"
 
 
@@ -66,9 +66,9 @@ def test_the_server_is_given_its_own_path_of_a_shared_file(
 
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.source_uri == str(worker_view / "shared.md")
-    assert "# Seen by the server" in (bench.store.get_result(job_id, "md") or "")
+    assert "# Seen by the server" in (bench.store.reads.get_result(job_id, "md") or "")
 
 
 def test_docling_json_comes_from_the_server_cache_folder(
@@ -79,9 +79,9 @@ def test_docling_json_comes_from_the_server_cache_folder(
 
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
-    document = json.loads(bench.store.get_result(job_id, "json") or "null")
+    document = json.loads(bench.store.reads.get_result(job_id, "json") or "null")
     assert isinstance(document, dict) and document
-    assert "Page 2" in (bench.store.get_result(job_id, "md") or "")
+    assert "Page 2" in (bench.store.reads.get_result(job_id, "md") or "")
 
 
 def test_a_redelivered_finished_job_is_skipped_and_stores_nothing_more(
@@ -91,13 +91,13 @@ def test_a_redelivered_finished_job_is_skipped_and_stores_nothing_more(
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 3))
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
     calls_before = bench.server.stats()["requests_by_tool"]
-    events_before = len(bench.store.events(job_id))
+    events_before = len(bench.store.reads.events(job_id))
 
     again = bench.processor.process(job_id)
 
     assert again.kind is OutcomeKind.SKIPPED
-    assert len(bench.store.list_results(job_id)) == 1
-    assert len(bench.store.events(job_id)) == events_before
+    assert len(bench.store.reads.list_results(job_id)) == 1
+    assert len(bench.store.reads.events(job_id)) == events_before
     assert bench.server.stats()["requests_by_tool"] == calls_before
 
 
@@ -156,8 +156,8 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
         (CONVERT, "ok", None),
         (EXPORT, "ok", None),
     ]
-    assert "sample-0004" in (bench.store.get_result(job_id, "md") or "")
-    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    assert "sample-0004" in (bench.store.reads.get_result(job_id, "md") or "")
+    notes = [e.detail for e in bench.store.reads.events(job_id) if e.kind is EventKind.NOTE]
     assert notes[-1] is not None and notes[-1]["conversions"] == 2
 
 
@@ -185,7 +185,7 @@ def test_a_key_evicted_twice_is_an_overloaded_server_and_the_next_try_converts_a
         (CONVERT, "ok", None),
         (EXPORT, "ok", None),
     ]
-    notes = [e.detail for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    notes = [e.detail for e in bench.store.reads.events(job_id) if e.kind is EventKind.NOTE]
     assert notes[-1] is not None and notes[-1]["conversions"] == 3
 
 
@@ -201,10 +201,10 @@ def test_a_source_gone_bad_after_submission_fails_with_its_code_and_no_server_ca
     outcome = bench.processor.process(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E106")
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.FAILED and job.error_code == "E106"
     assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
-    assert bench.store.list_results(job_id) == []
+    assert bench.store.reads.list_results(job_id) == []
 
 
 def test_a_conversion_failure_keeps_the_server_text_and_is_final(
@@ -217,7 +217,7 @@ def test_a_conversion_failure_keeps_the_server_text_and_is_final(
     outcome = bench.processor.process(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E306")
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.FAILED
     assert job.error_code == "E306" and job.error_message
     assert CONVERT in job.error_message
@@ -233,17 +233,17 @@ def test_retryable_errors_retry_with_backoff_then_fail_with_the_last_code(
     first = bench.processor.process(job_id)
     assert first.kind is OutcomeKind.RETRY and first.code == "E302"
     assert first.countdown_s is not None and 0.1 <= first.countdown_s <= 0.2
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.RETRYING and job.next_attempt_at
-    assert bench.store.make_due(job_id)  # the countdown's message arriving on time
+    assert bench.store.operations.make_due(job_id)  # the countdown's message arriving on time
     second = bench.processor.process(job_id)
     assert second.kind is OutcomeKind.RETRY
     assert second.countdown_s is not None and 0.2 <= second.countdown_s <= 0.4
-    assert bench.store.make_due(job_id)
+    assert bench.store.operations.make_due(job_id)
     last = bench.processor.process(job_id)
 
     assert (last.kind, last.code) == (OutcomeKind.FAILED, "E302")
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.FAILED and job.attempts_spent == 3
 
 
@@ -269,7 +269,7 @@ def test_an_open_circuit_retries_after_the_reset_without_charging_an_attempt(
     [breaker] = bench.runner.resilient.breakers()
     assert outcome.countdown_s is not None
     assert breaker["retry_after_s"] <= outcome.countdown_s <= (30 + 1) * 1.25
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.RETRYING
     assert (job.attempt, job.attempts_spent) == (1, 0)
     assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
@@ -302,10 +302,10 @@ def test_with_every_circuit_open_only_a_waiting_jobs_message_goes_back(
 
     assert (sent_back.kind, sent_back.code) == (OutcomeKind.RETRY, "E309")
     assert sent_back.countdown_s is not None and sent_back.countdown_s > 0
-    job = bench.store.get_job(waiting)
+    job = bench.store.reads.get_job(waiting)
     assert job is not None and (job.state, job.attempt) == (JobState.QUEUED, 0), "unclaimed"
     assert done_with.kind is OutcomeKind.SKIPPED
-    job = bench.store.get_job(ended)
+    job = bench.store.reads.get_job(ended)
     assert job is not None and job.state is JobState.SUCCEEDED
 
 
@@ -322,15 +322,15 @@ def test_an_early_message_for_a_retrying_job_waits_for_its_due_time(
     job_id = bench.submit_one(write_sample(bench.folder, "md", 11))
     first = bench.processor.process(job_id)
     assert (first.kind, first.code) == (OutcomeKind.RETRY, "E302")
-    waiting = bench.store.get_job(job_id)
+    waiting = bench.store.reads.get_job(job_id)
 
     early = bench.processor.process(job_id)
 
     assert early.kind is OutcomeKind.RETRY and early.message == "not due yet"
     assert not early.attempt_spent
     assert early.countdown_s is not None and 0 < early.countdown_s <= first.countdown_s + 0.1
-    assert bench.store.get_job(job_id) == waiting, "nothing claimed, nothing charged"
-    assert bench.store.make_due(job_id)
+    assert bench.store.reads.get_job(job_id) == waiting, "nothing claimed, nothing charged"
+    assert bench.store.operations.make_due(job_id)
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
 
@@ -339,14 +339,14 @@ def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
 ) -> None:
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 10))
-    bench.runner.after_unit = lambda: bench.store.cancel(job_id) and None
+    bench.runner.after_unit = lambda: bench.store.operations.cancel(job_id) and None
 
     outcome = bench.processor.process(job_id)
 
     assert outcome.kind is OutcomeKind.LOST
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
-    assert bench.store.list_results(job_id) == []
+    assert bench.store.reads.list_results(job_id) == []
 
 
 def test_a_url_is_downloaded_by_the_worker_and_its_facts_recorded(
@@ -362,9 +362,9 @@ def test_a_url_is_downloaded_by_the_worker_and_its_facts_recorded(
 
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.size_bytes == len(body) and job.content_sha256
-    assert "# Fetched" in (bench.store.get_result(job_id, "md") or "")
+    assert "# Fetched" in (bench.store.reads.get_result(job_id, "md") or "")
     assert not any((tmp_path / "inbox").glob("job-*")), "the download is removed afterwards"
 
 
@@ -381,9 +381,9 @@ def test_the_per_format_profile_against_a_per_format_server(
 
     tools = [call[0] for call in mcp_calls(bench, job_id)]
     assert tools == ["convert_docx", "export_html", "export_json", "export_markdown"]
-    assert "sample-0011" in (bench.store.get_result(job_id, "md") or "")
-    assert "<h1" in (bench.store.get_result(job_id, "html") or "")
-    assert json.loads(bench.store.get_result(job_id, "json") or "null")
+    assert "sample-0011" in (bench.store.reads.get_result(job_id, "md") or "")
+    assert "<h1" in (bench.store.reads.get_result(job_id, "html") or "")
+    assert json.loads(bench.store.reads.get_result(job_id, "json") or "null")
 
 
 def test_a_per_format_retry_exports_the_document_its_first_try_converted(
@@ -403,9 +403,9 @@ def test_a_per_format_retry_exports_the_document_its_first_try_converted(
         ("export_html", "ok"),
         ("export_markdown", "ok"),
     ]
-    [note] = [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    [note] = [e.detail or {} for e in bench.store.reads.events(job_id) if e.kind is EventKind.NOTE]
     assert note["conversions"] == 1
-    assert "sample-0012" in (bench.store.get_result(job_id, "md") or "")
+    assert "sample-0012" in (bench.store.reads.get_result(job_id, "md") or "")
 
 
 def test_a_per_format_server_without_a_tool_for_the_type_fails_with_e305(
@@ -429,7 +429,7 @@ def test_json_without_a_readable_cache_folder_is_e305(
     outcome = bench.processor.process(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E305")
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and "DOCLANE_SERVER_CACHE_DIR" in (job.error_message or "")
 
 
@@ -446,6 +446,6 @@ def test_url_mode_server_hands_the_url_to_a_server_that_fetches_it(
     assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert [c[0] for c in mcp_calls(bench, job_id)] == ["convert_url", "export_markdown"]
-    assert "# Remote" in (bench.store.get_result(job_id, "md") or "")
-    job = bench.store.get_job(job_id)
+    assert "# Remote" in (bench.store.reads.get_result(job_id, "md") or "")
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.size_bytes is None, "the worker fetched nothing"

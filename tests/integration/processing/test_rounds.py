@@ -48,12 +48,12 @@ def job_of_this_thread() -> UUID:
 
 
 def assert_succeeded_once(bench: Bench, job_id: UUID, number: int) -> None:
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.SUCCEEDED, (job_id, job)
     assert (job.attempt, job.attempts_spent) == (1, 1)
-    assert [(r.format, r.attempt) for r in bench.store.list_results(job_id)] == [("md", 1)]
+    assert [(r.format, r.attempt) for r in bench.store.reads.list_results(job_id)] == [("md", 1)]
     assert_own_result(bench, job_id, number)
-    events = bench.store.events(job_id)
+    events = bench.store.reads.events(job_id)
     calls = [(e.tool, e.outcome) for e in events if e.kind is EventKind.MCP_CALL]
     assert calls == [(CONVERT, "ok"), (EXPORT, "ok")], "its own calls, in its own trail"
     assert sum(1 for e in events if e.to_state is JobState.SUCCEEDED) == 1
@@ -61,9 +61,9 @@ def assert_succeeded_once(bench: Bench, job_id: UUID, number: int) -> None:
 
 def assert_only_one_cancelled(bench: Bench, ids: list[UUID], cancelled: UUID) -> None:
     """``cancelled`` is cancelled with nothing stored; every other job succeeded once."""
-    job = bench.store.get_job(cancelled)
+    job = bench.store.reads.get_job(cancelled)
     assert job is not None and job.state is JobState.CANCELLED
-    assert bench.store.list_results(cancelled) == []
+    assert bench.store.reads.list_results(cancelled) == []
     assert_others_succeeded(bench, ids, cancelled)
 
 
@@ -76,7 +76,7 @@ def assert_others_succeeded(bench: Bench, ids: list[UUID], but: UUID) -> None:
 def hanging_job(bench: Bench, ids: list[UUID]) -> UUID | None:
     """The one job whose call hangs, once every other job of the round is converted (stored
     already, or waiting for its group's commit)."""
-    jobs = bench.store.get_jobs(ids)
+    jobs = bench.store.reads.get_jobs(ids)
     stuck = [j.id for j in jobs if j.state is JobState.RUNNING and j.stage is Stage.CONVERTING]
     others = [j for j in jobs if j.id not in stuck]
     done = all(j.stage is Stage.EXPORTING or j.state is JobState.SUCCEEDED for j in others)
@@ -86,7 +86,7 @@ def hanging_job(bench: Bench, ids: list[UUID]) -> UUID | None:
 def most_held_at_once(bench: Bench, ids: list[UUID]) -> int:
     """The most of these jobs claimed and not yet stored at any one time, by the database's
     clock (a claim's and a commit's ``now()``: one process's round claims after it stores)."""
-    jobs = bench.store.get_jobs(ids)
+    jobs = bench.store.reads.get_jobs(ids)
     spans = [(j.started_at, j.finished_at) for j in jobs]
     assert all(start is not None and end is not None for start, end in spans)
     return max(
@@ -127,7 +127,7 @@ def test_a_round_claims_its_jobs_at_once_and_converts_them_concurrently(
         assert_succeeded_once(bench, job_id, number)
     stats = bench.server.stats()
     assert stats["max_tool_calls_in_flight"] <= 2, "never more than DOCLANE_SERVER_CONCURRENCY"
-    jobs = {j.id: j for j in bench.store.get_jobs(ids)}
+    jobs = {j.id: j for j in bench.store.reads.get_jobs(ids)}
     claims = {jobs[i].started_at for i in ids}
     assert len(claims) == 1, "the job and its companions claimed in one statement"
     assert bench.publisher.messages == [], "nothing to publish: every companion succeeded"
@@ -149,9 +149,9 @@ def test_a_round_claims_more_as_room_frees_never_holding_more_than_its_room(
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
     assert most_held_at_once(bench, ids) <= 3
-    claims = {j.started_at for j in bench.store.get_jobs(ids)}
+    claims = {j.started_at for j in bench.store.reads.get_jobs(ids)}
     assert len(claims) >= 3, "seven jobs at most three at a time: three claims at least"
-    other_job = bench.store.get_job(other)
+    other_job = bench.store.reads.get_job(other)
     assert other_job is not None and other_job.state is JobState.QUEUED
 
 
@@ -162,15 +162,15 @@ def test_a_message_whose_job_is_taken_starts_a_round_of_the_jobs_like_it(
     converts them, and leaves the job it names to the worker that holds it."""
     bench = round_bench(make_bench)
     ids = submit_samples(bench, 4)
-    elsewhere = bench.store.claim(ids[0], "another-worker", lease_s=60)
+    elsewhere = bench.store.attempts.claim(ids[0], "another-worker", lease_s=60)
     assert elsewhere is not None
 
     outcome = bench.processor.process(ids[0])
 
     assert (outcome.kind, outcome.job_id) == (OutcomeKind.SKIPPED, ids[0])
-    held = bench.store.get_job(ids[0])
+    held = bench.store.reads.get_job(ids[0])
     assert held is not None and held.state is JobState.RUNNING and held.attempt == 1
-    assert bench.store.list_results(ids[0]) == []
+    assert bench.store.reads.list_results(ids[0]) == []
     assert_others_succeeded(bench, ids, ids[0])
     assert bench.publisher.messages == []
 
@@ -183,7 +183,7 @@ def test_a_round_takes_only_jobs_that_can_share_it(make_bench: Callable[..., Ben
     other = submit_samples_from(bench, 20, formats=("md", "html"))
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
-    states = {j.id: j.state for j in bench.store.get_jobs([*ids, other])}
+    states = {j.id: j.state for j in bench.store.reads.get_jobs([*ids, other])}
     assert [states[i] for i in ids] == [JobState.SUCCEEDED] * 3 + [JobState.QUEUED]
     assert states[other] is JobState.QUEUED, "other formats never share a round"
 
@@ -198,7 +198,7 @@ def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Benc
     bench = round_bench(make_bench)
     ids = submit_samples(bench, 6)
     broken = ids[2]
-    path = Path(bench.store.get_job(broken).source_uri)  # type: ignore[union-attr]
+    path = Path(bench.store.reads.get_job(broken).source_uri)  # type: ignore[union-attr]
 
     def lose_its_file(client: McpClient) -> McpClient:
         if job_of_this_thread() == broken:
@@ -209,9 +209,9 @@ def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Benc
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
-    failed = bench.store.get_job(broken)
+    failed = bench.store.reads.get_job(broken)
     assert failed is not None and failed.state is JobState.FAILED and failed.error_code == "E306"
-    assert bench.store.list_results(broken) == []
+    assert bench.store.reads.list_results(broken) == []
     assert_others_succeeded(bench, ids, broken)
     assert bench.publisher.messages == [], "a final failure needs no next message"
 
@@ -234,9 +234,9 @@ def test_results_not_of_their_jobs_formats_fail_only_their_job(
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
-    failed = bench.store.get_job(wrong)
+    failed = bench.store.reads.get_job(wrong)
     assert failed is not None and failed.state is JobState.FAILED, failed
-    assert bench.store.list_results(wrong) == []
+    assert bench.store.reads.list_results(wrong) == []
     assert_others_succeeded(bench, ids, wrong)
 
 
@@ -262,7 +262,7 @@ def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
 
-    job = bench.store.get_job(unlucky)
+    job = bench.store.reads.get_job(unlucky)
     assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
     assert job.attempts_spent == 1, "charged: it was its own try"
     assert [m.job_id for m in bench.publisher.messages] == [unlucky]
@@ -284,7 +284,7 @@ def test_a_job_cancelled_mid_round_stops_alone(
     running: Future[Outcome] = background.submit(bench.processor.process, ids[0])
 
     hanging = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
-    assert bench.store.cancel(hanging) is not None
+    assert bench.store.operations.cancel(hanging) is not None
     outcome = running.result(timeout=60)
 
     assert len(bench.server.stats()["cancelled"]) == 1, "its call, and only its, withdrawn"
@@ -304,7 +304,7 @@ def test_a_job_cancelled_after_its_conversion_is_fenced_out_of_the_round_commit(
 
     def cancel_the_victim() -> None:
         if job_of_this_thread() == victim:
-            assert bench.store.cancel(victim) is not None
+            assert bench.store.operations.cancel(victim) is not None
 
     bench.runner.after_unit = cancel_the_victim
 
@@ -338,9 +338,9 @@ def test_a_round_at_its_time_limit_stores_what_is_converted(
         signal.signal(signal.SIGUSR1, previous)
     hanging = found.result(timeout=30)
 
-    job = bench.store.get_job(hanging)
+    job = bench.store.reads.get_job(hanging)
     assert job is not None and job.state is JobState.RETRYING and job.error_code == "E303"
-    assert bench.store.list_results(hanging) == []
+    assert bench.store.reads.list_results(hanging) == []
     assert_others_succeeded(bench, ids, hanging)
     assert outcome.kind is (OutcomeKind.RETRY if hanging == ids[0] else OutcomeKind.SUCCEEDED)
 
@@ -364,13 +364,16 @@ def test_a_job_tried_before_goes_alone_and_one_not_yet_due_takes_no_round(
     ids = submit_samples(bench, 4)
     waiting, due, untouched = ids[0], ids[1], ids[2:]
     for job_id, delay_s in ((waiting, 600.0), (due, 0.0)):
-        assert bench.store.claim(job_id, "another-worker", lease_s=60) is not None
+        assert bench.store.attempts.claim(job_id, "another-worker", lease_s=60) is not None
         error = ServerUnavailable("the server went away")
-        assert bench.store.schedule_retry(job_id, 1, error, delay=delay_s) is JobState.RETRYING
+        assert (
+            bench.store.attempts.schedule_retry(job_id, 1, error, delay=delay_s)
+            is JobState.RETRYING
+        )
 
     assert bench.processor.process(waiting).kind is OutcomeKind.RETRY
     assert bench.processor.process(due).kind is OutcomeKind.SUCCEEDED
 
-    jobs = {j.id: j for j in bench.store.get_jobs(ids)}
+    jobs = {j.id: j for j in bench.store.reads.get_jobs(ids)}
     assert jobs[due].attempt == 2 and jobs[waiting].state is JobState.RETRYING
     assert [jobs[i].state for i in untouched] == [JobState.QUEUED] * 2, "no round took them"

@@ -23,7 +23,7 @@ CHECK = "check_document_in_local_cache"
 def trail(bench: Bench, job_id: Any) -> list[tuple[str, ...]]:
     """Each event as a short tuple: ("state", to), ("call", tool, outcome), ("note",)."""
     shown: list[tuple[str, ...]] = []
-    for event in bench.store.events(job_id):
+    for event in bench.store.reads.events(job_id):
         if event.kind is EventKind.STATE_CHANGE:
             shown.append(("state", str(event.to_state)))
         elif event.kind is EventKind.MCP_CALL:
@@ -55,7 +55,7 @@ def test_the_claim_records_the_validating_stage(make_bench: Callable[..., Bench]
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 2))
 
-    claimed = bench.store.claim(job_id, "worker-x", lease_s=30)
+    claimed = bench.store.attempts.claim(job_id, "worker-x", lease_s=30)
 
     assert claimed is not None and claimed.stage is Stage.VALIDATING
 
@@ -128,7 +128,7 @@ def test_a_retry_that_finds_the_kept_document_gone_converts_again_and_says_so(
 
 
 def notes(bench: Bench, job_id: Any) -> list[dict[str, Any]]:
-    return [e.detail or {} for e in bench.store.events(job_id) if e.kind is EventKind.NOTE]
+    return [e.detail or {} for e in bench.store.reads.events(job_id) if e.kind is EventKind.NOTE]
 
 
 def evicting_after_a_failed_export(bench: Bench) -> Callable[[Any], Any]:
@@ -158,14 +158,14 @@ def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
 ) -> None:
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 5))
-    bench.runner.after_unit = lambda: bench.store.cancel(job_id) and None
+    bench.runner.after_unit = lambda: bench.store.operations.cancel(job_id) and None
 
     outcome = bench.processor.process(job_id)
 
     assert outcome.kind is OutcomeKind.LOST
-    job = bench.store.get_job(job_id)
+    job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.CANCELLED
-    assert bench.store.list_results(job_id) == []
+    assert bench.store.reads.list_results(job_id) == []
     shown = trail(bench, job_id)
     assert [e for e in shown if e[0] == "call"] == [
         ("call", CONVERT, "ok"),

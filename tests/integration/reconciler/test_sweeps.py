@@ -22,7 +22,7 @@ def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_p
     job_id = enqueue(
         SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
     ).job_ids[0]
-    assert store.claim(job_id, "dead-worker", lease_s=0.05) is not None
+    assert store.attempts.claim(job_id, "dead-worker", lease_s=0.05) is not None
     publisher = RecordingPublisher()
     settings = load_reconcile_settings(reconcile_stale_after_s=3600)
 
@@ -33,7 +33,7 @@ def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_p
     )
 
     assert report.requeued == [job_id] and report.republished == [job_id]
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.QUEUED and job.attempt == 1
 
 
@@ -70,7 +70,7 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
     settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
 
     def at_least_stale() -> bool:
-        jobs = store.get_jobs(ids)
+        jobs = store.reads.get_jobs(ids)
         newest = max(j.updated_at for j in jobs)
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
@@ -98,7 +98,7 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     )
 
     def past_threshold() -> bool:
-        newest = max(j.updated_at for j in store.get_jobs(ids))
+        newest = max(j.updated_at for j in store.reads.get_jobs(ids))
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
     wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
@@ -113,7 +113,10 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     assert len(report.lost) == 2 and set(report.lost) <= set(ids)
     assert [m.job_id for m in publisher.messages] == report.lost == report.republished
     notes = [
-        e.detail for job_id in report.lost for e in store.events(job_id) if e.kind is EventKind.NOTE
+        e.detail
+        for job_id in report.lost
+        for e in store.reads.events(job_id)
+        if e.kind is EventKind.NOTE
     ]
     assert len(notes) == 2 and all("presumed lost" in str(n) for n in notes)
     publisher.depths["doclane.small"] = 5  # the two new messages
@@ -128,10 +131,10 @@ def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: P
     job_id = enqueue(
         SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
     ).job_ids[0]
-    job = store.claim(job_id, "killed-worker", lease_s=30)
+    job = store.attempts.claim(job_id, "killed-worker", lease_s=30)
     assert job is not None
     error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
-    assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
+    assert store.attempts.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
     settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
     publisher = RecordingPublisher(depths={"doclane.small": 3})
 
@@ -159,10 +162,10 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
                 publisher=RecordingPublisher(), store=store).accepted[0].job_id
         for n in (1, 2)
     )  # fmt: skip
-    claimed = store.claim(running, "w:1", 60)
+    claimed = store.attempts.claim(running, "w:1", 60)
     assert claimed is not None
-    finished = store.claim(done, "w:2", 60)
-    assert finished is not None and store.finish(done, finished.attempt, {"md": "# 2"})
+    finished = store.attempts.claim(done, "w:2", 60)
+    assert finished is not None and store.attempts.finish(done, finished.attempt, {"md": "# 2"})
 
     def leftover(name: str, age_s: float) -> Path:
         folder = inbox / name

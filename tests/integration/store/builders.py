@@ -32,23 +32,25 @@ def job_in_state(store: JobStore, state: JobState, **overrides: Any) -> Job:
     """A new job brought to ``state`` the way the pipeline would bring it there."""
     if state is JobState.WAITING:  # a document split into slices waits for them
         overrides.setdefault("slices", ("1-2", "3"))
-    job_id = store.create(new_job(**overrides), dedup=False).job_id
+    job_id = store.submissions.create(new_job(**overrides), dedup=False).job_id
     if state not in (JobState.QUEUED, JobState.WAITING):
         if state is JobState.CANCELLED:
-            assert store.cancel(job_id) is not None
+            assert store.operations.cancel(job_id) is not None
         else:
-            claimed = store.claim(job_id, "worker-a", lease_s=60)
+            claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
             assert claimed is not None
             if state is JobState.SUCCEEDED:
                 results = {fmt: f"# result {fmt}" for fmt in claimed.formats}
-                assert store.finish(job_id, claimed.attempt, results)
+                assert store.attempts.finish(job_id, claimed.attempt, results)
             elif state is JobState.FAILED:
-                assert store.fail(job_id, claimed.attempt, ConversionFailed("bad document"))
+                assert store.attempts.fail(
+                    job_id, claimed.attempt, ConversionFailed("bad document")
+                )
             elif state is JobState.RETRYING:
-                outcome = store.schedule_retry(
+                outcome = store.attempts.schedule_retry(
                     job_id, claimed.attempt, ServerUnavailable("HTTP 503"), delay=60.0
                 )
                 assert outcome is JobState.RETRYING
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and job.state is state
     return job

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.store import AdminStore, JobStore, StoreSettings
+from pipeline.store import JobStore, StoreSettings
 from tests.integration.store.builders import job_in_state
 
 
@@ -23,8 +23,8 @@ def job_factory(store: JobStore) -> Callable[..., Job]:
 
 
 @pytest.fixture
-def admin(store_settings: StoreSettings) -> Iterator[AdminStore]:
+def admin(store_settings: StoreSettings) -> Iterator[JobStore]:
     """The admin's store on the test's database."""
-    store = AdminStore(store_settings)
+    store = JobStore(store_settings, explain_missing_schema=True)
     yield store
     store.close()

@@ -57,19 +57,19 @@ def main(database_url: str, megabytes: int) -> dict[str, float | int | bool]:
     report: dict[str, float | int | bool] = {"content_bytes": size}
     with JobStore(load_store_settings(database_url=database_url, pool_max_size=1)) as store:
         spec = NewJob(source_kind=SourceKind.FILE, source_uri="/big.docx", queue="doclane.large")
-        job_id = store.create(spec).job_id
-        job = store.claim(job_id, "probe", lease_s=600)
+        job_id = store.submissions.create(spec).job_id
+        job = store.attempts.claim(job_id, "probe", lease_s=600)
         assert job is not None
 
         base = reset_peak()
         started = time.perf_counter()
-        report["stored"] = store.finish(job_id, job.attempt, {"md": content})
+        report["stored"] = store.attempts.finish(job_id, job.attempt, {"md": content})
         report["finish_s"] = time.perf_counter() - started
         report["finish_peak_extra_bytes"] = peak_rss() - base
 
         base = reset_peak()
         started = time.perf_counter()
-        back = store.get_result(job_id, "md")
+        back = store.reads.get_result(job_id, "md")
         report["get_result_s"] = time.perf_counter() - started
         report["get_result_peak_extra_bytes"] = peak_rss() - base
         report["get_result_equal"] = back == content
@@ -78,7 +78,7 @@ def main(database_url: str, megabytes: int) -> dict[str, float | int | bool]:
         with tempfile.TemporaryFile() as out:
             base = reset_peak()
             started = time.perf_counter()
-            report["write_result_bytes"] = store.write_result(job_id, "md", out) or 0
+            report["write_result_bytes"] = store.reads.write_result(job_id, "md", out) or 0
             report["write_result_s"] = time.perf_counter() - started
             report["write_result_peak_extra_bytes"] = peak_rss() - base
             out.seek(0)
@@ -86,7 +86,7 @@ def main(database_url: str, megabytes: int) -> dict[str, float | int | bool]:
             while chunk := out.read(MIB):
                 digest.update(chunk)
             report["write_result_equal"] = digest.hexdigest() == expected_sha
-        stored = store.list_results(job_id)
+        stored = store.reads.list_results(job_id)
         report["stored_size_bytes"] = stored[0].size_bytes if stored else -1
     return report
 

@@ -15,10 +15,10 @@ from tests.integration.store.builders import new_job
 
 
 def test_a_jobs_whole_life_is_in_its_trail(store: JobStore) -> None:
-    job_id = store.create(new_job(source_uri="/inbox/report.docx")).job_id
-    first = store.claim(job_id, "worker-a", lease_s=60)
+    job_id = store.submissions.create(new_job(source_uri="/inbox/report.docx")).job_id
+    first = store.attempts.claim(job_id, "worker-a", lease_s=60)
     assert first is not None
-    store.record_mcp_call(
+    store.attempts.record_mcp_call(
         job_id,
         first.attempt,
         tool="convert_document_into_docling_document",
@@ -28,18 +28,18 @@ def test_a_jobs_whole_life_is_in_its_trail(store: JobStore) -> None:
         origin="http://docling:8000",
         detail={"jsonrpc_code": -32603},
     )
-    store.schedule_retry(job_id, first.attempt, InternalError("boom"), delay=0)
-    second = store.claim(job_id, "worker-b", lease_s=60)
+    store.attempts.schedule_retry(job_id, first.attempt, InternalError("boom"), delay=0)
+    second = store.attempts.claim(job_id, "worker-b", lease_s=60)
     assert second is not None
-    store.record_mcp_call(
+    store.attempts.record_mcp_call(
         job_id, second.attempt, tool="convert", duration_s=0.25, outcome="ok", origin="o"
     )
-    store.add_note(job_id, second.attempt, "document key evicted; converting again")
-    assert store.finish(job_id, second.attempt, {"md": "# report"})
+    store.attempts.add_note(job_id, second.attempt, "document key evicted; converting again")
+    assert store.attempts.finish(job_id, second.attempt, {"md": "# report"})
 
     trail = [
         (e.attempt, e.kind, e.from_state, e.to_state, e.tool, e.error_code)
-        for e in store.events(job_id)
+        for e in store.reads.events(job_id)
     ]
     assert trail == [
         (0, EventKind.STATE_CHANGE, None, JobState.QUEUED, None, None),
@@ -51,7 +51,7 @@ def test_a_jobs_whole_life_is_in_its_trail(store: JobStore) -> None:
         (2, EventKind.NOTE, None, None, None, None),
         (2, EventKind.STATE_CHANGE, JobState.RUNNING, JobState.SUCCEEDED, None, None),
     ]
-    call = store.events(job_id)[2]
+    call = store.reads.events(job_id)[2]
     assert (call.duration_ms, call.outcome, call.server_origin) == (
         1500.0,
         "error",
@@ -61,9 +61,9 @@ def test_a_jobs_whole_life_is_in_its_trail(store: JobStore) -> None:
 
 
 def test_a_bulk_submission_logs_one_event_per_job(store: JobStore) -> None:
-    created = store.create_many([new_job() for _ in range(50)])
+    created = store.submissions.create_many([new_job() for _ in range(50)])
     for item in created[:5]:
-        events = store.events(item.job_id)
+        events = store.reads.events(item.job_id)
         assert [(e.from_state, e.to_state) for e in events] == [(None, JobState.QUEUED)]
 
 

@@ -34,13 +34,13 @@ def unreachable_store() -> Iterator[JobStore]:
 @pytest.mark.parametrize(
     "call",
     [
-        lambda s: s.create(new_job()),
-        lambda s: s.claim(uuid4(), "worker-a", lease_s=60),
-        lambda s: s.finish(uuid4(), 1, {"md": "x"}),
-        lambda s: s.set_stage(uuid4(), 1, Stage.CONVERTING),
-        lambda s: s.requeue_expired_leases(),
-        lambda s: s.get_job(uuid4()),
-        lambda s: s.ping(),
+        lambda s: s.submissions.create(new_job()),
+        lambda s: s.attempts.claim(uuid4(), "worker-a", lease_s=60),
+        lambda s: s.attempts.finish(uuid4(), 1, {"md": "x"}),
+        lambda s: s.attempts.set_stage(uuid4(), 1, Stage.CONVERTING),
+        lambda s: s.operations.requeue_expired_leases(),
+        lambda s: s.reads.get_job(uuid4()),
+        lambda s: s.pool.ping(),
     ],
     ids=["create", "claim", "finish", "set_stage", "requeue", "get_job", "ping"],
 )

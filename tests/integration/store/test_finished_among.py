@@ -15,6 +15,6 @@ def test_only_finished_jobs_come_back_with_their_state(
     jobs = {state: job_factory(state) for state in JobState}
     asked = [job.id for job in jobs.values()] + [uuid4()]  # an unknown id is simply not there
 
-    finished = store.finished_among(asked)
+    finished = store.reads.finished_among(asked)
 
     assert finished == {jobs[s].id: s for s in JobState if s.terminal}

@@ -53,19 +53,19 @@ def test_results_are_listed_without_their_content(
 ) -> None:
     job = job_factory(JobState.RUNNING, formats=("md", "json", "html"))
     contents = {"md": "# Café\n\n| a | b |\n", "json": '{"k": "ü"}', "html": ""}
-    assert store.finish(job.id, job.attempt, contents)
-    listed = {r.format: (r.size_bytes, r.attempt) for r in store.list_results(job.id)}
+    assert store.attempts.finish(job.id, job.attempt, contents)
+    listed = {r.format: (r.size_bytes, r.attempt) for r in store.reads.list_results(job.id)}
     assert listed == {f: (len(c.encode()), job.attempt) for f, c in contents.items()}
     for fmt, content in contents.items():
-        assert store.get_result(job.id, fmt) == content
+        assert store.reads.get_result(job.id, fmt) == content
         out = io.BytesIO()
-        assert store.write_result(job.id, fmt, out) == len(content.encode())
+        assert store.reads.write_result(job.id, fmt, out) == len(content.encode())
         assert out.getvalue().decode() == content
 
 
 def test_a_missing_result_is_none(job_factory: Callable[..., Job], store: JobStore) -> None:
     job = job_factory(JobState.SUCCEEDED)
-    assert store.get_result(job.id, "docx") is None
+    assert store.reads.get_result(job.id, "docx") is None
     out = io.BytesIO()
-    assert store.write_result(job.id, "docx", out) is None
+    assert store.reads.write_result(job.id, "docx", out) is None
     assert out.getvalue() == b""

@@ -9,8 +9,8 @@ import psycopg
 import pytest
 
 from pipeline.jobs import Job, JobState, Stage
-from pipeline.store import JobStore
-from pipeline.store import store as store_module
+from pipeline.store import FormatsMismatch, JobStore
+from pipeline.store import finishing as finishing_module
 from pipeline.store.rows import CallEvent
 
 
@@ -18,7 +18,7 @@ from pipeline.store.rows import CallEvent
 def finishing(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways ``finish`` stores results: inline parameters, or COPY (forced by a cap of 0)."""
     if request.param == "copy":
-        monkeypatch.setattr(store_module, "INLINE_RESULTS_MAX_CHARS", 0)
+        monkeypatch.setattr(finishing_module, "INLINE_RESULTS_MAX_CHARS", 0)
     return str(request.param)
 
 
@@ -30,7 +30,7 @@ def call(tool: str, outcome: str = "ok", code: str | None = None) -> CallEvent:
 def trail(store: JobStore, job: Job) -> list[tuple[str, str | None]]:
     """The attempt's events after its claim: (kind, tool or target state or note)."""
     out = []
-    for event in store.events(job.id):
+    for event in store.reads.events(job.id):
         if event.attempt != job.attempt or (
             event.kind == "state_change" and event.to_state is JobState.RUNNING
         ):
@@ -49,8 +49,8 @@ def test_a_stage_carries_its_calls_in_order_with_every_field(
 ) -> None:
     job = job_factory(JobState.RUNNING)
     calls = [call("convert", "error", "E306"), call("convert"), call("save")]
-    assert store.set_stage(job.id, job.attempt, Stage.EXPORTING, calls=calls)
-    events = [event for event in store.events(job.id) if event.kind == "mcp_call"]
+    assert store.attempts.set_stage(job.id, job.attempt, Stage.EXPORTING, calls=calls)
+    events = [event for event in store.reads.events(job.id) if event.kind == "mcp_call"]
     assert [(e.tool, e.outcome, e.error_code) for e in events] == [
         ("convert", "error", "E306"),
         ("convert", "ok", None),
@@ -65,7 +65,7 @@ def test_a_stage_carries_its_calls_in_order_with_every_field(
         (job.id,),
     ).fetchall()
     assert [row[0] for row in nulls] == [False, True, True]  # SQL NULL, not a JSON null
-    after = store.get_job(job.id)
+    after = store.reads.get_job(job.id)
     assert after is not None and after.stage is Stage.EXPORTING
 
 
@@ -73,9 +73,11 @@ def test_a_stale_stage_writes_its_calls_and_nothing_else(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
     job = job_factory(JobState.RUNNING)
-    assert not store.set_stage(job.id, job.attempt + 1, Stage.EXPORTING, calls=[call("late")])
-    assert [e.tool for e in store.events(job.id) if e.kind == "mcp_call"] == ["late"]
-    after = store.get_job(job.id)
+    assert not store.attempts.set_stage(
+        job.id, job.attempt + 1, Stage.EXPORTING, calls=[call("late")]
+    )
+    assert [e.tool for e in store.reads.events(job.id) if e.kind == "mcp_call"] == ["late"]
+    after = store.reads.get_job(job.id)
     assert after is not None and after.stage == job.stage
 
 
@@ -84,7 +86,7 @@ def test_finish_writes_the_calls_the_note_the_state_and_the_results(
 ) -> None:
     job = job_factory(JobState.RUNNING, formats=("md", "json"))
     results = {"md": "# Title\n\nnaïve — ünïcode ✓\n", "json": '{"a": 1}'}
-    done = store.finish(
+    done = store.attempts.finish(
         job.id,
         job.attempt,
         results,
@@ -98,10 +100,10 @@ def test_finish_writes_the_calls_the_note_the_state_and_the_results(
         ("note", "converted with profile docling-mcp"),
         ("state_change", "succeeded"),
     ]
-    assert {fmt: store.get_result(job.id, fmt) for fmt in results} == results
-    after = store.get_job(job.id)
+    assert {fmt: store.reads.get_result(job.id, fmt) for fmt in results} == results
+    after = store.reads.get_job(job.id)
     assert after is not None and (after.state, after.stage) == (JobState.SUCCEEDED, None)
-    assert {info.format: info.attempt for info in store.list_results(job.id)} == {
+    assert {info.format: info.attempt for info in store.reads.list_results(job.id)} == {
         "md": job.attempt,
         "json": job.attempt,
     }
@@ -111,14 +113,14 @@ def test_a_stale_finish_keeps_its_calls_and_note_and_stores_no_result(
     job_factory: Callable[..., Job], store: JobStore, finishing: str
 ) -> None:
     job = job_factory(JobState.RUNNING)
-    done = store.finish(
+    done = store.attempts.finish(
         job.id, job.attempt + 1, {"md": "# x"}, calls=[call("export")], note={"note": "late"}
     )
     assert not done
-    kinds = [(e.kind, e.tool) for e in store.events(job.id) if e.kind in ("mcp_call", "note")]
+    kinds = [(e.kind, e.tool) for e in store.reads.events(job.id) if e.kind in ("mcp_call", "note")]
     assert kinds == [("mcp_call", "export"), ("note", None)]
-    assert store.list_results(job.id) == []
-    after = store.get_job(job.id)
+    assert store.reads.list_results(job.id) == []
+    after = store.reads.get_job(job.id)
     assert after is not None and after.state is JobState.RUNNING
 
 
@@ -134,13 +136,15 @@ def test_wrong_formats_undo_everything(
     results: dict[str, str],
 ) -> None:
     job = job_factory(JobState.RUNNING, formats=("md", "json"))
-    before = len(store.events(job.id))
-    with pytest.raises(ValueError, match=r"wants formats"):
-        store.finish(job.id, job.attempt, results, calls=[call("export")], note={"note": "x"})
-    after = store.get_job(job.id)
+    before = len(store.reads.events(job.id))
+    with pytest.raises(FormatsMismatch, match=r"wants formats"):
+        store.attempts.finish(
+            job.id, job.attempt, results, calls=[call("export")], note={"note": "x"}
+        )
+    after = store.reads.get_job(job.id)
     assert after is not None and after.state is JobState.RUNNING
-    assert store.list_results(job.id) == []
-    assert len(store.events(job.id)) == before
+    assert store.reads.list_results(job.id) == []
+    assert len(store.reads.events(job.id)) == before
 
 
 def test_progress_leaves_updated_at_and_a_change_moves_it(
@@ -152,19 +156,21 @@ def test_progress_leaves_updated_at_and_a_change_moves_it(
     raw_sql.execute("UPDATE jobs SET updated_at = '2000-01-01Z' WHERE id = %s", (job.id,))
 
     def updated_year() -> int:
-        row = store.get_job(job.id)
+        row = store.reads.get_job(job.id)
         assert row is not None
         return row.updated_at.year
 
     assert updated_year() == 2000  # set by hand: kept
-    assert store.set_stage(job.id, job.attempt, Stage.CONVERTING, origin="http://docling:8000")
-    assert store.set_stage(job.id, job.attempt, Stage.EXPORTING, calls=[call("convert")])
-    assert store.renew_lease(job.id, job.attempt, 600)
+    assert store.attempts.set_stage(
+        job.id, job.attempt, Stage.CONVERTING, origin="http://docling:8000"
+    )
+    assert store.attempts.set_stage(job.id, job.attempt, Stage.EXPORTING, calls=[call("convert")])
+    assert store.attempts.renew_lease(job.id, job.attempt, 600)
     assert updated_year() == 2000
-    assert store.record_source(job.id, job.attempt, size_bytes=7, content_sha256="b" * 64)
+    assert store.attempts.record_source(job.id, job.attempt, size_bytes=7, content_sha256="b" * 64)
     assert updated_year() > 2000
     raw_sql.execute("UPDATE jobs SET updated_at = '2000-01-01Z' WHERE id = %s", (job.id,))
-    assert store.finish(job.id, job.attempt, {"md": "# done"})
+    assert store.attempts.finish(job.id, job.attempt, {"md": "# done"})
     assert updated_year() > 2000
 
 

@@ -54,27 +54,27 @@ def test_calls_fail_with_e401_while_down_and_work_again_on_the_same_pool(
 ) -> None:
     store = restartable_store
     job = job_factory(JobState.QUEUED)
-    assert store.get_job(job.id) is not None  # the pool holds live connections now
+    assert store.reads.get_job(job.id) is not None  # the pool holds live connections now
 
     pg_ctlcluster("stop")
     try:
         with pytest.raises(DatabaseUnavailable) as down:
-            store.claim(job.id, "worker-a", lease_s=60)
+            store.attempts.claim(job.id, "worker-a", lease_s=60)
         assert down.value.code == "E401" and down.value.retryable
         with pytest.raises(DatabaseUnavailable):
-            store.get_job(job.id)
+            store.reads.get_job(job.id)
     finally:
         pg_ctlcluster("start")
 
     def claim_once_up() -> Job | None:
         try:
-            return store.claim(job.id, "worker-a", lease_s=60)
+            return store.attempts.claim(job.id, "worker-a", lease_s=60)
         except DatabaseUnavailable:
             return None
 
     claimed = wait_for(claim_once_up, timeout=60, message="a claim after the restart")
     assert claimed.state is JobState.RUNNING
-    assert store.finish(job.id, claimed.attempt, {"md": "# after the restart"})
+    assert store.attempts.finish(job.id, claimed.attempt, {"md": "# after the restart"})
 
 
 def test_after_a_restart_the_very_first_call_works_and_sweeps_the_dead_connections(
@@ -115,9 +115,9 @@ def test_the_store_answers_its_first_call_after_a_restart(
     store = JobStore(store_settings.model_copy(update={"pool_timeout_s": 60.0}))
     try:
         job = job_factory(JobState.QUEUED)
-        assert store.get_job(job.id) is not None
+        assert store.reads.get_job(job.id) is not None
         pg_ctlcluster("restart")
-        again = store.get_job(job.id)
+        again = store.reads.get_job(job.id)
         assert again is not None and again.id == job.id
     finally:
         store.close()

@@ -59,7 +59,7 @@ def test_results_are_objects_and_postgres_keeps_their_key_size_and_hash(
     job = _running(object_store, formats=("md", "json"))
     results = {"md": "# Titre é\n", "json": '{"a": 1}'}
 
-    assert object_store.finish(job.id, job.attempt, results)
+    assert object_store.attempts.finish(job.id, job.attempt, results)
 
     assert _keys(object_server, bucket) == [
         f"results/{job.id}/{job.attempt}/json",
@@ -77,11 +77,11 @@ def test_results_are_objects_and_postgres_keeps_their_key_size_and_hash(
         len(md),
         hashlib.sha256(md).hexdigest(),
     )
-    assert object_store.get_result(job.id, "md") == results["md"]
+    assert object_store.reads.get_result(job.id, "md") == results["md"]
     out = io.BytesIO()
-    assert object_store.write_result(job.id, "json", out) == len(results["json"])
+    assert object_store.reads.write_result(job.id, "json", out) == len(results["json"])
     assert out.getvalue() == results["json"].encode()
-    assert {r.format: r.size_bytes for r in object_store.list_results(job.id)} == {
+    assert {r.format: r.size_bytes for r in object_store.reads.list_results(job.id)} == {
         "md": len(md),
         "json": len(results["json"]),
     }
@@ -93,13 +93,13 @@ def test_a_large_result_goes_up_in_parts_and_comes_back_whole(
     job = _running(object_store)
     content = "ligne é\n" * (12 * MIB // 9)
 
-    assert object_store.finish(job.id, job.attempt, {"md": content})
+    assert object_store.attempts.finish(job.id, job.attempt, {"md": content})
 
     key = f"results/{job.id}/{job.attempt}/md"
     head = object_server.client().head_object(Bucket=bucket, Key=key)
     assert "-" in head["ETag"]  # a multipart object's ETag counts its parts
     out = io.BytesIO()
-    assert object_store.write_result(job.id, "md", out) == len(content.encode())
+    assert object_store.reads.write_result(job.id, "md", out) == len(content.encode())
     assert out.getvalue() == content.encode()
 
 
@@ -107,30 +107,30 @@ def test_a_stale_attempt_commits_nothing_and_removes_its_objects(
     object_store: JobStore, object_server: ObjectServer, bucket: str
 ) -> None:
     job = _running(object_store)
-    assert object_store.cancel(job.id) is not None
+    assert object_store.operations.cancel(job.id) is not None
 
-    assert object_store.finish(job.id, job.attempt, {"md": "# late"}) is False
+    assert object_store.attempts.finish(job.id, job.attempt, {"md": "# late"}) is False
 
     assert _keys(object_server, bucket) == []
-    assert object_store.list_results(job.id) == []
+    assert object_store.reads.list_results(job.id) == []
 
 
 def test_the_orphan_sweep_deletes_what_no_row_names_and_nothing_else(
     object_store: JobStore, object_server: ObjectServer, bucket: str
 ) -> None:
     kept = _running(object_store)
-    assert object_store.finish(kept.id, kept.attempt, {"md": "# kept"})
+    assert object_store.attempts.finish(kept.id, kept.attempt, {"md": "# kept"})
     # What a worker killed between its upload and its commit leaves behind:
     killed = _running(object_store)
-    objects = object_store.result_objects
+    objects = object_store.pool.result_objects
     assert objects is not None
     objects.put(killed.id, killed.attempt, {"md": "# never committed"})
     orphan = f"results/{killed.id}/{killed.attempt}/md"
     # Other objects under the prefix are not results: never the sweep's to delete.
     object_server.client().put_object(Bucket=bucket, Key="results/in/source.md", Body=b"# s")
 
-    young = object_store.sweep_result_orphans(min_age=timedelta(hours=1), limit=100)
-    swept = object_store.sweep_result_orphans(min_age=timedelta(0), limit=100)
+    young = object_store.operations.sweep_result_orphans(min_age=timedelta(hours=1), limit=100)
+    swept = object_store.operations.sweep_result_orphans(min_age=timedelta(0), limit=100)
 
     assert young == []
     assert swept == [f"s3://{bucket}/{orphan}"]
@@ -138,19 +138,22 @@ def test_the_orphan_sweep_deletes_what_no_row_names_and_nothing_else(
         f"results/{kept.id}/{kept.attempt}/md",
         "results/in/source.md",
     ]
-    assert object_store.get_result(kept.id, "md") == "# kept"
+    assert object_store.reads.get_result(kept.id, "md") == "# kept"
 
 
 def test_the_orphan_sweep_lists_a_bounded_page_per_pass(
     object_store: JobStore, object_server: ObjectServer, bucket: str
 ) -> None:
-    objects = object_store.result_objects
+    objects = object_store.pool.result_objects
     assert objects is not None
     for _ in range(3):
         job = _running(object_store)
         objects.put(job.id, job.attempt, {"md": "# orphan"})
 
-    passes = [object_store.sweep_result_orphans(min_age=timedelta(0), limit=2) for _ in range(3)]
+    passes = [
+        object_store.operations.sweep_result_orphans(min_age=timedelta(0), limit=2)
+        for _ in range(3)
+    ]
 
     assert [len(p) for p in passes] == [2, 1, 0]
     assert _keys(object_server, bucket) == []
@@ -171,13 +174,13 @@ def test_a_server_stopped_mid_upload_leaves_the_job_running_without_results(
         objects.upload = stop_after_first_part.wrap(objects.upload)  # type: ignore[method-assign]
 
         with pytest.raises(ResultStoreUnavailable) as failed:
-            store.finish(job.id, job.attempt, {"md": "x" * (12 * MIB)})
+            store.attempts.finish(job.id, job.attempt, {"md": "x" * (12 * MIB)})
 
         assert failed.value.retryable
         assert failed.value.code == "E402"
-        after = store.get_job(job.id)
+        after = store.reads.get_job(job.id)
         assert after is not None and after.state is JobState.RUNNING
-        assert store.list_results(job.id) == []
+        assert store.reads.list_results(job.id) == []
     finally:
         store.close()
 
@@ -214,7 +217,7 @@ def test_a_reconciler_pass_removes_the_orphan_of_a_worker_killed_before_its_comm
     """Upload done, commit never made (the worker died): the job goes back to the queue with
     its lease, and the pass deletes the objects its dead attempt left."""
     job = _running(object_store)
-    objects = object_store.result_objects
+    objects = object_store.pool.result_objects
     assert objects is not None
     objects.put(job.id, job.attempt, {"md": "# uploaded, then killed"})
     settings = load_reconcile_settings(reconcile_orphan_min_age_s=0)
@@ -223,7 +226,7 @@ def test_a_reconciler_pass_removes_the_orphan_of_a_worker_killed_before_its_comm
 
     assert report.orphans == [f"s3://{bucket}/results/{job.id}/{job.attempt}/md"]
     assert _keys(object_server, bucket) == []
-    assert object_store.list_results(job.id) == []
+    assert object_store.reads.list_results(job.id) == []
     assert report.to_dict()["orphan_objects"] == report.orphans
 
 
@@ -250,7 +253,7 @@ def test_a_rounds_results_go_to_the_object_store_too(
     jobs = [_running(object_store, formats=("md",)) for _ in range(3)]
     ends = [AttemptResults(job.id, job.attempt, {"md": f"# {n}\n"}) for n, job in enumerate(jobs)]
 
-    assert object_store.finish_together(ends) == [True, True, True]
+    assert object_store.attempts.finish_together(ends) == [True, True, True]
 
     assert _keys(object_server, bucket) == sorted(
         f"results/{job.id}/{job.attempt}/md" for job in jobs
@@ -261,4 +264,8 @@ def test_a_rounds_results_go_to_the_object_store_too(
         ([job.id for job in jobs],),
     ).fetchone()
     assert rows == (3, 3)
-    assert [object_store.get_result(job.id, "md") for job in jobs] == ["# 0\n", "# 1\n", "# 2\n"]
+    assert [object_store.reads.get_result(job.id, "md") for job in jobs] == [
+        "# 0\n",
+        "# 1\n",
+        "# 2\n",
+    ]

@@ -37,20 +37,20 @@ def test_old_results_go_young_ones_stay_and_the_job_says_expired(
     cutoff = _now(raw_sql)
     young = _succeeded(store)
 
-    expired = store.expire_results(cutoff, limit=100)
+    expired = store.operations.expire_results(cutoff, limit=100)
 
     assert sorted(expired) == sorted([(old.id, "json"), (old.id, "md")])
-    assert store.list_results(old.id) == []
-    assert [r.format for r in store.list_results(young.id)] == ["md"]
-    assert store.get_result(young.id, "md") == "# result md"
+    assert store.reads.list_results(old.id) == []
+    assert [r.format for r in store.reads.list_results(young.id)] == ["md"]
+    assert store.reads.get_result(young.id, "md") == "# result md"
     with pytest.raises(ResultsExpired) as gone:
-        store.get_result(old.id, "md")
+        store.reads.get_result(old.id, "md")
     assert gone.value.code == "E113"
-    after = store.get_job(old.id)
+    after = store.reads.get_job(old.id)
     assert after is not None and after.state is JobState.SUCCEEDED
-    notes = [e.detail for e in store.events(old.id) if e.kind is EventKind.NOTE]
+    notes = [e.detail for e in store.reads.events(old.id) if e.kind is EventKind.NOTE]
     assert {"note": "results expired", "formats": ["json", "md"]} in notes
-    assert store.expire_results(cutoff, limit=100) == []  # nothing twice
+    assert store.operations.expire_results(cutoff, limit=100) == []  # nothing twice
 
 
 def test_the_sweep_takes_a_bounded_batch_oldest_first(
@@ -59,8 +59,8 @@ def test_the_sweep_takes_a_bounded_batch_oldest_first(
     jobs = [_succeeded(store) for _ in range(3)]
     cutoff = _now(raw_sql)
 
-    first = store.expire_results(cutoff, limit=2)
-    second = store.expire_results(cutoff, limit=2)
+    first = store.operations.expire_results(cutoff, limit=2)
+    second = store.operations.expire_results(cutoff, limit=2)
 
     assert first == [(jobs[0].id, "md"), (jobs[1].id, "md")]
     assert second == [(jobs[2].id, "md")]
@@ -68,7 +68,7 @@ def test_the_sweep_takes_a_bounded_batch_oldest_first(
 
 def test_a_job_without_expired_results_still_answers_none(store: JobStore) -> None:
     job = job_in_state(store, JobState.QUEUED)
-    assert store.get_result(job.id, "md") is None
+    assert store.reads.get_result(job.id, "md") is None
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_expired_objects_are_deleted_from_the_bucket(
     cutoff = _now(raw_sql)
     young = _succeeded(store)
 
-    assert store.expire_results(cutoff, limit=100) == [(old.id, "md")]
+    assert store.operations.expire_results(cutoff, limit=100) == [(old.id, "md")]
 
     keys = [o["Key"] for o in object_server.client().list_objects_v2(Bucket=bucket)["Contents"]]
     assert keys == [f"r/{young.id}/{young.attempt}/md"]
@@ -122,9 +122,11 @@ def test_a_job_whose_results_expired_is_no_dedup_candidate(
 ) -> None:
     digest = sha256_of("the same document")
     old = _succeeded(store, content_sha256=digest)
-    assert store.create(new_job(content_sha256=digest)).job_id == old.id  # dedup, before
-    store.expire_results(_now(raw_sql), limit=100)
+    assert (
+        store.submissions.create(new_job(content_sha256=digest)).job_id == old.id
+    )  # dedup, before
+    store.operations.expire_results(_now(raw_sql), limit=100)
 
-    made = store.create(new_job(content_sha256=digest))
+    made = store.submissions.create(new_job(content_sha256=digest))
 
     assert not made.deduplicated and made.job_id != old.id

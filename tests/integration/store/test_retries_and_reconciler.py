@@ -16,8 +16,8 @@ def test_a_retry_is_due_after_its_delay_and_keeps_the_error(
 ) -> None:
     job = job_factory(JobState.RUNNING)
     error = ServerUnavailable("HTTP 503", http_status=503)
-    assert store.schedule_retry(job.id, job.attempt, error, delay=30) is JobState.RETRYING
-    after = store.get_job(job.id)
+    assert store.attempts.schedule_retry(job.id, job.attempt, error, delay=30) is JobState.RETRYING
+    after = store.reads.get_job(job.id)
     assert after is not None and after.next_attempt_at is not None
     assert after.next_attempt_at - after.updated_at == timedelta(seconds=30)
     assert (after.error_code, after.error_message) == ("E302", "HTTP 503")
@@ -26,13 +26,13 @@ def test_a_retry_is_due_after_its_delay_and_keeps_the_error(
 
 
 def test_the_last_charged_attempt_fails_the_job_instead(store: JobStore) -> None:
-    job_id = store.create(new_job(max_attempts=2)).job_id
+    job_id = store.submissions.create(new_job(max_attempts=2)).job_id
     for attempt in (1, 2):
-        claimed = store.claim(job_id, "worker-a", lease_s=60)
+        claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
         assert claimed is not None and claimed.attempt == attempt
-        outcome = store.schedule_retry(job_id, attempt, InternalError("boom"), delay=0)
+        outcome = store.attempts.schedule_retry(job_id, attempt, InternalError("boom"), delay=0)
         assert outcome is (JobState.RETRYING if attempt == 1 else JobState.FAILED)
-    final = store.get_job(job_id)
+    final = store.reads.get_job(job_id)
     assert final is not None
     assert (final.state, final.error_code, final.next_attempt_at) == (JobState.FAILED, "E204", None)
 
@@ -40,51 +40,53 @@ def test_the_last_charged_attempt_fails_the_job_instead(store: JobStore) -> None
 def test_an_open_circuit_does_not_spend_attempts(store: JobStore) -> None:
     """Ten breaker deferrals of a one-attempt job: it stays retryable, and each claim still
     gets a fresh fencing number."""
-    job_id = store.create(new_job(max_attempts=1)).job_id
+    job_id = store.submissions.create(new_job(max_attempts=1)).job_id
     for attempt in range(1, 11):
-        claimed = store.claim(job_id, "worker-a", lease_s=60)
+        claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
         assert claimed is not None
         assert (claimed.attempt, claimed.attempts_spent) == (attempt, 1)
-        outcome = store.schedule_retry(
+        outcome = store.attempts.schedule_retry(
             job_id, attempt, CircuitOpen("open", retry_after=0), delay=0, spend_attempt=False
         )
         assert outcome is JobState.RETRYING
-    job = store.get_job(job_id)
+    job = store.reads.get_job(job_id)
     assert job is not None and (job.attempt, job.attempts_spent, job.attempts_left) == (10, 0, 1)
-    deferrals = [e for e in store.events(job_id) if e.to_state is JobState.RETRYING]
+    deferrals = [e for e in store.reads.events(job_id) if e.to_state is JobState.RETRYING]
     assert len(deferrals) == 10
     assert deferrals[0].detail is not None
     assert deferrals[0].detail["reason"] == "E309: retry without charging an attempt"
 
 
 def test_expired_leases_are_requeued_or_failed_when_out_of_attempts(store: JobStore) -> None:
-    lost = store.create(new_job(max_attempts=3)).job_id
-    last_try = store.create(new_job(max_attempts=1)).job_id
-    alive = store.create(new_job()).job_id
+    lost = store.submissions.create(new_job(max_attempts=3)).job_id
+    last_try = store.submissions.create(new_job(max_attempts=1)).job_id
+    alive = store.submissions.create(new_job()).job_id
     claims = {
-        job_id: store.claim(job_id, "worker-a", lease_s=lease)
+        job_id: store.attempts.claim(job_id, "worker-a", lease_s=lease)
         for job_id, lease in ((lost, 10), (last_try, 10), (alive, 3600))
     }
     lease_end = claims[lost].lease_expires_at if claims[lost] else None
     assert lease_end is not None
 
-    assert store.requeue_expired_leases(now=lease_end - timedelta(seconds=1)).requeued == ()
-    swept = store.requeue_expired_leases(now=lease_end + timedelta(seconds=60))
+    assert (
+        store.operations.requeue_expired_leases(now=lease_end - timedelta(seconds=1)).requeued == ()
+    )
+    swept = store.operations.requeue_expired_leases(now=lease_end + timedelta(seconds=60))
     assert swept.requeued == (lost,)
     assert swept.failed == (last_try,)
 
-    requeued, failed, running = store.get_jobs([lost, last_try, alive])
+    requeued, failed, running = store.reads.get_jobs([lost, last_try, alive])
     assert requeued.state is JobState.QUEUED and requeued.lease_owner is None
     assert (failed.state, failed.error_code) == (JobState.FAILED, "E303")
     assert running.state is JobState.RUNNING
-    assert store.events(lost)[-1].detail == {
+    assert store.reads.events(lost)[-1].detail == {
         "reason": "lease expired",
         "worker": "worker-a",
         "attempts_spent": 1,
         "max_attempts": 3,
     }
     # the next sweep finds nothing more to do
-    later = store.requeue_expired_leases(now=lease_end + timedelta(seconds=60))
+    later = store.operations.requeue_expired_leases(now=lease_end + timedelta(seconds=60))
     assert later.requeued == () and later.failed == ()
 
 
@@ -96,17 +98,19 @@ def test_stale_waiting_jobs_are_taken_once_per_threshold(
     job_factory(JobState.RUNNING)
     job_factory(JobState.SUCCEEDED)
     threshold = timedelta(minutes=10)
-    assert store.stale_queued(threshold) == []  # nothing has waited that long yet
+    assert store.operations.stale_queued(threshold) == []  # nothing has waited that long yet
 
     later = queued.updated_at + timedelta(minutes=30)
-    assert set(store.stale_queued(threshold, now=later)) == {queued.id, retrying.id}
+    assert set(store.operations.stale_queued(threshold, now=later)) == {queued.id, retrying.id}
     # taken: their clock restarted, so they are stale again only a threshold after the take
-    taken = store.get_job(queued.id)
+    taken = store.reads.get_job(queued.id)
     assert taken is not None and taken.updated_at > queued.updated_at
-    assert store.stale_queued(threshold, now=taken.updated_at + timedelta(minutes=9)) == []
-    again = store.stale_queued(threshold, now=taken.updated_at + timedelta(minutes=11))
+    assert (
+        store.operations.stale_queued(threshold, now=taken.updated_at + timedelta(minutes=9)) == []
+    )
+    again = store.operations.stale_queued(threshold, now=taken.updated_at + timedelta(minutes=11))
     assert set(again) == {queued.id, retrying.id}
-    notes = [e for e in store.events(queued.id) if e.kind == "note"]
+    notes = [e for e in store.reads.events(queued.id) if e.kind == "note"]
     assert len(notes) == 2
     assert notes[0].detail == {
         "reason": "waited past the threshold; message presumed lost",
@@ -119,11 +123,11 @@ def test_a_retrying_job_is_stale_only_once_it_is_overdue(
 ) -> None:
     job = job_factory(JobState.RUNNING)
     error = ServerUnavailable("HTTP 503")
-    store.schedule_retry(job.id, job.attempt, error, delay=timedelta(hours=1))
-    retrying = store.get_job(job.id)
+    store.attempts.schedule_retry(job.id, job.attempt, error, delay=timedelta(hours=1))
+    retrying = store.reads.get_job(job.id)
     assert retrying is not None and retrying.next_attempt_at is not None
     threshold = timedelta(minutes=5)
     not_yet = retrying.next_attempt_at + timedelta(minutes=4)
-    assert store.stale_queued(threshold, now=not_yet) == []
+    assert store.operations.stale_queued(threshold, now=not_yet) == []
     overdue = retrying.next_attempt_at + timedelta(minutes=6)
-    assert store.stale_queued(threshold, now=overdue) == [job.id]
+    assert store.operations.stale_queued(threshold, now=overdue) == [job.id]

@@ -55,11 +55,11 @@ def test_every_legal_transition_is_accepted_from_raw_sql(
 ) -> None:
     job = job_factory(source)
     assert raw_update(raw_sql, job.id, target) == 1
-    after = store.get_job(job.id)
+    after = store.reads.get_job(job.id)
     assert after is not None and after.state is target
     assert (after.lease_owner is not None) == (target is JobState.RUNNING)
     assert (after.finished_at is not None) == (target in TERMINAL_STATES)
-    last = store.events(job.id)[-1]
+    last = store.reads.events(job.id)[-1]
     assert (last.kind, last.from_state, last.to_state) == ("state_change", source, target)
 
 
@@ -72,14 +72,14 @@ def test_every_illegal_transition_is_refused_by_the_database(
     target: JobState,
 ) -> None:
     job = job_factory(source)
-    events_before = len(store.events(job.id))
+    events_before = len(store.reads.events(job.id))
     with pytest.raises(pg_errors.CheckViolation) as refused:
         raw_update(raw_sql, job.id, target)
     reason = refused.value.diag.message_primary or ""
     assert "illegal job state transition" in reason or "terminal" in reason
-    after = store.get_job(job.id)
+    after = store.reads.get_job(job.id)
     assert after == job
-    assert len(store.events(job.id)) == events_before
+    assert len(store.reads.events(job.id)) == events_before
 
 
 def test_the_psql_example_from_the_issue_raises(

@@ -17,13 +17,13 @@ REPORT = sha256_of("the quarterly report")
 
 def succeeded_job(store: JobStore, *, engine: str | None = None, **overrides: object) -> Job:
     """A succeeded job; its results name ``engine`` as a worker's closing note makes them."""
-    job_id = store.create(new_job(**overrides), dedup=False).job_id
-    claimed = store.claim(job_id, "worker-a", lease_s=60)
+    job_id = store.submissions.create(new_job(**overrides), dedup=False).job_id
+    claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
     assert claimed is not None
     note = {"note": "converted", "engine": engine} if engine else None
     results = {f: "# done" for f in claimed.formats}
-    assert store.finish(job_id, claimed.attempt, results, note=note)
-    job = store.get_job(job_id)
+    assert store.attempts.finish(job_id, claimed.attempt, results, note=note)
+    job = store.reads.get_job(job_id)
     assert job is not None
     return job
 
@@ -38,9 +38,9 @@ def test_a_new_job_is_queued_with_what_was_asked(store: JobStore) -> None:
         queue="doclane.large",
         size_bytes=None,
     )
-    created = store.create(spec)
+    created = store.submissions.create(spec)
     assert not created.deduplicated
-    job = store.get_job(created.job_id)
+    job = store.reads.get_job(created.job_id)
     assert job is not None
     assert job.state is JobState.QUEUED and job.attempt == 0
     assert job.formats == ("json", "md")
@@ -60,7 +60,7 @@ def test_same_content_profile_options_and_formats_returns_the_succeeded_job(
     done = succeeded_job(
         store, content_sha256=REPORT, formats=("md", "json"), options={"a": 1, "b": [1, 2]}
     )
-    again = store.create(
+    again = store.submissions.create(
         new_job(content_sha256=REPORT, formats="json,md", options={"b": [1, 2], "a": 1})
     )
     assert again.deduplicated and again.job_id == done.id
@@ -81,7 +81,7 @@ def test_any_difference_makes_a_new_job(store: JobStore, difference: dict[str, o
         store, content_sha256=REPORT, formats=("md", "json"), options={"a": 1, "b": [1, 2]}
     )
     wanted = {"content_sha256": REPORT, "formats": ("md", "json"), "options": {"a": 1, "b": [1, 2]}}
-    created = store.create(new_job(**{**wanted, **difference}))
+    created = store.submissions.create(new_job(**{**wanted, **difference}))
     assert not created.deduplicated and created.job_id != done.id
 
 
@@ -90,13 +90,13 @@ def test_only_succeeded_jobs_are_dedup_targets(
     job_factory: Callable[..., Job], store: JobStore, state: JobState
 ) -> None:
     other = job_factory(state, content_sha256=REPORT)
-    created = store.create(new_job(content_sha256=REPORT))
+    created = store.submissions.create(new_job(content_sha256=REPORT))
     assert not created.deduplicated and created.job_id != other.id
 
 
 def test_no_dedup_always_makes_a_new_job(store: JobStore) -> None:
     done = succeeded_job(store, content_sha256=REPORT)
-    created = store.create(new_job(content_sha256=REPORT), dedup=False)
+    created = store.submissions.create(new_job(content_sha256=REPORT), dedup=False)
     assert not created.deduplicated and created.job_id != done.id
 
 
@@ -115,7 +115,7 @@ def test_a_dedup_engine_reuses_only_the_results_that_engine_made(
     store: JobStore, dedup_engine: str | None, reused: bool
 ) -> None:
     done = succeeded_job(store, content_sha256=REPORT, engine="docling-rs 2.52.7")
-    created = store.create(new_job(content_sha256=REPORT), dedup_engine=dedup_engine)
+    created = store.submissions.create(new_job(content_sha256=REPORT), dedup_engine=dedup_engine)
     assert created.deduplicated is reused
     assert (created.job_id == done.id) is reused
 
@@ -127,10 +127,10 @@ def test_a_dedup_engine_passes_over_a_newer_job_of_another_engine(store: JobStor
     ours = succeeded_job(store, content_sha256=REPORT, engine="docling")
     newest = succeeded_job(store, content_sha256=REPORT, engine="docling-rs 2.52.7")
 
-    assert store.create(new_job(content_sha256=REPORT)).job_id == newest.id
-    again = store.create(new_job(content_sha256=REPORT), dedup_engine="docling")
+    assert store.submissions.create(new_job(content_sha256=REPORT)).job_id == newest.id
+    again = store.submissions.create(new_job(content_sha256=REPORT), dedup_engine="docling")
     assert again.deduplicated and again.job_id == ours.id
-    other = store.create(new_job(content_sha256=REPORT), dedup_engine="pdf-magic")
+    other = store.submissions.create(new_job(content_sha256=REPORT), dedup_engine="pdf-magic")
     assert not other.deduplicated and other.job_id not in (unknown.id, ours.id, newest.id)
 
 
@@ -142,7 +142,7 @@ def test_ten_thousand_jobs_in_one_call(store: JobStore, raw_sql: psycopg.Connect
         for i in range(10_000)
     ]
     started = time.perf_counter()
-    created = store.create_many(specs)
+    created = store.submissions.create_many(specs)
     elapsed = time.perf_counter() - started
     print(f"\ncreate_many: 10,000 jobs in {elapsed:.3f}s")
 
@@ -156,7 +156,7 @@ def test_ten_thousand_jobs_in_one_call(store: JobStore, raw_sql: psycopg.Connect
     assert count == (10_000 - 4,)
     events = raw_sql.execute("SELECT count(*) FROM job_events WHERE to_state = 'queued'")
     assert events.fetchone() == (10_000 - 4 + 3,)
-    sample = store.get_jobs(new_ids[:3])
+    sample = store.reads.get_jobs(new_ids[:3])
     assert [j.source_uri for j in sample] == [
         s.source_uri for s, c in zip(specs, created, strict=True) if c.job_id in new_ids[:3]
     ]

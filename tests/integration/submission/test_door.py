@@ -129,7 +129,7 @@ def test_enqueue_refuses_before_any_job_is_made(
             store=store,
             door=door,
         )
-    assert store.count_in_flight()[JobState.QUEUED] == 0 and publisher.messages == []
+    assert store.reads.count_in_flight()[JobState.QUEUED] == 0 and publisher.messages == []
 
     made = enqueue(SubmissionRequest([str(doc)]), publisher=publisher, store=store, door=door)
     assert len(made.accepted) == 1

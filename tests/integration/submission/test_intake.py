@@ -15,7 +15,7 @@ from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
 from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
 from pipeline.sources import load_source_settings
-from pipeline.store import AdminStore, JobStore, StoreSettings
+from pipeline.store import JobStore, StorePool, StoreSettings, Submissions
 from pipeline.submission.door import Door, server_tools
 from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
 from pipeline.submission.publishing import BROKER_DOWN_AFTER
@@ -39,7 +39,7 @@ class CheckingPublisher(RecordingPublisher):
 
     def publish(self, message: JobMessage) -> None:
         self.calls += 1
-        job = self.other.get_job(message.job_id)
+        job = self.other.reads.get_job(message.job_id)
         assert job is not None and job.state is JobState.QUEUED, "published before commit"
         if self.calls in self.fail:
             raise ConnectionError("broker down")
@@ -89,7 +89,7 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
         "ftp://example.org/a.md": "E104",
     }
     assert [m.job_id for m in publisher.messages] == submission.job_ids
-    job = store.get_job(submission.job_ids[0])
+    job = store.reads.get_job(submission.job_ids[0])
     assert job is not None and job.formats == ("json", "md") and job.content_sha256
 
 
@@ -123,9 +123,9 @@ def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
     path = write_sample(tmp_path / "docs", "md", 1)
     publisher = RecordingPublisher()
     first = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store).job_ids[0]
-    claimed = store.claim(first, "w", 30)
+    claimed = store.attempts.claim(first, "w", 30)
     assert claimed is not None
-    assert store.finish(first, claimed.attempt, {"md": "# done"})
+    assert store.attempts.finish(first, claimed.attempt, {"md": "# done"})
 
     again = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
     forced = enqueue(SubmissionRequest([str(path)], dedup=False), publisher=publisher, store=store)
@@ -143,10 +143,10 @@ def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
     path = write_sample(tmp_path / "docs", "md", 5)
     publisher = RecordingPublisher()
     first = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store).job_ids[0]
-    claimed = store.claim(first, "w", 30)
+    claimed = store.attempts.claim(first, "w", 30)
     assert claimed is not None
     engine = {"note": "converted", "engine": "docling"}
-    assert store.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
+    assert store.attempts.finish(first, claimed.attempt, {"md": "# done"}, note=engine)
 
     monkeypatch.setenv("DOCLANE_DEDUP_ENGINE", "docling-rs")
     switched = enqueue(SubmissionRequest([str(path)]), publisher=publisher, store=store)
@@ -192,13 +192,13 @@ def test_publishing_stops_trying_once_the_broker_is_plainly_down(
 
     assert publisher.calls == BROKER_DOWN_AFTER
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
-    assert {j.state for j in store.get_jobs(submission.job_ids)} == {JobState.QUEUED}
+    assert {j.state for j in store.reads.get_jobs(submission.job_ids)} == {JobState.QUEUED}
 
 
 @pytest.fixture
-def admin_store(store_settings: StoreSettings) -> Iterator[AdminStore]:
+def admin_store(store_settings: StoreSettings) -> Iterator[JobStore]:
     """Another connection's view of the rows: the admin's whole-table counts."""
-    admin = AdminStore(store_settings)
+    admin = JobStore(store_settings, explain_missing_schema=True)
     yield admin
     admin.close()
 
@@ -206,18 +206,18 @@ def admin_store(store_settings: StoreSettings) -> Iterator[AdminStore]:
 class CountingPublisher(RecordingPublisher):
     """Notes, at each message, how many of the submission's rows another connection sees."""
 
-    def __init__(self, other: AdminStore) -> None:
+    def __init__(self, other: JobStore) -> None:
         super().__init__()
         self.other = other
         self.rows_seen: list[int] = []
 
     def publish(self, message: JobMessage) -> None:
-        self.rows_seen.append(self.other.count_by_state().get(JobState.QUEUED, 0))
+        self.rows_seen.append(self.other.admin.count_by_state().get(JobState.QUEUED, 0))
         super().publish(message)
 
 
 def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
-    store: JobStore, admin_store: AdminStore, tmp_path: Path
+    store: JobStore, admin_store: JobStore, tmp_path: Path
 ) -> None:
     """Workers start on the first 64 sources while the rest are still being hashed: each
     chunk's rows are committed, then published, then the next chunk is made."""
@@ -259,11 +259,11 @@ def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
     assert not any(a.published for a in submission.accepted)
 
 
-class FailingSecondChunk(JobStore):
-    """The real store, whose database goes away after the first chunk is made."""
+class FailingSecondChunk(Submissions):
+    """The real submissions, whose database goes away after the first chunk is made."""
 
-    def __init__(self, store: JobStore) -> None:
-        super().__init__(store.settings)
+    def __init__(self, pool: StorePool) -> None:
+        super().__init__(pool)
         self.chunks = 0
 
     def create_many(self, specs: Any, **dedup: Any) -> Any:
@@ -274,13 +274,14 @@ class FailingSecondChunk(JobStore):
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
-    store: JobStore, admin_store: AdminStore, tmp_path: Path
+    store: JobStore, admin_store: JobStore, tmp_path: Path
 ) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for n in range(100):
         (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
-    failing = FailingSecondChunk(store)
+    failing = JobStore(store.settings)
+    failing.submissions = FailingSecondChunk(failing.pool)
     publisher = RecordingPublisher()
 
     with pytest.raises(DatabaseUnavailable) as caught:
@@ -288,7 +289,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
 
     assert "64 job(s) of this submission were made before it" in caught.value.message
     assert caught.value.detail == {"jobs_made_before": 64}
-    counts = admin_store.count_by_state()
+    counts = admin_store.admin.count_by_state()
     assert counts[JobState.QUEUED] == sum(counts.values()) == 64
     assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
     failing.close()
@@ -308,10 +309,10 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
         submit_settings=settings,
     )
     parent_id, whole_id = submission.job_ids
-    parent = store.get_job(parent_id)
+    parent = store.reads.get_job(parent_id)
     assert parent is not None and parent.state is JobState.WAITING and parent.slices_total == 3
     slices = sorted(
-        (j for j in store.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
+        (j for j in store.reads.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
         key=lambda j: j.created_at,
     )
     assert sorted(j.options["pages"] for j in slices) == ["1-32", "33-64", "65-70"]
@@ -326,5 +327,5 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
         store=store,
         submit_settings=settings,
     )
-    json_job = store.get_job(again.job_ids[0])
+    json_job = store.reads.get_job(again.job_ids[0])
     assert json_job is not None and json_job.state is JobState.QUEUED  # json is never sliced

@@ -24,7 +24,7 @@ TINY_SCHEDULE: dict[str, Any] = {
 
 @pytest.fixture
 def outbox(store: JobStore) -> WebhookOutbox:
-    return WebhookOutbox(store)
+    return WebhookOutbox(store.pool)
 
 
 @pytest.fixture

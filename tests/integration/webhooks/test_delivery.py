@@ -100,7 +100,7 @@ def test_a_loopback_receiver_is_refused_unless_private_urls_are_allowed(
     job_in_state(store, JobState.SUCCEEDED, webhook_url=webhook_receiver.url)
     report = make_dispatcher(allow_private=False).deliver_due()
     assert len(report.dead) == 1 and webhook_receiver.requests == []
-    [row] = WebhookOutbox(store).listing(DeliveryState.DEAD)
+    [row] = WebhookOutbox(store.pool).listing(DeliveryState.DEAD)
     assert "loopback" in (row.last_error or "")
 
 
@@ -111,7 +111,7 @@ def test_without_a_secret_nothing_is_sent_unsigned(
     report = make_dispatcher(webhook_secret=None).deliver_due()
     assert report.idle_reason and "DOCLANE_WEBHOOK_SECRET" in report.idle_reason
     assert webhook_receiver.requests == []
-    assert WebhookOutbox(store).counts().pending == 1
+    assert WebhookOutbox(store.pool).counts().pending == 1
 
 
 def test_a_submission_deduplicated_onto_an_ended_job_is_told_at_once(
@@ -148,11 +148,11 @@ def test_what_a_killed_sender_held_is_sent_by_the_next_pass_once_its_claim_lapse
     store: JobStore, webhook_receiver: WebhookReceiver, make_dispatcher: Dispatchers
 ) -> None:
     job_in_state(store, JobState.SUCCEEDED, webhook_url=webhook_receiver.url)
-    dead_sender = WebhookOutbox(store).claim(claim_s=0.5)  # claimed, then never reported
+    dead_sender = WebhookOutbox(store.pool).claim(claim_s=0.5)  # claimed, then never reported
     assert dead_sender is not None
     dispatcher = make_dispatcher()
     assert dispatcher.deliver_due().delivered == []  # held: not sent twice at once
     wait_for(lambda: dispatcher.deliver_due().delivered, message="the lapsed claim sent")
     [received] = webhook_receiver.accepted
     assert received.event_id == str(dead_sender.id)
-    assert not WebhookOutbox(store).delivered(dead_sender, status=200)  # fenced off
+    assert not WebhookOutbox(store.pool).delivered(dead_sender, status=200)  # fenced off

@@ -99,7 +99,7 @@ def test_a_webhook_on_a_loopback_address_refuses_the_submission(
         data={"webhook": "http://127.0.0.1:9/hook"},
     )
     assert uploaded.status_code == 422 and uploaded.json()["error"]["code"] == "E104"
-    assert not any(store.count_in_flight().values())  # no job was made
+    assert not any(store.reads.count_in_flight().values())  # no job was made
     uploads = tmp_path / "inbox" / "uploads"
     assert not uploads.exists() or list(uploads.iterdir()) == []  # nothing left to convert
 
@@ -131,4 +131,4 @@ def test_doclane_webhooks_lists_the_dead_and_sends_them_again(
     retried = json.loads(doclane("--dead", "--retry", "--json").stdout)
     assert retried["retried"] == [row["id"]] and retried["counts"]["dead"] == 0
     assert len(make_dispatcher().deliver_due().delivered) == 1
-    assert WebhookOutbox(store).listing(DeliveryState.PENDING) == []
+    assert WebhookOutbox(store.pool).listing(DeliveryState.PENDING) == []

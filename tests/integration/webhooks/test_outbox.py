@@ -63,16 +63,16 @@ def test_a_final_state_rolled_back_leaves_no_event(
         raw_sql.execute("UPDATE jobs SET state = 'cancelled' WHERE id = %s", (job.id,))
         raw_sql.execute("DO $$ BEGIN RAISE EXCEPTION 'undone'; END $$")
     assert outbox_rows(raw_sql, job.id) == []
-    assert store.get_job(job.id).state is JobState.RUNNING  # type: ignore[union-attr]
+    assert store.reads.get_job(job.id).state is JobState.RUNNING  # type: ignore[union-attr]
 
 
 def test_the_reconciler_failing_a_lost_last_attempt_writes_the_event(
     store: JobStore, raw_sql: psycopg.Connection
 ) -> None:
-    job_id = store.create(new_job(webhook_url=HOOK, max_attempts=1), dedup=False).job_id
-    assert store.claim(job_id, "worker-a", lease_s=60) is not None
-    later = store.get_job(job_id).lease_expires_at + timedelta(seconds=1)  # type: ignore[union-attr, operator]
-    expired = store.requeue_expired_leases(now=later)
+    job_id = store.submissions.create(new_job(webhook_url=HOOK, max_attempts=1), dedup=False).job_id
+    assert store.attempts.claim(job_id, "worker-a", lease_s=60) is not None
+    later = store.reads.get_job(job_id).lease_expires_at + timedelta(seconds=1)  # type: ignore[union-attr, operator]
+    expired = store.operations.requeue_expired_leases(now=later)
     assert expired.failed == (job_id,)
     [row] = outbox_rows(raw_sql, job_id)
     assert row["event"]["data"]["error"]["code"] == "E303"
@@ -85,14 +85,14 @@ def test_the_webhook_url_is_never_dumped_or_printed(store: JobStore) -> None:
 
 
 def test_a_claim_is_one_senders_until_it_lapses(store: JobStore) -> None:
-    outbox = WebhookOutbox(store)
+    outbox = WebhookOutbox(store.pool)
     job = job_in_state(store, JobState.SUCCEEDED, webhook_url=HOOK)
     first = outbox.claim(claim_s=60)
     assert first is not None and first.job_id == job.id and first.attempts == 1
     assert outbox.claim(claim_s=60) is None  # held: nobody else sends it
 
     # A lapsed claim (its sender died) is taken over; the first sender's report is fenced off.
-    with store._connection("test") as conn:
+    with store.pool.connection("test") as conn:
         conn.execute(
             "UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = %s", (first.id,)
         )
@@ -104,7 +104,7 @@ def test_a_claim_is_one_senders_until_it_lapses(store: JobStore) -> None:
 
 
 def test_failed_then_dead_then_revived(store: JobStore) -> None:
-    outbox = WebhookOutbox(store)
+    outbox = WebhookOutbox(store.pool)
     job_in_state(store, JobState.SUCCEEDED, webhook_url=HOOK)
     claimed = outbox.claim(claim_s=60)
     assert claimed is not None

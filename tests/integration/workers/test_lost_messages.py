@@ -42,7 +42,7 @@ def submitted(store: JobStore, publisher: CeleryPublisher, folder: Path, count: 
     assert publisher.waiting(QUEUE_SMALL) == count
 
     def past_threshold() -> bool:
-        newest = max(job.updated_at for job in store.get_jobs(ids))
+        newest = max(job.updated_at for job in store.reads.get_jobs(ids))
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
     wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")

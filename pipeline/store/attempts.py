@@ -1,0 +1,344 @@
+"""A worker's attempt: its claim, its progress, and its end, each fenced on the attempt.
+
+What ``pipeline.processing`` writes, and nothing else. Every write after a claim is guarded by
+``(job_id, attempt, state = 'running')``: a stale or duplicate worker matches no row, writes
+nothing, and gets ``False``/``None`` back. Claims and ends wait for the disk; a running
+attempt's progress (stages, calls, notes, lease renewals) does not (:meth:`StorePool.progress`).
+The two writes every job makes, a stage with its calls and the successful end with its
+results, are one statement each (migration 0009's functions). Results are written by the one
+:class:`~pipeline.store.finishing.ResultWriter`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+from uuid import UUID
+
+from psycopg.rows import dict_row
+
+from errors import PipelineError
+from pipeline.jobs import Job, JobState, Stage
+from pipeline.store.finishing import ResultWriter, insert_calls
+from pipeline.store.pool import StorePool
+from pipeline.store.queries import query
+from pipeline.store.rows import AttemptResults, CallEvent, calls_json, error_columns, jsonb
+
+
+def _like_params(lead: Job, *, limit: int, small_below: int) -> dict[str, Any]:
+    """Up to ``limit`` small due jobs like ``lead`` (its queue, profile, options and formats):
+    what a batch's and a round's claims both ask (sql/batches.sql, sql/rounds.sql)."""
+    return {
+        "queue": lead.queue,
+        "profile": lead.profile,
+        "options": jsonb(lead.options),
+        "formats": list(lead.formats),
+        "small_below": small_below,
+        "lead": lead.id,
+        "limit": limit,
+    }
+
+
+def _round_params(
+    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+) -> dict[str, Any]:
+    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
+    return {
+        **_like_params(lead, limit=limit, small_below=small_below),
+        "worker": worker,
+        "lease_s": float(lease_s),
+    }
+
+
+def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
+    jobs = [Job.model_validate(row) for row in rows]
+    return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
+
+
+class Attempts:
+    """The writes of workers' attempts, through ``pool``."""
+
+    def __init__(self, pool: StorePool) -> None:
+        self.pool = pool
+        self.result_writer = ResultWriter(pool)
+
+    # ---- claims and waits ------------------------------------------------------------------------
+    def claim(self, job_id: UUID, worker: str, lease_s: float) -> Job | None:
+        """Start a new attempt: queued|retrying -> running with ``attempt + 1`` and a lease.
+
+        ``None`` when the job is running elsewhere, finished or cancelled: nothing to do.
+        """
+        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+        return self.pool.fetch_job("claiming a job", query("claim_job"), params)
+
+    def claim_or_wait(
+        self, job_id: UUID, worker: str, lease_s: float
+    ) -> tuple[Job | None, float | None]:
+        """:meth:`claim`, and when nothing was claimed :meth:`seconds_until_due`, in one round
+        trip: a round's companions each leave a message that finds nothing to claim, and
+        that message must cost as little as it can."""
+        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+        with self.pool.connection("claiming a job") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_job"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            row, wait = claim.fetchone(), due.fetchone()
+        if row is not None:
+            return Job.model_validate(row), None
+        return None, float(wait[0]) if wait else None
+
+    def claim_companions(
+        self,
+        lead: Job,
+        worker: str,
+        lease_s: float,
+        *,
+        candidates: int,
+        small_below: int,
+        choose: Callable[[list[dict[str, Any]]], list[UUID]],
+    ) -> list[Job]:
+        """Claim due jobs that can share ``lead``'s batch (see sql/batches.sql).
+
+        ``choose`` picks among at most ``candidates`` locked rows (id, source_uri, size_bytes,
+        content_sha256), in priority order; each chosen job is claimed as ``claim`` would.
+        """
+        params = _like_params(lead, limit=candidates, small_below=small_below)
+        with self.pool.connection("claiming a batch") as conn, conn.transaction():
+            cur = conn.cursor(row_factory=dict_row)
+            chosen = choose(cur.execute(query("batch_candidates"), params).fetchall())
+            if not chosen:
+                return []
+            claim = {"job_ids": chosen, "worker": worker, "lease_s": float(lease_s)}
+            rows = cur.execute(query("claim_batch_members"), claim).fetchall()
+        order = {job_id: n for n, job_id in enumerate(chosen)}
+        return sorted((Job.model_validate(r) for r in rows), key=lambda j: order[j.id])
+
+    def claim_round(
+        self, lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+    ) -> list[Job]:
+        """Claim up to ``limit`` due jobs that can share ``lead``'s round, in one statement
+        (sql/rounds.sql); each is claimed as :meth:`claim` claims one, in priority order."""
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
+        rows = self.pool.fetch_rows("claiming a round", query("claim_round"), params)
+        return _in_round_order(rows)
+
+    def claim_round_of(
+        self, job_id: UUID, worker: str, lease_s: float, *, limit: int, small_below: int
+    ) -> tuple[Job | None, list[Job], float | None]:
+        """:meth:`claim_or_wait` and the round's claim in one round trip and one commit
+        (sql/rounds.sql, ``claim_round_of``): the job if it could be claimed, up to ``limit``
+        companions in priority order (also when the job itself is running elsewhere or ended),
+        and how long the job still waits when it is a retrying job not yet due."""
+        params = {
+            "job_id": job_id,
+            "worker": worker,
+            "lease_s": float(lease_s),
+            "limit": limit,
+            "small_below": small_below,
+        }
+        with self.pool.connection("claiming a round") as conn, conn.pipeline():
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_round_of"), params)
+            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
+            rows, wait = claim.fetchall(), due.fetchone()
+        lead: Job | None = None
+        companions: list[Job] = []
+        for row in rows:
+            if row.pop("round_lead"):
+                lead = Job.model_validate(row)
+            else:
+                companions.append(Job.model_validate(row))
+        companions.sort(key=lambda job: (-job.priority, job.created_at))
+        waits = float(wait[0]) if wait and lead is None else None
+        return lead, companions, waits
+
+    def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
+        """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
+        params = {"job_id": job_id, "attempt": attempt}
+        with self.pool.because("releasing a job", reason) as conn:
+            return conn.execute(query("release_job"), params).rowcount == 1
+
+    def seconds_until_due(self, job_id: UUID) -> float | None:
+        """How long a retrying job still waits before it may be claimed (None: not waiting)."""
+        params = {"job_id": job_id}
+        rows = self.pool.fetch_rows("reading a due time", query("seconds_until_due"), params)
+        return float(rows[0]["wait_s"]) if rows else None
+
+    def defer(self, job_id: UUID, delay_s: float) -> bool:
+        """A waiting job whose message went back unclaimed (every circuit open) is due
+        ``delay_s`` from now: its wait is then not taken for a lost message. A progress write
+        (nothing about the job changed but when it is next tried); False: not waiting."""
+        params = {"job_id": job_id, "delay_s": float(delay_s)}
+        with self.pool.progress("deferring a job") as conn:
+            cur = conn.execute(query("defer_waiting"), params)
+        return cur.rowcount == 1  # known once the pipeline is synced, at the block's end
+
+    # ---- progress --------------------------------------------------------------------------------
+    def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
+        params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
+        with self.pool.progress("renewing a lease") as conn:
+            cur = conn.execute(query("renew_lease"), params)
+        return cur.rowcount == 1
+
+    def set_stage(
+        self,
+        job_id: UUID,
+        attempt: int,
+        stage: Stage,
+        *,
+        origin: str | None = None,
+        calls: Sequence[CallEvent] = (),
+    ) -> bool:
+        """Progress of a running attempt (and the server origin it talks to).
+
+        ``calls`` made since the attempt's last write go to the trail in the same round trip,
+        whether or not the attempt is still the job's, as :meth:`record_mcp_call` would write
+        them.
+        """
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "stage": stage.value,
+            "origin": origin,
+            "calls": calls_json(calls),
+        }
+        with self.pool.connection("recording a stage") as conn:
+            row = conn.execute(query("record_progress"), params).fetchone()
+        return bool(row and row[0])
+
+    def record_source(
+        self, job_id: UUID, attempt: int, *, size_bytes: int, content_sha256: str
+    ) -> bool:
+        """What a running attempt learnt about its source (a downloaded URL's size and hash)."""
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "size_bytes": size_bytes,
+            "content_sha256": content_sha256,
+        }
+        return self.pool.update("recording a source", query("record_source"), params)
+
+    def record_mcp_call(
+        self,
+        job_id: UUID,
+        attempt: int,
+        *,
+        tool: str,
+        duration_s: float,
+        outcome: str,
+        error_code: str | None = None,
+        origin: str | None = None,
+        detail: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Append one MCP call to the job's trail (recorded even for a stale attempt: the call
+        happened, and the trail is history, not state)."""
+        call = CallEvent(tool, duration_s, outcome, error_code, origin, detail)
+        self.record_mcp_calls(job_id, attempt, [call])
+
+    def record_mcp_calls(self, job_id: UUID, attempt: int, calls: Sequence[CallEvent]) -> None:
+        """Append MCP calls to the job's trail, in order, in one round trip."""
+        if calls:
+            with self.pool.progress("recording MCP calls") as conn:
+                insert_calls(conn, job_id, attempt, calls)
+
+    def add_note(self, job_id: UUID, attempt: int, message: str, **detail: Any) -> None:
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "detail": jsonb({"note": message, **detail}),
+        }
+        with self.pool.progress("adding a note") as conn:
+            conn.execute(query("insert_note"), params)
+
+    # ---- ends ------------------------------------------------------------------------------------
+    def finish(
+        self,
+        job_id: UUID,
+        attempt: int,
+        results: Mapping[str, str],
+        *,
+        calls: Sequence[CallEvent] = (),
+        note: Mapping[str, Any] | None = None,
+        origin: str | None = None,
+    ) -> bool:
+        """running -> succeeded with its results, in one transaction; ``False`` (and nothing
+        written) when this attempt is no longer the job's running attempt.
+
+        ``results`` maps each of the job's formats to its content (others are refused:
+        :class:`~pipeline.store.refusals.FormatsMismatch`). ``calls`` not yet in the trail and a
+        ``note`` (``{"note": text, ...}``, as :meth:`add_note` writes it) are written in the same
+        transaction, so that a finished attempt costs one transaction; like
+        :meth:`record_mcp_call` and :meth:`add_note` they are kept even for a stale attempt.
+        ``origin``, the server that converted it, is recorded on the job (and so in its
+        "succeeded" event) when given; else the one a stage recorded stays.
+        """
+        if not results:
+            raise ValueError("finish() needs the results of the job's formats")
+        return self.finish_end(AttemptResults(job_id, attempt, results, calls, note, origin))
+
+    def finish_end(self, end: AttemptResults) -> bool:
+        """:meth:`finish` of one attempt's end as a round or a journal holds it."""
+        return self.result_writer.finish([end])[0]
+
+    def finish_together(self, ends: Sequence[AttemptResults]) -> list[bool]:
+        """Many attempts' :meth:`finish` in one transaction and one round trip (a round's
+        results): one commit, so one wait for the disk, whatever their number. Each is fenced
+        on its own: ``False`` for an attempt that no longer owns its job (nothing of it but its
+        calls and note written), the others are stored all the same. Results too large to be
+        parameters, or kept in an object store, are stored one attempt at a time. A
+        :class:`~pipeline.store.refusals.FormatsMismatch` (results that are not a job's
+        formats: a bug) undoes the whole transaction; the caller finishes each alone to find
+        whose."""
+        return self.result_writer.finish(ends)
+
+    def finish_then_claim(
+        self,
+        ends: Sequence[AttemptResults],
+        lead: Job,
+        worker: str,
+        lease_s: float,
+        *,
+        limit: int,
+        small_below: int,
+    ) -> tuple[list[bool], list[Job]]:
+        """:meth:`finish_together`, then :meth:`claim_round`, in one transaction and one round
+        trip: a growing round's one wait for the disk serves its stored results and its next
+        jobs. Where a result cannot go inline (too large, or an object store), the two are
+        made apart. A FormatsMismatch undoes both (the caller stores each result alone)."""
+        params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
+        stored, rows = self.result_writer.finish_then_claim(ends, params)
+        return stored, _in_round_order(rows)
+
+    def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
+        """running -> failed with the error's code; ``False`` for a stale attempt."""
+        params = {"job_id": job_id, "attempt": attempt, **error_columns(error)}
+        return self.pool.update("failing a job", query("mark_failed"), params)
+
+    def schedule_retry(
+        self,
+        job_id: UUID,
+        attempt: int,
+        error: PipelineError,
+        *,
+        delay: timedelta | float,
+        spend_attempt: bool = True,
+    ) -> JobState | None:
+        """running -> retrying, due ``delay`` from now (the database's clock).
+
+        Returns ``RETRYING``; or ``FAILED`` when this charged attempt was the job's last (the
+        caller must not retry then); or ``None`` for a stale attempt. ``spend_attempt=False``
+        (the circuit breaker was open, the server never asked) refunds the attempt the claim
+        charged: ``attempts_spent`` goes back down, while ``attempt``, the fencing token, keeps
+        growing so the stale-write guard stays sound.
+        """
+        delay_s = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "spend": spend_attempt,
+            "delay_s": max(delay_s, 0.0),
+            **error_columns(error),
+        }
+        reason = None if spend_attempt else f"{error.code}: retry without charging an attempt"
+        with self.pool.because("scheduling a retry", reason) as conn:
+            row = conn.execute(query("schedule_retry"), params).fetchone()
+        return JobState(row[0]) if row else None
