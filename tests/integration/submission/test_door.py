@@ -182,5 +182,5 @@ def test_doclane_submit_says_e305_before_making_a_job(
         done = submit(*args)
         out = json.loads(done.stdout)
         assert done.returncode == 1 and out["error"]["code"] == "E305", done.stderr
-    assert make_store().count_in_flight()[JobState.QUEUED] == 0
+    assert make_store().reads.count_in_flight()[JobState.QUEUED] == 0
     assert json.loads(submit().stdout)["ok"] is True
