@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from billiard.process import current_process
 from celery import Celery
 
-from pipeline.jobs.reconcile import ReconcileSettings, load_reconcile_settings
+from pipeline.jobs.reconcile import ReconcileSettings
 from pipeline.store import JobStore
 from workers.publisher import CeleryPublisher
 
@@ -70,27 +70,25 @@ class WorkerRuntime:
 def build_runtime(app: Celery) -> WorkerRuntime:
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from pipeline.mcp import CallTimeouts, load_mcp_settings
-    from pipeline.processing import JobProcessor, load_processing_settings
-    from pipeline.profiles import load_profile_settings
-    from pipeline.resilience import build_resilient, load_resilience_settings
-    from pipeline.sources import Downloader, load_source_settings
-    from pipeline.store import load_store_settings
+    from pipeline.mcp import CallTimeouts
+    from pipeline.processing import JobProcessor
+    from pipeline.resilience import build_resilient
+    from pipeline.sources import Downloader
+    from workers.app import settings_of
 
-    source_settings = load_source_settings()
-    mcp_settings = load_mcp_settings()
-    store = JobStore(load_store_settings())
-    resilient = build_resilient(
-        mcp_settings, load_resilience_settings(), first_origin=_pool_index()
-    )
+    tree = settings_of(app)
+    source_settings = tree.sources
+    mcp_settings = tree.mcp
+    store = JobStore(tree.store)
+    resilient = build_resilient(mcp_settings, tree.resilience, first_origin=_pool_index())
     downloader = Downloader(source_settings)
     publisher = CeleryPublisher(app)
     processor = JobProcessor(
         store=store,
         runner=resilient,
-        settings=load_processing_settings(),
+        settings=tree.processing,
         source_settings=source_settings,
-        profile_settings=load_profile_settings(),
+        profile_settings=tree.profiles,
         downloader=downloader,
         deadline_exceptions=(SoftTimeLimitExceeded,),
         publisher=publisher,
@@ -102,7 +100,7 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         downloader=downloader,
         processor=processor,
         publisher=publisher,
-        reconcile_settings=load_reconcile_settings(),
+        reconcile_settings=tree.reconcile,
         inbox_dir=source_settings.inbox_dir,
     )
 

@@ -4,8 +4,8 @@
 ::
 
     from pipeline.admin import collect_stats, list_jobs, job_detail, retry_failed
-    stats = collect_stats(store, fleet, settings=load_admin_settings(),
-                          resilience=load_resilience_settings())
+    stats = collect_stats(store, fleet, settings=read_settings().admin,
+                          resilience=read_settings().resilience)
     stats.jobs["succeeded"], stats.failures[0].code, stats.unreachable
     list_jobs(store, JobFilter(state=JobState.FAILED, error_code="E101", limit=50))
     retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
         retry_failed,
         retry_job,
     )
-    from .settings import AdminSettings, load_admin_settings
+    from .settings import AdminSettings
     from .stats import Failures, Stats, Throughput, TierTimes, Window, collect_stats, run_parts
 
 __getattr__ = lazy.exports(
@@ -76,7 +76,6 @@ __getattr__ = lazy.exports(
         "error_info": ".jobs",
         "job_detail": ".jobs",
         "list_jobs": ".jobs",
-        "load_admin_settings": ".settings",
         "parse_since": ".jobs",
         "read_breakers": ".fleet",
         "read_live_workers": ".fleet",
@@ -114,7 +113,6 @@ __all__ = [
     "error_info",
     "job_detail",
     "list_jobs",
-    "load_admin_settings",
     "parse_since",
     "read_breakers",
     "read_live_workers",

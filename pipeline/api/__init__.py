@@ -2,7 +2,7 @@
 
 ::
 
-    from pipeline.api import ApiContext, create_app, load_api_settings
+    from pipeline.api import ApiContext, create_app
     app = create_app(ApiContext(...))          # a FastAPI app; ``serve`` runs it on uvicorn
 
 The composition root (``pipeline.cli``) builds the context (store, Celery publisher and fleet),
@@ -12,7 +12,7 @@ so this package, like the rest of ``pipeline``, never imports Celery.
 from __future__ import annotations
 
 from pipeline.api.app import ApiContext, create_app
-from pipeline.api.settings import ApiSettings, load_api_settings
+from pipeline.settings.api import ApiSettings
 
 __all__ = ["ApiContext", "ApiSettings", "create_app", "load_api_settings", "serve"]
 

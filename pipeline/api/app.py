@@ -39,7 +39,6 @@ from pipeline.api.errors import ErrorResponse, install_handlers
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.results import stream_result
-from pipeline.api.settings import ApiSettings
 from pipeline.api.submit import (
     FORMATS_PATTERN,
     OPTION_FIELDS,
@@ -53,6 +52,7 @@ from pipeline.api.submit import (
 from pipeline.jobs import Job, JobState
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
+from pipeline.settings.api import ApiSettings
 from pipeline.sources import SourceSettings
 
 

@@ -8,6 +8,7 @@ from typing import Any, NoReturn
 import typer
 
 from errors import PipelineError
+from pipeline.settings import read_settings
 from pipeline.store import (
     MigrationError,
     MigrationState,
@@ -15,7 +16,6 @@ from pipeline.store import (
     StoreSettings,
     apply_migrations,
     ensure_database,
-    load_store_settings,
     mask_conninfo,
     migration_status,
 )
@@ -109,7 +109,7 @@ def _settings(database_url: str | None, migrations_dir: Path | None) -> StoreSet
         overrides["database_url"] = database_url
     if migrations_dir:
         overrides["migrations_dir"] = migrations_dir
-    return load_store_settings(**overrides)
+    return read_settings(store=overrides).store
 
 
 def _status_dict(s: MigrationStatus) -> dict[str, Any]:

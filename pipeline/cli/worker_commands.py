@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from pipeline.jobs.reconcile import reconcile_once
-from pipeline.sources import load_source_settings
+from pipeline.settings import read_settings
 from pipeline.store import JobStore
 
 from .output import AS_JSON, echo_json
@@ -60,7 +60,7 @@ def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
     results and orphaned result objects."""
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
-        report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
+        report = reconcile_once(store, publisher, inbox_dir=read_settings().sources.inbox_dir)
     if as_json:
         echo_json({"ok": not report.publish_failures, **report.to_dict()})
     else:

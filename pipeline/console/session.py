@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
-from pipeline.api.settings import ROLES, Role
+from pipeline.settings.api import ROLES, Role
 
 if TYPE_CHECKING:
     from pipeline.api.app import ApiContext

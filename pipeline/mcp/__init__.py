@@ -2,9 +2,9 @@
 
 ::
 
-    from pipeline.mcp import McpClient, ToolCall, load_mcp_settings
+    from pipeline.mcp import McpClient, ToolCall
 
-    with McpClient(settings=load_mcp_settings()) as client:
+    with McpClient(settings=read_settings().mcp) as client:  # pipeline.settings
         client.initialize()                            # E305 / E302 / E310 ...
         result = client.call_tool("convert_document_into_docling_document",
                                   {"source": "/data/report.docx"}, size_bytes=48_213)
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from pipeline.mcp._transport import Binding, MessageSink, Reply, Transport
     from pipeline.mcp._watchdog import CancelScope
     from pipeline.mcp.endpoints import is_stdio, normalize_endpoint, origin_of, stdio_endpoint
-    from pipeline.mcp.settings import McpSettings, check_no_auth_for_stdio, load_mcp_settings
+    from pipeline.mcp.settings import McpSettings, check_no_auth_for_stdio
 
 #: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
 #: ``McpSettings`` (a publisher's time limits) loads no client, and one that never
@@ -101,7 +101,6 @@ __getattr__ = lazy.exports(
         "McpSettings": ".settings",
         "check_no_auth_for_stdio": ".settings",
         "is_stdio": ".endpoints",
-        "load_mcp_settings": ".settings",
         "normalize_endpoint": ".endpoints",
         "origin_of": ".endpoints",
         "stdio_endpoint": ".endpoints",
@@ -142,7 +141,6 @@ __all__ = [
     "forget_tokens",
     "format_trail",
     "is_stdio",
-    "load_mcp_settings",
     "normalize_endpoint",
     "origin_of",
     "stdio_endpoint",

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from pipeline.processing.lease import LeaseKeeper
     from pipeline.processing.outcomes import Outcome, OutcomeKind
     from pipeline.processing.processor import JobProcessor
-    from pipeline.processing.settings import ProcessingSettings, load_processing_settings
+    from pipeline.processing.settings import ProcessingSettings
 
 __getattr__ = lazy.exports(
     __name__,
@@ -30,7 +30,6 @@ __getattr__ = lazy.exports(
         "OutcomeKind": ".outcomes",
         "ProcessingSettings": ".settings",
         "UnitRunner": ".batching",
-        "load_processing_settings": ".settings",
     },
 )
 
@@ -43,5 +42,4 @@ __all__ = [
     "OutcomeKind",
     "ProcessingSettings",
     "UnitRunner",
-    "load_processing_settings",
 ]

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from .facade import Resilient, build_resilient
     from .pool import ServerPool
     from .retry import RetryRecord, gives_up, retry_call
-    from .settings import ResilienceSettings, load_resilience_settings
+    from .settings import ResilienceSettings
     from .shared import origin_breaker, redis_for_breakers
     from .storage import FailoverStorage
 
@@ -40,7 +40,6 @@ __getattr__ = lazy.exports(
         "ServerPool": ".pool",
         "build_resilient": ".facade",
         "gives_up": ".retry",
-        "load_resilience_settings": ".settings",
         "origin_breaker": ".shared",
         "redis_for_breakers": ".shared",
         "retry_call": ".retry",
@@ -56,7 +55,6 @@ __all__ = [
     "ServerPool",
     "build_resilient",
     "gives_up",
-    "load_resilience_settings",
     "origin_breaker",
     "redis_for_breakers",
     "retry_call",

@@ -17,23 +17,63 @@ store, no Celery.
 
 from __future__ import annotations
 
-from pipeline.sources.addresses import (
-    PRIVATE_CLASSES,
-    AddressClass,
-    AddressPolicy,
-    Resolver,
-    classify_address,
-    system_resolver,
+from typing import TYPE_CHECKING
+
+from pipeline.support import lazy
+
+if TYPE_CHECKING:
+    from .addresses import (
+        PRIVATE_CLASSES,
+        AddressClass,
+        AddressPolicy,
+        Resolver,
+        classify_address,
+        system_resolver,
+    )
+    from .download import Downloader, download, remove_stale_partials
+    from .expand import expand
+    from .formats import DocumentFormat, format_for_name
+    from .local import validate_file
+    from .models import Candidate, Expansion, Rejected, SourceInfo
+    from .objects import ObjectSources
+    from .pathmap import PathMap, PathMapError, PathMapping
+    from .settings import SourceSettings, UrlMode
+    from .urls import check_url, looks_like_url
+
+#: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
+#: ``SourceSettings`` (its settings tree) loads no downloader, and so no httpx. ``expand`` and
+#: ``download`` are functions of modules of the same names: import them from here first, or from
+#: their modules.
+__getattr__ = lazy.exports(
+    __name__,
+    {
+        "AddressClass": ".addresses",
+        "AddressPolicy": ".addresses",
+        "Candidate": ".models",
+        "DocumentFormat": ".formats",
+        "Downloader": ".download",
+        "Expansion": ".models",
+        "ObjectSources": ".objects",
+        "PRIVATE_CLASSES": ".addresses",
+        "PathMap": ".pathmap",
+        "PathMapError": ".pathmap",
+        "PathMapping": ".pathmap",
+        "Rejected": ".models",
+        "Resolver": ".addresses",
+        "SourceInfo": ".models",
+        "SourceSettings": ".settings",
+        "UrlMode": ".settings",
+        "check_url": ".urls",
+        "classify_address": ".addresses",
+        "download": ".download",
+        "expand": ".expand",
+        "format_for_name": ".formats",
+        "looks_like_url": ".urls",
+        "remove_stale_partials": ".download",
+        "system_resolver": ".addresses",
+        "validate_file": ".local",
+    },
 )
-from pipeline.sources.download import Downloader, download, remove_stale_partials
-from pipeline.sources.expand import expand
-from pipeline.sources.formats import DocumentFormat, format_for_name
-from pipeline.sources.local import validate_file
-from pipeline.sources.models import Candidate, Expansion, Rejected, SourceInfo
-from pipeline.sources.objects import ObjectSources
-from pipeline.sources.pathmap import PathMap, PathMapError, PathMapping
-from pipeline.sources.settings import SourceSettings, UrlMode, load_source_settings
-from pipeline.sources.urls import check_url, looks_like_url
 
 __all__ = [
     "PRIVATE_CLASSES",
@@ -57,7 +97,6 @@ __all__ = [
     "download",
     "expand",
     "format_for_name",
-    "load_source_settings",
     "looks_like_url",
     "remove_stale_partials",
     "system_resolver",

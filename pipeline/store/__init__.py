@@ -12,7 +12,7 @@ from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import apply_migrations, ensure_database, migration_status
 from pipeline.store.migrations import Migration, MigrationError, MigrationState, MigrationStatus
 from pipeline.store.rows import AttemptResults, CallEvent
-from pipeline.store.settings import StoreSettings, load_store_settings
+from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     "StoreSettings",
     "apply_migrations",
     "ensure_database",
-    "load_store_settings",
     "mask_conninfo",
     "migration_status",
 ]

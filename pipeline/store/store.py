@@ -62,7 +62,7 @@ from pipeline.store.rows import (
     error_columns,
     jsonb,
 )
-from pipeline.store.settings import StoreSettings, load_store_settings
+from pipeline.store.settings import StoreSettings
 
 if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
     from pipeline.store.result_objects import ObjectResults
@@ -145,7 +145,7 @@ class JobStore:
         raises E401 saying to run ``doclane db migrate`` (what the commands people type want)
         instead of psycopg's own error. ``result_objects`` is where results go when
         ``DOCLANE_RESULT_STORE`` names an object store (by default built from it on first use)."""
-        self.settings = settings or load_store_settings()
+        self.settings = settings or StoreSettings.from_environment()
         self._pool: ConnectionPool = create_pool(self.settings)
         self._explain_missing_schema = explain_missing_schema
         self._result_objects = result_objects

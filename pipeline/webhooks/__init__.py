@@ -2,8 +2,8 @@
 
 ::
 
-    from pipeline.webhooks import WebhookDispatcher, load_webhook_settings
-    dispatcher = WebhookDispatcher(WebhookOutbox(store), load_webhook_settings())
+    from pipeline.webhooks import WebhookDispatcher
+    dispatcher = WebhookDispatcher(WebhookOutbox(store), read_settings().webhooks)
     dispatcher.deliver_due()      # one pass: what is due is sent, what fails is scheduled
 
 The event is written by the database, in the transaction that makes the job final (migration
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     )
     from pipeline.webhooks.delivery import DeliveryReport, WebhookDispatcher, retry_delay
     from pipeline.webhooks.sender import Sent, WebhookSender, check_webhook_url, event_body
-    from pipeline.webhooks.settings import WebhookSettings, load_webhook_settings
+    from pipeline.webhooks.settings import WebhookSettings
 
 __getattr__ = lazy.exports(
     __name__,
@@ -45,7 +45,6 @@ __getattr__ = lazy.exports(
         "check_webhook_url": ".sender",
         "event_body": ".sender",
         "WebhookSettings": ".settings",
-        "load_webhook_settings": ".settings",
     },
 )
 
@@ -62,6 +61,5 @@ __all__ = [
     "WebhookSettings",
     "check_webhook_url",
     "event_body",
-    "load_webhook_settings",
     "retry_delay",
 ]

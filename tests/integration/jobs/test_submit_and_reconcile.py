@@ -13,10 +13,10 @@ import pytest
 from errors import DatabaseUnavailable
 from pipeline.jobs import EventKind, JobState
 from pipeline.jobs.publishing import BROKER_DOWN_AFTER
-from pipeline.jobs.reconcile import load_reconcile_settings, reconcile_once
-from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
+from pipeline.jobs.reconcile import reconcile_once
+from pipeline.jobs.submit import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
-from pipeline.sources import load_source_settings
+from pipeline.settings import read_settings
 from pipeline.store import AdminStore, JobStore, StoreSettings
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
@@ -52,7 +52,7 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
     outside.parent.mkdir()
     outside.write_text("# outside")
     publisher = CheckingPublisher(make_store())
-    settings = load_source_settings(allowed_roots=(docs,))
+    settings = read_settings(sources=dict(allowed_roots=(docs,))).sources
 
     submission = enqueue(
         [
@@ -95,7 +95,7 @@ def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
     assert not submission.accepted[1].published
 
     later = RecordingPublisher()
-    settings = load_reconcile_settings(reconcile_stale_after_s=0.2)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.2)).reconcile
     report = wait_for(
         lambda: (r := reconcile_once(store, later, settings)).republished and r,
         timeout=10,
@@ -174,7 +174,7 @@ def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_p
     job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
     assert store.claim(job_id, "dead-worker", lease_s=0.05) is not None
     publisher = RecordingPublisher()
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
 
     report = wait_for(
         lambda: (r := reconcile_once(store, publisher, settings)).requeued and r,
@@ -193,13 +193,13 @@ def test_stale_rows_are_not_republished_again_before_another_threshold(
     path = write_sample(tmp_path / "docs", "md", 5)
     job_id = enqueue([str(path)], publisher=RecordingPublisher(), store=store).job_ids[0]
     publisher = RecordingPublisher()
-    quick = load_reconcile_settings(reconcile_stale_after_s=0.1)
+    quick = read_settings(reconcile=dict(reconcile_stale_after_s=0.1)).reconcile
     wait_for(
         lambda: reconcile_once(store, publisher, quick).republished,
         timeout=10,
         message="the first republish",
     )
-    slow = load_reconcile_settings(reconcile_stale_after_s=3600)
+    slow = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
 
     assert reconcile_once(store, publisher, slow).republished == []
     assert [m.job_id for m in publisher.messages] == [job_id]
@@ -213,7 +213,7 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
     paths = write_mixed(tmp_path / "docs", 3)
     ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
     publisher = RecordingPublisher(depths={"doclane.small": 2500})
-    settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.05)).reconcile
 
     def at_least_stale() -> bool:
         jobs = store.get_jobs(ids)
@@ -237,9 +237,11 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     messages out first). A queue with a batch of messages waiting is a backlog: left alone."""
     paths = [write_sample(tmp_path / "docs", "md", n) for n in range(5)]
     ids = enqueue([str(p) for p in paths], publisher=RecordingPublisher(), store=store).job_ids
-    settings = load_reconcile_settings(
-        reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
-    )
+    settings = read_settings(
+        reconcile=dict(
+            reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
+        )
+    ).reconcile
 
     def past_threshold() -> bool:
         newest = max(j.updated_at for j in store.get_jobs(ids))
@@ -274,7 +276,9 @@ def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: P
     assert job is not None
     error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
     assert store.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    settings = read_settings(
+        reconcile=dict(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    ).reconcile
     publisher = RecordingPublisher(depths={"doclane.small": 3})
 
     report = wait_for(
@@ -344,7 +348,7 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
     report = reconcile_once(
         store,
         RecordingPublisher(),
-        load_reconcile_settings(reconcile_scratch_min_age_s=60),
+        read_settings(reconcile=dict(reconcile_scratch_min_age_s=60)).reconcile,
         inbox_dir=inbox,
     )
 
@@ -459,7 +463,7 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     long_pdf = write_long_pdf(tmp_path / "report.pdf", pages=70)
     short_pdf = write_long_pdf(tmp_path / "short.pdf", pages=32)
     publisher = RecordingPublisher()
-    settings = load_submit_settings(slice_pages=32)
+    settings = read_settings(submit=dict(slice_pages=32)).submit
     submission = enqueue(
         [str(long_pdf), str(short_pdf)], publisher=publisher, store=store, submit_settings=settings
     )

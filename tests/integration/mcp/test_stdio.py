@@ -29,7 +29,8 @@ from pipeline.mcp import (
     Progress,
     StdioTransport,
 )
-from pipeline.resilience import build_resilient, load_resilience_settings
+from pipeline.resilience import build_resilient
+from pipeline.settings import read_settings
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
@@ -176,7 +177,7 @@ def test_a_stateless_client_gets_a_fresh_child_without_any_handshake(
 
 def test_the_breaker_of_a_child_is_this_process_s_own() -> None:
     settings = McpSettings(command=fake_command())
-    resilient = build_resilient(settings, load_resilience_settings(redis_url=""))
+    resilient = build_resilient(settings, read_settings(resilience=dict(redis_url="")).resilience)
     try:
         (breaker,) = resilient.breakers()
         assert breaker["origin"].startswith("stdio://")
