@@ -42,7 +42,7 @@ from pipeline.support.logs import (
 from workers import runtime
 from workers.broker import MAX_BROKER_PRIORITY, redis_queue_layout, uses_redis_transport
 from workers.publisher import CONVERT_TASK, RECONCILE_TASK, WEBHOOKS_TASK
-from workers.settings import TimeLimits
+from workers.settings import SETTINGS_KEY, TimeLimits
 
 log = logging.getLogger("doclane.worker")
 
@@ -62,7 +62,7 @@ def create_app(settings: Settings | None = None) -> Celery:
     reconcile = tree.reconcile
     webhook_poll_s = tree.webhooks.webhook_poll_s
     app = Celery("doclane", set_as_current=False)
-    app.conf.doclane_settings = tree
+    app.conf[SETTINGS_KEY] = tree
     redis = uses_redis_transport(cfg.broker_url)
     transport_options: dict[str, Any] = {"visibility_timeout": limits.visibility_timeout()}
     job_queue_arguments: dict[str, Any] | None = None
@@ -200,12 +200,6 @@ class CeleryTaskRecordFilter(logging.Filter):
         ):
             record.job_id = str(data["id"])
         return True
-
-
-def settings_of(app: Celery) -> Settings:
-    """The settings tree the app was made with."""
-    tree: Settings = app.conf.doclane_settings
-    return tree
 
 
 @signals.setup_logging.connect(weak=False)

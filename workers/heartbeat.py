@@ -31,6 +31,7 @@ from pipeline.admin import Fleet
 from pipeline.admin.heartbeats import WorkerInfo, beat, stop_beating
 from pipeline.support.secrets import mask_address
 from workers.fleet import BrokerFleet
+from workers.settings import settings_of
 
 log = logging.getLogger("doclane.worker")
 
@@ -56,8 +57,6 @@ class Heartbeat(bootsteps.StartStopStep):
         self.counter: DepthCounter | None = None
 
     def start(self, parent: Any) -> None:
-        from workers.app import settings_of  # the app imports this bootstep's module
-
         tree = settings_of(parent.app)
         resilience = tree.resilience
         if not resilience.redis_url.strip():

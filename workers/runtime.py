@@ -25,6 +25,7 @@ from celery import Celery
 from pipeline.jobs.reconcile import ReconcileSettings
 from pipeline.store import JobStore
 from workers.publisher import CeleryPublisher
+from workers.settings import settings_of
 
 if TYPE_CHECKING:
     from pipeline.processing import JobProcessor
@@ -74,7 +75,6 @@ def build_runtime(app: Celery) -> WorkerRuntime:
     from pipeline.processing import JobProcessor
     from pipeline.resilience import build_resilient
     from pipeline.sources import Downloader
-    from workers.app import settings_of
 
     tree = settings_of(app)
     source_settings = tree.sources

@@ -1,9 +1,9 @@
-"""The Celery task limits derived from the size tiers (the workers' settings themselves are
-the ``worker`` section of ``pipeline.settings``)."""
+"""The settings tree a doclane Celery app carries, and the task limits derived from the size
+tiers (the workers' own settings are the ``worker`` section of ``pipeline.settings``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline.queues import SizeTier, tier_of_queue
 
@@ -14,6 +14,17 @@ if TYPE_CHECKING:
     from pipeline.resilience import ResilienceSettings
     from pipeline.settings import Settings, WorkerSettings
     from pipeline.sources import SourceSettings
+
+#: Where ``workers.app.create_app`` keeps the tree in the app's configuration.
+SETTINGS_KEY = "doclane_settings"
+
+
+def settings_of(app: Any) -> Settings:
+    """The settings tree ``app`` (a Celery app made by ``create_app``) was made with: the worker
+    process read it once, and each part it starts (runtime, heartbeat, publisher) takes its
+    sections from there."""
+    tree: Settings = app.conf[SETTINGS_KEY]
+    return tree
 
 
 class TimeLimits:

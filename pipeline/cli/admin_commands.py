@@ -16,9 +16,9 @@ import typer
 
 from pipeline.admin import AdminStore, Stats, collect_stats
 from pipeline.jobs import Job, JobState
-from pipeline.settings import read_settings
 
 from .output import AS_JSON, echo_json, usage_error
+from .settings import command_settings
 from .store_access import job_filter, open_store
 from .wiring import broker_fleet, celery_publisher, counted_fleet
 
@@ -41,7 +41,7 @@ def stats(
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
 ) -> None:
     """Jobs by state, throughput, conversion times, failures, breakers, queues and workers."""
-    tree = read_settings()
+    tree = command_settings()
     settings, resilience = tree.admin, tree.resilience
     # Queue depths from the live workers' heartbeats while there are any: no broker client is
     # loaded for them (the API, a long-lived process, asks the broker itself).
@@ -177,14 +177,13 @@ def api(
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
     from pipeline.api import ApiContext, serve
-    from pipeline.settings import read_settings
 
     overrides: dict[str, Any] = {}
     if host is not None:
         overrides["api_host"] = host
     if port is not None:
         overrides["api_port"] = port
-    tree = read_settings(api=overrides)
+    tree = command_settings(api=overrides)
     settings = tree.api
     if not settings.tokens():
         usage_error(

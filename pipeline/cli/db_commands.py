@@ -8,7 +8,6 @@ from typing import Any, NoReturn
 import typer
 
 from errors import PipelineError
-from pipeline.settings import read_settings
 from pipeline.store import (
     MigrationError,
     MigrationState,
@@ -21,6 +20,7 @@ from pipeline.store import (
 )
 
 from .output import AS_JSON, echo_json
+from .settings import command_settings
 
 app = typer.Typer(
     help="Create and migrate doclane's PostgreSQL database.",
@@ -109,7 +109,7 @@ def _settings(database_url: str | None, migrations_dir: Path | None) -> StoreSet
         overrides["database_url"] = database_url
     if migrations_dir:
         overrides["migrations_dir"] = migrations_dir
-    return read_settings(store=overrides).store
+    return command_settings(store=overrides).store
 
 
 def _status_dict(s: MigrationStatus) -> dict[str, Any]:

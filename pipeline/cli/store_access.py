@@ -19,10 +19,10 @@ from uuid import UUID
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState
-from pipeline.settings import read_settings
 from pipeline.store import JobFilter, JobStore
 
 from .output import fail, usage_error
+from .settings import command_settings
 
 StoreT = TypeVar("StoreT", bound=JobStore)
 
@@ -34,7 +34,7 @@ def open_store(as_json: bool, kind: type[StoreT]) -> Iterator[StoreT]:
     """A ``kind`` store on the configured database that explains a missing schema; a catalog
     error raised while it is open ends the command (exit 1), and the store is closed."""
     try:
-        store = kind(read_settings().store, explain_missing_schema=True)
+        store = kind(command_settings().store, explain_missing_schema=True)
     except PipelineError as exc:
         fail(exc, as_json)
     try:

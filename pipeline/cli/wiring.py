@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pipeline.queues import Publisher
 
+from .settings import command_settings
+
 if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
     from pipeline.admin import Fleet, QueueDepth
     from pipeline.resilience import ResilienceSettings
@@ -23,7 +25,7 @@ def celery_publisher() -> Iterator[Publisher]:
     """A publisher on the configured broker (``DOCLANE_BROKER_URL``), closed on exit."""
     app_module = importlib.import_module("workers.app")
     publisher_module = importlib.import_module("workers.publisher")
-    app: Any = app_module.create_app()
+    app: Any = app_module.create_app(command_settings())
     try:
         yield cast(Publisher, publisher_module.CeleryPublisher(app))
     finally:
@@ -78,7 +80,4 @@ class _BrokerWhenAsked:
 
 def _broker_fleet() -> Fleet:
     fleet_module = importlib.import_module("workers.fleet")
-    settings_module = importlib.import_module("workers.settings")
-    return cast(
-        "Fleet", fleet_module.BrokerFleet(settings_module.load_worker_settings().broker_url)
-    )
+    return cast("Fleet", fleet_module.BrokerFleet(command_settings().worker.broker_url))

@@ -10,10 +10,10 @@ from __future__ import annotations
 import typer
 
 from pipeline.jobs.reconcile import reconcile_once
-from pipeline.settings import read_settings
 from pipeline.store import JobStore
 
 from .output import AS_JSON, echo_json
+from .settings import command_settings
 from .store_access import open_store
 from .wiring import celery_publisher, run_beat, run_worker
 
@@ -59,8 +59,9 @@ def beat_command(
 def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
     results and orphaned result objects."""
+    tree = command_settings()
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
-        report = reconcile_once(store, publisher, inbox_dir=read_settings().sources.inbox_dir)
+        report = reconcile_once(store, publisher, tree.reconcile, inbox_dir=tree.sources.inbox_dir)
     if as_json:
         echo_json({"ok": not report.publish_failures, **report.to_dict()})
     else:

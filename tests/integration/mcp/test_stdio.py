@@ -215,18 +215,20 @@ def test_cli_refuses_origin_and_command_together() -> None:
 
 def test_settings_pick_stdio_from_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_COMMAND", "docling-mcp-server  --transport 'stdio'")
-    settings = McpSettings()
+    settings = McpSettings.from_environment()
     assert settings.endpoints == ["stdio:docling-mcp-server --transport stdio"]
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
     with pytest.raises(ValueError, match="not both"):
-        McpSettings()
+        McpSettings.from_environment()
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "")  # compose's stdio stanza empties it
-    assert McpSettings().endpoints == ["stdio:docling-mcp-server --transport stdio"]
+    assert McpSettings.from_environment().endpoints == [
+        "stdio:docling-mcp-server --transport stdio"
+    ]
     monkeypatch.setenv("DOCLING_MCP_COMMAND", "")
     with pytest.raises(ValueError, match="no DOCLING_MCP_COMMAND"):
-        McpSettings()
+        McpSettings.from_environment()
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
-    assert McpSettings().endpoints == ["http://127.0.0.1:8765/mcp"]
+    assert McpSettings.from_environment().endpoints == ["http://127.0.0.1:8765/mcp"]
 
 
 def test_a_missing_command_is_E302(tmp_path: Path) -> None:
