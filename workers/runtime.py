@@ -30,6 +30,7 @@ from workers.settings import settings_of
 if TYPE_CHECKING:
     from pipeline.processing import JobProcessor
     from pipeline.resilience import Resilient
+    from pipeline.settings import Settings
     from pipeline.sources import Downloader
     from pipeline.webhooks import WebhookDispatcher
 
@@ -46,14 +47,19 @@ class WorkerRuntime:
     reconcile_settings: ReconcileSettings
     #: Swept by the reconciler of what killed attempts left behind.
     inbox_dir: Path
+    #: The process's settings tree, for the parts made later (the webhooks' sender).
+    settings: Settings
     _webhooks: WebhookDispatcher | None = None
 
     def webhooks(self) -> WebhookDispatcher:
         """The completion webhooks' sender, made by the first delivery pass of the process."""
         if self._webhooks is None:
+            from pipeline.sources import AddressPolicy
             from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
 
-            self._webhooks = WebhookDispatcher(WebhookOutbox(self.store))
+            policy = AddressPolicy(allow_private=self.settings.sources.allow_private_urls)
+            outbox = WebhookOutbox(self.store)
+            self._webhooks = WebhookDispatcher(outbox, self.settings.webhooks, policy=policy)
         return self._webhooks
 
     def close(self) -> None:
@@ -102,6 +108,7 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         publisher=publisher,
         reconcile_settings=tree.reconcile,
         inbox_dir=source_settings.inbox_dir,
+        settings=tree,
     )
 
 

@@ -24,6 +24,7 @@ from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import AdminStore, JobStore
 
 from .output import AS_JSON, echo_json, fail, usage_error
+from .settings import command_settings
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
 from .wiring import celery_publisher
 
@@ -94,6 +95,7 @@ def submit(
         )
     except PipelineError as exc:
         fail(exc, as_json)
+    tree = command_settings()
     with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
         try:
             submission = enqueue(
@@ -103,8 +105,10 @@ def submit(
                 no_dedup=no_dedup,
                 publisher=publisher,
                 store=store,
+                source_settings=tree.sources,
+                submit_settings=tree.submit,
                 options=options,
-                webhook_url=webhook,
+                webhook_url=webhook or tree.webhooks.webhook_url,
             )
         except PipelineError as exc:
             fail(exc, as_json)

@@ -32,7 +32,11 @@ class Settings(BaseSettings):
     """Every section of doclane's settings, one field each (a section's defaults, validated,
     are the default; the environment's values are merged into them when the tree is read)."""
 
-    model_config = SettingsConfigDict(env_file=ENV_FILE, extra="forbid", frozen=True)
+    # No input in validation errors: the tree's errors are raised here, whatever the section's
+    # own config says, and a malformed token list or database URL must not print its secrets.
+    model_config = SettingsConfigDict(
+        env_file=ENV_FILE, extra="forbid", frozen=True, hide_input_in_errors=True
+    )
 
     admin: AdminSettings = AdminSettings.model_validate({})
     api: ApiSettings = ApiSettings.model_validate({})

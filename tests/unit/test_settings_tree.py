@@ -77,6 +77,17 @@ def test_a_wrong_value_names_its_section_and_field(monkeypatch: pytest.MonkeyPat
         read_settings()
 
 
+def test_a_wrong_value_read_through_the_tree_shows_no_secret(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "s3cr3t-" + "x" * 24
+    # A token as a list, not an object: the item refused is the whole item, secret and all.
+    monkeypatch.setenv("DOCLANE_API_TOKENS", f'[["ci", "read", "{secret}"]]')
+    with pytest.raises(ValidationError) as refused:
+        read_settings()
+    assert "api" in str(refused.value) and secret not in str(refused.value)
+
+
 class Listed(BaseModel):
     names: CommaList[str] = ()
     numbers: CommaList[int] = ()
