@@ -7,12 +7,15 @@ import importlib
 import pkgutil
 from pathlib import Path
 
+import click
 import pytest
+from click.testing import CliRunner
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
 import pipeline
 import workers
+from pipeline.cli.settings import command_settings
 from pipeline.resilience import ResilienceSettings
 from pipeline.settings import Settings, read_settings
 from pipeline.store import StoreSettings
@@ -132,3 +135,20 @@ def _subclasses(cls: type) -> list[type]:
         found.append(sub)
         pending.extend(sub.__subclasses__())
     return found
+
+
+def test_a_command_run_reads_the_tree_once_and_the_next_run_reads_it_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[tuple[Settings, Settings]] = []
+
+    @click.command()
+    def probe() -> None:
+        seen.append((command_settings(), command_settings(store={"pool_max_size": 9})))
+
+    for tries in ("4", "6"):
+        monkeypatch.setenv("DOCLANE_RETRY_MAX_TRIES", tries)
+        assert CliRunner().invoke(probe).exit_code == 0
+    (first, again), (second, _) = seen
+    assert first is again and again.store.pool_max_size != 9  # the first reading holds
+    assert (first.resilience.retry_max_tries, second.resilience.retry_max_tries) == (4, 6)
