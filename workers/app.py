@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None) -> Celery:
     """A configured Celery app with doclane's tasks registered (no connection is made).
 
     ``settings`` (by default, the environment's) is the worker process's settings tree: the
-    app carries it (:func:`settings_of`) to the parts that the worker starts.
+    app carries it (:func:`workers.settings.settings_of`) to the parts that the worker starts.
     """
     tree = settings or read_settings()
     cfg = tree.worker
