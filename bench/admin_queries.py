@@ -39,7 +39,8 @@ from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_
 from pipeline.admin.stats import _job_figures
 from pipeline.jobs import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.store import JobFilter, JobStore, apply_migrations, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobFilter, JobStore, apply_migrations
 from pipeline.store.admin import list_jobs_params
 from pipeline.store.queries import query
 
@@ -71,7 +72,7 @@ def main() -> None:
 
 
 def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    apply_migrations(load_store_settings(database_url=url))
+    apply_migrations(read_settings(store=dict(database_url=url)).store)
     report: dict[str, Any] = {"jobs": args.jobs}
     with psycopg.connect(url, autocommit=True) as conn:
         started = time.perf_counter()
@@ -85,7 +86,9 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         report["events"] = conn.execute("SELECT count(*) FROM job_events").fetchone()[0]  # type: ignore[index]
         conn.execute(RESET_ROLLUPS)
 
-        store = JobStore(load_store_settings(database_url=url), explain_missing_schema=True)
+        store = JobStore(
+            read_settings(store=dict(database_url=url)).store, explain_missing_schema=True
+        )
         started = time.perf_counter()
         store.admin.roll_up()
         report["first_rollup_s"] = round(time.perf_counter() - started, 2)

@@ -65,9 +65,10 @@ Outcome = tuple[Clock, str]
 
 
 def run_doclane(url: str, calls: int) -> Outcome:
-    from pipeline.mcp import McpClient, load_mcp_settings
+    from pipeline.mcp import McpClient
+    from pipeline.settings import read_settings
 
-    with McpClient(url, settings=load_mcp_settings()) as client:
+    with McpClient(url, settings=read_settings().mcp) as client:
         client.initialize()
         client.call_tool(TOOL, ARGUMENTS)  # warm: the first call's imports and connection
         with Clock() as clock:

@@ -33,12 +33,11 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, in_scratch_database
-from pipeline.admin import list_jobs, load_admin_settings
-from pipeline.api import ApiContext, create_app, load_api_settings
+from pipeline.admin import list_jobs
+from pipeline.api import ApiContext, create_app
 from pipeline.queues import JobMessage
-from pipeline.resilience import load_resilience_settings
-from pipeline.sources import load_source_settings
-from pipeline.store import JobFilter, JobStore, apply_migrations, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobFilter, JobStore, apply_migrations
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """
@@ -86,7 +85,7 @@ def main() -> None:
 
 
 def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    apply_migrations(load_store_settings(database_url=url))
+    apply_migrations(read_settings(store=dict(database_url=url)).store)
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
         with conn.transaction():
@@ -100,7 +99,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             failed, succeeded = _opened_jobs(conn)
         conn.execute("VACUUM ANALYZE jobs")
     load_s = time.perf_counter() - started
-    store = JobStore(load_store_settings(database_url=url), explain_missing_schema=True)
+    store = JobStore(read_settings(store=dict(database_url=url)).store, explain_missing_schema=True)
     try:
         with _console(store) as client:
             submission = f"/console/jobs?submission={_newest_submission(store)}"
@@ -149,10 +148,10 @@ class _console:
     def __init__(self, store: JobStore) -> None:
         token = "bench-token"
         ctx = ApiContext(
-            settings=load_api_settings(api_token=token),
-            admin=load_admin_settings(),
-            resilience=load_resilience_settings(),
-            sources=load_source_settings(),
+            settings=read_settings(api=dict(api_token=token)).api,
+            admin=read_settings().admin,
+            resilience=read_settings().resilience,
+            sources=read_settings().sources,
             store=store,
             publisher=_NoPublisher(),
             fleet=None,

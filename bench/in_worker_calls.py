@@ -55,7 +55,7 @@ from errors import PipelineError
 from pipeline.mcp import McpClient
 from pipeline.profiles.base import McpCallRecord, call_tool, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
-from pipeline.sources import load_source_settings
+from pipeline.settings import read_settings
 from pipeline.sources.local import validate_file
 
 #: (document name, tool) -> milliseconds of that call
@@ -146,7 +146,7 @@ def stage(args: argparse.Namespace, scratch: Path) -> list[Path]:
     source = Path(corpus_module.build(corpus_module.DEFAULT_DEST)["folder"])
     folder = scratch / "docs"
     folder.mkdir()
-    settings = load_source_settings()
+    settings = read_settings().sources
     everything = sorted(p for p in source.iterdir() if p.is_file())
     for fmt in corpus_module.FORMATS:
         picked = 0

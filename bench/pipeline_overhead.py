@@ -78,7 +78,8 @@ from bench.harness.processes import TICK
 from bench.harness.timeline import job_timeline
 from pipeline.jobs import SubmissionRequest
 from pipeline.mcp import McpClient
-from pipeline.store import JobStore, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobStore
 from pipeline.submission import enqueue
 
 
@@ -290,12 +291,11 @@ def lone_jobs(run: PipelineRun, files: list[Path], env: dict[str, str], db_url: 
     """One job at a time through the same worker: submit, wait for the commit, next."""
     from workers.app import create_app
     from workers.publisher import CeleryPublisher
-    from workers.settings import load_worker_settings
 
     saved = dict(os.environ)
     os.environ.update(env)  # the settings below read the worker's environment
-    app = create_app(load_worker_settings())
-    store = JobStore(load_store_settings())
+    app = create_app(read_settings())
+    store = JobStore(read_settings().store)
     try:
         publisher = CeleryPublisher(app)
         for path in files:

@@ -34,9 +34,10 @@ REDIS_URL = os.environ.get("DOCLANE_REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 def measure(origin_counts: list[int], units: int) -> dict[str, dict[str, float]]:
     """In this process, with whatever ``pipeline`` comes first on the path: the per-unit costs."""
-    from pipeline.resilience import ServerPool, load_resilience_settings, origin_breaker
+    from pipeline.resilience import ServerPool, origin_breaker
     from pipeline.resilience.in_flight import InFlight
     from pipeline.resilience.storage import BreakerRedis
+    from pipeline.settings import read_settings
 
     class CountingRedis(BreakerRedis):
         sent = 0
@@ -46,7 +47,7 @@ def measure(origin_counts: list[int], units: int) -> dict[str, dict[str, float]]
             return super().execute_command(*args, **options)
 
     namespace = f"doclane-bench:{uuid.uuid4().hex[:12]}"
-    settings = load_resilience_settings(breaker_namespace=namespace)
+    settings = read_settings(resilience=dict(breaker_namespace=namespace)).resilience
     client: Any = CountingRedis.from_url(REDIS_URL, socket_connect_timeout=1.0, socket_timeout=2.0)
     figures: dict[str, dict[str, float]] = {}
     try:

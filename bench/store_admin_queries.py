@@ -29,7 +29,8 @@ import psycopg
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
 from pipeline.queues import QUEUE_SMALL
-from pipeline.store import apply_migrations, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import apply_migrations
 from pipeline.store.queries import query
 
 
@@ -43,7 +44,7 @@ def main() -> None:
 
 
 def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
-    apply_migrations(load_store_settings(database_url=url))
+    apply_migrations(read_settings(store=dict(database_url=url)).store)
     report: dict[str, Any] = {"jobs": args.jobs, "active": args.active}
     with psycopg.connect(url, autocommit=True) as conn:
         started = time.perf_counter()

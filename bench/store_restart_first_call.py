@@ -21,7 +21,7 @@ import time
 from contextlib import ExitStack
 
 from bench.harness import print_json
-from pipeline.store import load_store_settings
+from pipeline.settings import read_settings
 from pipeline.store.connection import RestartAwareCheck, create_pool
 
 
@@ -35,12 +35,14 @@ def restart_cluster() -> None:
 
 
 def first_call_after_restart(connections: int, database_url: str) -> float:
-    settings = load_store_settings(
-        database_url=database_url,
-        pool_min_size=connections,
-        pool_max_size=connections,
-        pool_timeout_s=120.0,
-    )
+    settings = read_settings(
+        store=dict(
+            database_url=database_url,
+            pool_min_size=connections,
+            pool_max_size=connections,
+            pool_timeout_s=120.0,
+        )
+    ).store
     pool = create_pool(settings)
     try:
         with ExitStack() as held:  # all in use at once: that many idle connections afterwards

@@ -30,7 +30,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pipeline.store import apply_migrations, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import apply_migrations
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 
 #: Beside the other generated pages, not among the migrations (it is not one).
@@ -73,7 +74,9 @@ def render_fresh(migrations_dir: Path = DEFAULT_MIGRATIONS_DIR) -> str:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
         url = make_conninfo(ADMIN_URL, dbname=name)
-        apply_migrations(load_store_settings(database_url=url, migrations_dir=migrations_dir))
+        apply_migrations(
+            read_settings(store=dict(database_url=url, migrations_dir=migrations_dir)).store
+        )
         return render(url)
     finally:
         with psycopg.connect(ADMIN_URL, autocommit=True) as admin:

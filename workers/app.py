@@ -31,19 +31,18 @@ from celery import Celery, Task, signals
 from kombu.entity import Exchange, Queue
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
-from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings import Settings, read_settings
 from pipeline.support.logs import (
     JobLogContext,
     configure_logging,
     enter_job_context,
     leave_job_context,
-    load_log_settings,
 )
-from pipeline.webhooks.settings import load_webhook_settings
 from workers import runtime
 from workers.broker import MAX_BROKER_PRIORITY, redis_queue_layout, uses_redis_transport
 from workers.publisher import CONVERT_TASK, RECONCILE_TASK, WEBHOOKS_TASK
-from workers.settings import TimeLimits, WorkerSettings, load_worker_settings
+from workers.settings import SETTINGS_KEY, TimeLimits
 
 log = logging.getLogger("doclane.worker")
 
@@ -51,13 +50,19 @@ log = logging.getLogger("doclane.worker")
 CELERY_PER_TASK_LOGGERS = ("celery.worker.strategy", "celery.app.trace")
 
 
-def create_app(settings: WorkerSettings | None = None) -> Celery:
-    """A configured Celery app with doclane's tasks registered (no connection is made)."""
-    cfg = settings or load_worker_settings()
-    limits = TimeLimits.from_environment(cfg)
-    reconcile = load_reconcile_settings()
-    webhook_poll_s = load_webhook_settings().webhook_poll_s
+def create_app(settings: Settings | None = None) -> Celery:
+    """A configured Celery app with doclane's tasks registered (no connection is made).
+
+    ``settings`` (by default, the environment's) is the worker process's settings tree: the
+    app carries it (:func:`workers.settings.settings_of`) to the parts that the worker starts.
+    """
+    tree = settings or read_settings()
+    cfg = tree.worker
+    limits = TimeLimits.from_settings(tree)
+    reconcile = tree.reconcile
+    webhook_poll_s = tree.webhooks.webhook_poll_s
     app = Celery("doclane", set_as_current=False)
+    app.conf[SETTINGS_KEY] = tree
     redis = uses_redis_transport(cfg.broker_url)
     transport_options: dict[str, Any] = {"visibility_timeout": limits.visibility_timeout()}
     job_queue_arguments: dict[str, Any] | None = None
@@ -205,7 +210,7 @@ def _setup_logging(**_: Any) -> None:
     "claimed" and "succeeded" lines say, with less: below DEBUG they are left out
     (logging was 8% of a worker's CPU per job). Their warnings and errors still show.
     """
-    settings = load_log_settings()
+    settings = read_settings().logs
     configure_logging(settings, first_filters=[CeleryTaskRecordFilter()])
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in CELERY_PER_TASK_LOGGERS:

@@ -29,10 +29,9 @@ from celery.worker import state
 
 from pipeline.admin import Fleet
 from pipeline.admin.heartbeats import WorkerInfo, beat, stop_beating
-from pipeline.resilience import load_resilience_settings
 from pipeline.support.secrets import mask_address
 from workers.fleet import BrokerFleet
-from workers.settings import load_worker_settings
+from workers.settings import settings_of
 
 log = logging.getLogger("doclane.worker")
 
@@ -58,13 +57,14 @@ class Heartbeat(bootsteps.StartStopStep):
         self.counter: DepthCounter | None = None
 
     def start(self, parent: Any) -> None:
-        resilience = load_resilience_settings()
+        tree = settings_of(parent.app)
+        resilience = tree.resilience
         if not resilience.redis_url.strip():
             log.warning(
                 "no DOCLANE_REDIS_URL: this worker sends no heartbeat (stats cannot see it)"
             )
             return
-        settings = load_worker_settings()
+        settings = tree.worker
         self.counter = DepthCounter(
             BrokerFleet(settings.broker_url), shown_url=mask_address(settings.broker_url)
         )

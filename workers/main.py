@@ -7,10 +7,10 @@ import socket
 from collections.abc import Sequence
 
 from pipeline.queues import CONTROL_QUEUE
-from pipeline.support.logs import configure_logging, load_log_settings
+from pipeline.settings import read_settings
+from pipeline.support.logs import configure_logging
 from workers.app import create_app
 from workers.heartbeat import Heartbeat
-from workers.settings import load_worker_settings
 from workers.timer_sweep import TimerSweep
 
 
@@ -25,15 +25,16 @@ def run_worker(
 
     Returns the worker's exit code.
     """
-    settings = load_worker_settings()
-    app = create_app(settings)
+    tree = read_settings()
+    settings = tree.worker
+    app = create_app(tree)
     app.steps["worker"].add(Heartbeat)
     app.steps["worker"].add(TimerSweep)
     wanted = list(queues or settings.worker_queues)
     embed_beat = settings.worker_beat if beat is None else beat
     if embed_beat and CONTROL_QUEUE not in wanted:
         wanted.append(CONTROL_QUEUE)
-    log_settings = load_log_settings()
+    log_settings = tree.logs
     worker = app.Worker(
         hostname=f"doclane-{os.getpid()}@{socket.gethostname()}",
         queues=wanted,
@@ -53,6 +54,7 @@ def run_worker(
 
 def run_beat(*, loglevel: str | None = None) -> None:
     """Run beat alone (the reconciler's clock) for fleets that do not embed it in workers."""
-    configure_logging(load_log_settings())
-    app = create_app(load_worker_settings())
-    app.Beat(loglevel=loglevel or load_log_settings().level).run()
+    tree = read_settings()
+    configure_logging(tree.logs)
+    app = create_app(tree)
+    app.Beat(loglevel=loglevel or tree.logs.level).run()

@@ -23,7 +23,7 @@ from kombu.entity import Queue
 
 from pipeline.queues import JobMessage, clamp_priority
 from workers.broker import MAX_BROKER_PRIORITY, uses_redis_transport, waiting_in
-from workers.settings import TimeLimits
+from workers.settings import TimeLimits, settings_of
 
 CONVERT_TASK = "doclane.convert"
 RECONCILE_TASK = "doclane.reconcile"
@@ -146,7 +146,7 @@ class CeleryPublisher:
 
     def __init__(self, app: Celery, limits: TimeLimits | None = None) -> None:
         self.app = app
-        self.limits = limits or TimeLimits.from_environment()
+        self.limits = limits or TimeLimits.from_settings(settings_of(app))
 
     def publish(self, message: JobMessage) -> None:
         self.app.send_task(CONVERT_TASK, args=[str(message.job_id)], **self._options(message))

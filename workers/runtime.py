@@ -22,13 +22,15 @@ from typing import TYPE_CHECKING
 from billiard.process import current_process
 from celery import Celery
 
-from pipeline.reconciler.sweeps import ReconcileSettings, load_reconcile_settings
+from pipeline.jobs.settings import ReconcileSettings
 from pipeline.store import JobStore
 from workers.publisher import CeleryPublisher
+from workers.settings import settings_of
 
 if TYPE_CHECKING:
     from pipeline.processing import JobProcessor
     from pipeline.resilience import Resilient
+    from pipeline.settings import Settings
     from pipeline.sources import Downloader
     from pipeline.webhooks import WebhookDispatcher
 
@@ -45,14 +47,19 @@ class WorkerRuntime:
     reconcile_settings: ReconcileSettings
     #: Swept by the reconciler of what killed attempts left behind.
     inbox_dir: Path
+    #: The process's settings tree, for the parts made later (the webhooks' sender).
+    settings: Settings
     _webhooks: WebhookDispatcher | None = None
 
     def webhooks(self) -> WebhookDispatcher:
         """The completion webhooks' sender, made by the first delivery pass of the process."""
         if self._webhooks is None:
+            from pipeline.sources import AddressPolicy
             from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
 
-            self._webhooks = WebhookDispatcher(WebhookOutbox(self.store.pool))
+            policy = AddressPolicy(allow_private=self.settings.sources.allow_private_urls)
+            outbox = WebhookOutbox(self.store.pool)
+            self._webhooks = WebhookDispatcher(outbox, self.settings.webhooks, policy=policy)
         return self._webhooks
 
     def close(self) -> None:
@@ -70,27 +77,24 @@ class WorkerRuntime:
 def build_runtime(app: Celery) -> WorkerRuntime:
     from celery.exceptions import SoftTimeLimitExceeded
 
-    from pipeline.mcp import CallTimeouts, load_mcp_settings
-    from pipeline.processing import JobProcessor, load_processing_settings
-    from pipeline.profiles import load_profile_settings
-    from pipeline.resilience import build_resilient, load_resilience_settings
-    from pipeline.sources import Downloader, load_source_settings
-    from pipeline.store import load_store_settings
+    from pipeline.mcp import CallTimeouts
+    from pipeline.processing import JobProcessor
+    from pipeline.resilience import build_resilient
+    from pipeline.sources import Downloader
 
-    source_settings = load_source_settings()
-    mcp_settings = load_mcp_settings()
-    store = JobStore(load_store_settings())
-    resilient = build_resilient(
-        mcp_settings, load_resilience_settings(), first_origin=_pool_index()
-    )
+    tree = settings_of(app)
+    source_settings = tree.sources
+    mcp_settings = tree.mcp
+    store = JobStore(tree.store)
+    resilient = build_resilient(mcp_settings, tree.resilience, first_origin=_pool_index())
     downloader = Downloader(source_settings)
     publisher = CeleryPublisher(app)
     processor = JobProcessor(
         store=store.attempts,
         runner=resilient,
-        settings=load_processing_settings(),
+        settings=tree.processing,
         source_settings=source_settings,
-        profile_settings=load_profile_settings(),
+        profile_settings=tree.profiles,
         downloader=downloader,
         deadline_exceptions=(SoftTimeLimitExceeded,),
         publisher=publisher,
@@ -102,8 +106,9 @@ def build_runtime(app: Celery) -> WorkerRuntime:
         downloader=downloader,
         processor=processor,
         publisher=publisher,
-        reconcile_settings=load_reconcile_settings(),
+        reconcile_settings=tree.reconcile,
         inbox_dir=source_settings.inbox_dir,
+        settings=tree,
     )
 
 

@@ -1,70 +1,30 @@
-"""Settings of the Celery workers: the broker, the queues, and the limits derived from tiers."""
+"""The settings tree a doclane Celery app carries, and the task limits derived from the size
+tiers (the workers' own settings are the ``worker`` section of ``pipeline.settings``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pipeline.queues import SizeTier, tier_of_queue
 
-from pipeline.queues import ALL_QUEUES, SizeTier, tier_of_queue
-
-if TYPE_CHECKING:  # the packages themselves: a publisher (doclane submit) needs none of them
+if TYPE_CHECKING:
+    from pipeline.jobs.settings import ReconcileSettings
     from pipeline.mcp import McpSettings
     from pipeline.processing import ProcessingSettings
-    from pipeline.reconciler.sweeps import ReconcileSettings
     from pipeline.resilience import ResilienceSettings
+    from pipeline.settings import Settings, WorkerSettings
     from pipeline.sources import SourceSettings
 
-DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+#: Where ``workers.app.create_app`` keeps the tree in the app's configuration.
+SETTINGS_KEY = "doclane_settings"
 
 
-class WorkerSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
-
-    #: Redis by default; ``amqp://user:pass@host:5672//`` for RabbitMQ.
-    broker_url: str = DEFAULT_BROKER_URL
-    #: Queues a worker consumes, comma-separated in the environment.
-    worker_queues: Annotated[tuple[str, ...], NoDecode] = ALL_QUEUES
-    #: Worker processes per ``doclane worker`` (``--concurrency``); each converts one job at a
-    #: time with its own MCP client.
-    worker_concurrency: int = Field(default=2, ge=1)
-    #: Run beat (the reconciler's clock) inside ``doclane worker``. Several beats are harmless
-    #: (a pass is idempotent) but wasteful: large fleets run one ``doclane beat`` instead.
-    worker_beat: bool = True
-    #: Extra seconds a task may run past its soft limit before it is killed.
-    time_limit_grace_s: float = Field(default=30.0, ge=0)
-    #: Override the computed broker visibility timeout (Redis: when an unacked message is
-    #: redelivered). Must stay above the longest hard limit plus the longest countdown.
-    visibility_timeout_s: float | None = Field(default=None, gt=0)
-    #: Recycle a worker process after this many tasks (bounds slow leaks); 0 = never.
-    max_tasks_per_child: int = Field(default=0, ge=0)
-    #: How often a worker node writes its heartbeat into Redis (DOCLANE_REDIS_URL), where
-    #: ``doclane stats``, the API and /metrics read the live workers in one round trip; a node
-    #: whose heartbeat is three beats old counts as gone. Each node counts the queues' messages
-    #: before each beat, and ``doclane stats`` shows the freshest count instead of asking the
-    #: broker.
-    worker_heartbeat_s: float = Field(default=5.0, gt=0)
-    #: Redis only: kombu's emulation of acknowledgements, which copies every delivered message
-    #: into an "unacked" hash and deletes it on ack (two Redis round trips per job) so that a
-    #: dead worker's messages come back after the visibility timeout. Off: a worker holds its
-    #: unacknowledged messages in memory (a pool process that dies still gives its message
-    #: back), and what a whole worker held when it died is brought back by the reconciler from
-    #: the database (expired leases, stale queued and retrying jobs), as every lost message is.
-    redis_ack_emulation: bool = False
-
-    @field_validator("worker_queues", mode="before")
-    @classmethod
-    def _split_queues(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return tuple(q.strip() for q in value.split(",") if q.strip())
-        return value
-
-
-def load_worker_settings(**overrides: Any) -> WorkerSettings:
-    return WorkerSettings(**overrides)
+def settings_of(app: Any) -> Settings:
+    """The settings tree ``app`` (a Celery app made by ``create_app``) was made with: the worker
+    process read it once, and each part it starts (runtime, heartbeat, publisher) takes its
+    sections from there."""
+    tree: Settings = app.conf[SETTINGS_KEY]
+    return tree
 
 
 class TimeLimits:
@@ -118,20 +78,14 @@ class TimeLimits:
         self._visibility_override = worker.visibility_timeout_s
 
     @classmethod
-    def from_environment(cls, worker: WorkerSettings | None = None) -> TimeLimits:
-        from pipeline.mcp import load_mcp_settings
-        from pipeline.processing import load_processing_settings
-        from pipeline.reconciler.sweeps import load_reconcile_settings
-        from pipeline.resilience import load_resilience_settings
-        from pipeline.sources import load_source_settings
-
+    def from_settings(cls, settings: Settings) -> TimeLimits:
         return cls(
-            mcp=load_mcp_settings(),
-            resilience=load_resilience_settings(),
-            sources=load_source_settings(),
-            processing=load_processing_settings(),
-            reconcile=load_reconcile_settings(),
-            worker=worker or load_worker_settings(),
+            mcp=settings.mcp,
+            resilience=settings.resilience,
+            sources=settings.sources,
+            processing=settings.processing,
+            reconcile=settings.reconcile,
+            worker=settings.worker,
         )
 
     def soft(self, tier: SizeTier) -> float:

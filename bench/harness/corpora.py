@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench import corpus as corpus_module
 from errors import PipelineError
-from pipeline.sources import load_source_settings
+from pipeline.settings import read_settings
 from pipeline.sources.local import validate_file
 
 
@@ -48,7 +48,7 @@ def stage_corpus(args: argparse.Namespace, scratch: Path) -> tuple[list[Path], d
         source_folder = args.corpus.expanduser().resolve()
     folder = scratch / "corpus"
     folder.mkdir()
-    settings = load_source_settings()
+    settings = read_settings().sources
     refused: dict[str, str] = {}
     for path in choose_files(source_folder, args.smoke):
         try:

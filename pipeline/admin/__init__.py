@@ -4,8 +4,8 @@
 ::
 
     from pipeline.admin import collect_stats, list_jobs, job_detail, retry_failed
-    stats = collect_stats(store, fleet, settings=load_admin_settings(),
-                          resilience=load_resilience_settings())
+    stats = collect_stats(store, fleet, settings=read_settings().admin,
+                          resilience=read_settings().resilience)
     stats.jobs["succeeded"], stats.failures[0].code, stats.unreachable
     list_jobs(store, JobFilter(state=JobState.FAILED, error_code="E101", limit=50))
     retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from .jobs import retry_failed as retry_failed
     from .jobs import retry_job as retry_job
     from .settings import AdminSettings as AdminSettings
-    from .settings import load_admin_settings as load_admin_settings
     from .stats import Failures as Failures
     from .stats import Stats as Stats
     from .stats import Throughput as Throughput

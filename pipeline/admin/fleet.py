@@ -20,7 +20,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from pipeline.admin.heartbeats import CountedDepths, WorkerInfo, read_heartbeats, read_workers
-from pipeline.mcp import load_mcp_settings, origin_of
+from pipeline.mcp import McpSettings, origin_of
 from pipeline.queues import ALL_QUEUES
 from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
 from pipeline.resilience.storage import BreakerRedis, RedisUnavailable, breaker_redis
@@ -132,7 +132,7 @@ def read_live_workers(settings: ResilienceSettings) -> list[WorkerInfo]:
 
 def _configured_origins() -> list[str]:
     try:
-        return [origin_of(endpoint) for endpoint in load_mcp_settings().endpoints]
+        return [origin_of(endpoint) for endpoint in McpSettings.from_environment().endpoints]
     except ValueError:  # a malformed DOCLING_MCP_ORIGIN is the workers' problem to report
         return []
 

@@ -2,7 +2,7 @@
 
 ::
 
-    from pipeline.api import ApiContext, create_app, load_api_settings
+    from pipeline.api import ApiContext, create_app
     app = create_app(ApiContext(...))          # a FastAPI app; ``serve`` runs it on uvicorn
 
 The composition root (``pipeline.cli``) builds the context (store, Celery publisher and fleet),
@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from pipeline.api.app import create_app
 from pipeline.api.context import ApiContext
-from pipeline.api.settings import ApiSettings, load_api_settings
+from pipeline.settings.api import ApiSettings
 
-__all__ = ["ApiContext", "ApiSettings", "create_app", "load_api_settings", "serve"]
+__all__ = ["ApiContext", "ApiSettings", "create_app", "serve"]
 
 
 def serve(ctx: ApiContext) -> None:

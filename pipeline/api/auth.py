@@ -25,7 +25,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
-from pipeline.api.settings import ROLES, ApiToken, Role
+from pipeline.settings.api import ROLES, ApiToken, Role
 
 _BEARER = HTTPBearer(
     auto_error=False, description="A token of DOCLANE_API_TOKENS (or DOCLANE_API_TOKEN)"

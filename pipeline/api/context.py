@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.admin import AdminSettings, Fleet
-from pipeline.api.settings import ApiSettings
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
+from pipeline.settings.api import ApiSettings
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
 

@@ -14,11 +14,11 @@ from uuid import UUID
 
 import typer
 
-from pipeline.admin import Stats, collect_stats, load_admin_settings
+from pipeline.admin import Stats, collect_stats
 from pipeline.jobs import Job, JobState
-from pipeline.resilience import load_resilience_settings
 
 from .output import AS_JSON, echo_json, usage_error
+from .settings import command_settings
 from .store_access import job_filter, open_store
 from .wiring import broker_fleet, celery_publisher, counted_fleet
 
@@ -41,8 +41,8 @@ def stats(
     interval: float = typer.Option(2.0, "--interval", min=0.2, help="Seconds between refreshes."),
 ) -> None:
     """Jobs by state, throughput, conversion times, failures, breakers, queues and workers."""
-    settings = load_admin_settings()
-    resilience = load_resilience_settings()
+    tree = command_settings()
+    settings, resilience = tree.admin, tree.resilience
     # Queue depths from the live workers' heartbeats while there are any: no broker client is
     # loaded for them (the API, a long-lived process, asks the broker itself).
     fleet = counted_fleet(resilience)
@@ -176,22 +176,22 @@ def api(
     port: int | None = typer.Option(None, "--port", help="Listen port (DOCLANE_API_PORT)."),
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
-    from pipeline.api import ApiContext, load_api_settings, serve
-    from pipeline.sources import load_source_settings
+    from pipeline.api import ApiContext, serve
 
     overrides: dict[str, Any] = {}
     if host is not None:
         overrides["api_host"] = host
     if port is not None:
         overrides["api_port"] = port
-    settings = load_api_settings(**overrides)
+    tree = command_settings(api=overrides)
+    settings = tree.api
     if not settings.tokens():
         usage_error(
             "DOCLANE_API_TOKEN is not set, nor DOCLANE_API_TOKENS: set the tokens clients must "
             "send (DOCLANE_API_TOKENS=name:role:token,...)",
             False,
         )
-    admin = load_admin_settings()
+    admin = tree.admin
     with (
         open_store(False) as store,
         celery_publisher() as publisher,
@@ -200,8 +200,8 @@ def api(
         ctx = ApiContext(
             settings=settings,
             admin=admin,
-            resilience=load_resilience_settings(),
-            sources=load_source_settings(),
+            resilience=tree.resilience,
+            sources=tree.sources,
             store=store,
             publisher=publisher,
             fleet=fleet,

@@ -15,12 +15,12 @@ from pipeline.store import (
     StoreSettings,
     apply_migrations,
     ensure_database,
-    load_store_settings,
     mask_conninfo,
     migration_status,
 )
 
 from .output import AS_JSON, echo_json
+from .settings import command_settings
 
 app = typer.Typer(
     help="Create and migrate doclane's PostgreSQL database.",
@@ -109,7 +109,7 @@ def _settings(database_url: str | None, migrations_dir: Path | None) -> StoreSet
         overrides["database_url"] = database_url
     if migrations_dir:
         overrides["migrations_dir"] = migrations_dir
-    return load_store_settings(**overrides)
+    return command_settings(store=overrides).store
 
 
 def _status_dict(s: MigrationStatus) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
 
 from .output import AS_JSON, echo_json, fail, usage_error
+from .settings import command_settings
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
 from .wiring import celery_publisher
 
@@ -91,12 +92,24 @@ def submit(
         )
     except PipelineError as exc:
         fail(exc, as_json)
+    tree = command_settings()
     asked = SubmissionRequest(
-        sources, formats, options, priority, dedup=not no_dedup, webhook_url=webhook
+        sources,
+        formats,
+        options,
+        priority,
+        dedup=not no_dedup,
+        webhook_url=webhook or tree.webhooks.webhook_url,
     )
     with open_store(as_json) as store, celery_publisher() as publisher:
         try:
-            submission = enqueue(asked, publisher=publisher, store=store)
+            submission = enqueue(
+                asked,
+                publisher=publisher,
+                store=store,
+                source_settings=tree.sources,
+                submit_settings=tree.submit,
+            )
         except PipelineError as exc:
             fail(exc, as_json)
         jobs = None

@@ -24,13 +24,13 @@ from pipeline.mcp import (
     McpClient,
     ToolResult,
     check_no_auth_for_stdio,
-    load_mcp_settings,
     normalize_endpoint,
     stdio_endpoint,
 )
-from pipeline.resilience import Resilient, build_resilient, load_resilience_settings
+from pipeline.resilience import Resilient, build_resilient
 
 from .output import AS_JSON_LINES, echo_error, echo_json, fail, usage_error
+from .settings import command_settings
 
 T = TypeVar("T")
 
@@ -195,13 +195,13 @@ def _resilient(
     if origin and command:
         usage_error("give --origin (a server) or --command (a stdio child), not both", as_json)
     try:
-        settings = load_mcp_settings()
+        settings = command_settings().mcp
         if command:
             check_no_auth_for_stdio(settings.auth, "--command")
             endpoints = [stdio_endpoint(command)]
         else:
             endpoints = [normalize_endpoint(origin)] if origin else settings.endpoints
-        resilience = load_resilience_settings()
+        resilience = command_settings().resilience
     except (ValidationError, ValueError) as exc:
         usage_error(f"configuration error: {exc}", as_json)
     resilient = build_resilient(settings, resilience, endpoints=endpoints)

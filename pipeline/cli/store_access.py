@@ -18,9 +18,10 @@ from uuid import UUID
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState
-from pipeline.store import JobFilter, JobStore, load_store_settings
+from pipeline.store import JobFilter, JobStore
 
 from .output import fail, usage_error
+from .settings import command_settings
 
 _ERROR_CODE = re.compile(r"^E\d{3}$")
 
@@ -30,7 +31,7 @@ def open_store(as_json: bool) -> Iterator[JobStore]:
     """The job store of the configured database that explains a missing schema; a catalog
     error raised while it is open ends the command (exit 1), and the store is closed."""
     try:
-        store = JobStore(load_store_settings(), explain_missing_schema=True)
+        store = JobStore(command_settings().store, explain_missing_schema=True)
     except PipelineError as exc:
         fail(exc, as_json)
     try:

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 
 from pipeline.queues import Publisher
 
+from .settings import command_settings
+
 if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
     from pipeline.admin import Fleet, QueueDepth
     from pipeline.resilience import ResilienceSettings
@@ -25,7 +27,7 @@ def celery_publisher() -> Iterator[Publisher]:
     from workers.app import create_app
     from workers.publisher import CeleryPublisher
 
-    app = create_app()
+    app = create_app(command_settings())
     try:
         yield CeleryPublisher(app)
     finally:
@@ -80,6 +82,5 @@ class _BrokerWhenAsked:
 
 def _broker_fleet() -> Fleet:
     from workers.fleet import BrokerFleet
-    from workers.settings import load_worker_settings
 
-    return BrokerFleet(load_worker_settings().broker_url)
+    return BrokerFleet(command_settings().worker.broker_url)

@@ -11,10 +11,10 @@ import typer
 
 from errors import DatabaseUnavailable
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.sources import load_source_settings
-from pipeline.store import load_store_settings, require_migrated
+from pipeline.store import require_migrated
 
 from .output import AS_JSON, echo_json, fail
+from .settings import command_settings
 from .store_access import open_store
 from .wiring import celery_publisher, run_beat, run_worker
 
@@ -54,7 +54,7 @@ def _refuse_unmigrated_database() -> None:
     with an older one). A database that cannot be reached is no reason not to start: the worker
     waits it out as it waits out an outage (E401, retried)."""
     try:
-        require_migrated(load_store_settings(), "starting a worker")
+        require_migrated(command_settings().store, "starting a worker")
     except DatabaseUnavailable as exc:
         if isinstance(exc.detail, dict) and exc.detail.get("migrations") == "missing":
             fail(exc, as_json=False)
@@ -72,8 +72,9 @@ def beat_command(
 def reconcile(as_json: bool = AS_JSON) -> None:
     """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
     results and orphaned result objects."""
+    tree = command_settings()
     with open_store(as_json) as store, celery_publisher() as publisher:
-        report = reconcile_once(store, publisher, inbox_dir=load_source_settings().inbox_dir)
+        report = reconcile_once(store, publisher, tree.reconcile, inbox_dir=tree.sources.inbox_dir)
     if as_json:
         echo_json({"ok": not report.publish_failures, **report.to_dict()})
     else:

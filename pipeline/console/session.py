@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 from errors import RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
-from pipeline.api.settings import ROLES, Role
+from pipeline.settings.api import ROLES, Role
 
 COOKIE = "doclane_console"
 #: A session lasts a working day; signing in again is one form.

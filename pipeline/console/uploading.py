@@ -23,7 +23,7 @@ from pipeline.api.submit import submit_upload
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
 from pipeline.jobs import KNOWN_FORMATS
-from pipeline.profiles import load_profile_settings
+from pipeline.profiles import ProfileSettings
 
 #: The most jobs one poll asks about (a page of the list, or one upload's files).
 MAX_LIVE_IDS = 200
@@ -36,7 +36,7 @@ def options_refused_by() -> str | None:
     """The profile this deployment forces (``DOCLANE_PROFILE``) when it takes no conversion
     options, else None. Only a forced profile is known here: ``auto`` picks by the server's tools,
     which the workers read, so the page offers the options and a refusal comes back as E305."""
-    profile = load_profile_settings().profile
+    profile = ProfileSettings.from_environment().profile
     return profile if profile in _NO_OPTIONS else None
 
 

@@ -2,9 +2,9 @@
 
 ::
 
-    from pipeline.mcp import McpClient, ToolCall, load_mcp_settings
+    from pipeline.mcp import McpClient, ToolCall
 
-    with McpClient(settings=load_mcp_settings()) as client:
+    with McpClient(settings=read_settings().mcp) as client:  # pipeline.settings
         client.initialize()                            # E305 / E302 / E310 ...
         result = client.call_tool("convert_document_into_docling_document",
                                   {"source": "/data/report.docx"}, size_bytes=48_213)
@@ -69,7 +69,6 @@ if TYPE_CHECKING:
     from pipeline.mcp.endpoints import stdio_endpoint as stdio_endpoint
     from pipeline.mcp.settings import McpSettings as McpSettings
     from pipeline.mcp.settings import check_no_auth_for_stdio as check_no_auth_for_stdio
-    from pipeline.mcp.settings import load_mcp_settings as load_mcp_settings
 
 #: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
 #: ``McpSettings`` (a publisher's time limits) loads no client, and one that never

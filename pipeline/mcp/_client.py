@@ -53,7 +53,7 @@ from pipeline.mcp._session import JsonRpcSession, Listeners
 from pipeline.mcp._timeouts import CallTimeouts, Deadline
 from pipeline.mcp._transport import Binding, Transport
 from pipeline.mcp.endpoints import origin_of
-from pipeline.mcp.settings import McpSettings, load_mcp_settings
+from pipeline.mcp.settings import McpSettings
 from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.client")
@@ -88,7 +88,7 @@ class McpClient:
         on_notification: Callable[[str, JsonObject], None] | None = None,
         on_input_request: InputHandler | None = None,
     ) -> None:
-        self.settings = settings if settings is not None else load_mcp_settings()
+        self.settings = settings if settings is not None else McpSettings.from_environment()
         if endpoint is None:
             endpoint = transport.endpoint if transport is not None else self.settings.endpoint
         self._endpoint = endpoint

@@ -36,7 +36,7 @@ from typing import Any
 
 from errors import PipelineError
 from pipeline.mcp._client import McpClient
-from pipeline.mcp.settings import OAUTH, McpSettings, load_mcp_settings
+from pipeline.mcp.settings import OAUTH, McpSettings
 
 logger = logging.getLogger("doclane.mcp.conformance")
 
@@ -216,7 +216,12 @@ def main(argv: list[str] | None = None) -> int:
         if version:
             overrides["protocol_version"] = version
         try:
-            scenario(url, load_mcp_settings(**overrides))
+            scenario(
+                url,
+                McpSettings.model_validate(
+                    {**McpSettings.from_environment().model_dump(), **overrides}
+                ),
+            )
         except PipelineError as exc:
             print(json.dumps({"scenario": name, "error": exc.to_dict()}), file=sys.stderr)
             return 1

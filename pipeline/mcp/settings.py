@@ -1,4 +1,4 @@
-"""Settings of the MCP client, read from the environment by :func:`load_mcp_settings`.
+"""Settings of the MCP client (the ``mcp`` section of ``pipeline.settings``).
 
 Environment variables (all optional):
 
@@ -62,10 +62,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from pipeline.mcp.endpoints import normalize_endpoint, stdio_endpoint
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
+from pipeline.support.settings import Section
 
 DEFAULT_ORIGIN = "http://127.0.0.1:8765"
 
@@ -78,12 +79,11 @@ def _env(name: str) -> Any:
     return AliasChoices(name)
 
 
-class McpSettings(BaseSettings):
+class McpSettings(Section):
     """How to reach the Docling MCP server(s) and how patient to be with them."""
 
-    model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", frozen=True, populate_by_name=True
-    )
+    # Every field names its variable; an empty one is a value (DOCLING_MCP_ORIGIN= is refused).
+    model_config = SettingsConfigDict(env_ignore_empty=False)
 
     origin: str = Field(default=DEFAULT_ORIGIN, validation_alias=_env("DOCLING_MCP_ORIGIN"))
     command: str | None = Field(
@@ -298,11 +298,3 @@ def split_origins(value: str) -> list[str]:
     for origin in origins:
         normalize_endpoint(origin)
     return origins
-
-
-def load_mcp_settings(**overrides: Any) -> McpSettings:
-    """Read the environment (and ``.env``); keyword arguments (field names) win."""
-    for name in ("token", "api_key", "client_secret"):
-        if isinstance(overrides.get(name), str):
-            overrides[name] = SecretStr(overrides[name])
-    return McpSettings(**overrides)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from pipeline.processing.outcomes import OutcomeKind as OutcomeKind
     from pipeline.processing.processor import JobProcessor as JobProcessor
     from pipeline.processing.settings import ProcessingSettings as ProcessingSettings
-    from pipeline.processing.settings import load_processing_settings as load_processing_settings
 
 if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
     __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

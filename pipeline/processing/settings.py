@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.support.settings import Section
 
 
-class ProcessingSettings(BaseSettings):
+class ProcessingSettings(Section):
     """How one worker process runs jobs.
 
     The lease is short and renewed while the job runs (every third of it), so a worker killed
@@ -19,10 +19,6 @@ class ProcessingSettings(BaseSettings):
     from ``job_retry_base_s`` up to ``job_retry_max_s``, with jitter so a fleet does not come
     back in step.
     """
-
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
 
     #: Who holds a lease (host:pid by default); shows in ``doclane status`` and the trail.
     worker_id: str | None = None
@@ -82,8 +78,3 @@ class ProcessingSettings(BaseSettings):
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"
-
-
-def load_processing_settings(**overrides: Any) -> ProcessingSettings:
-    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
-    return ProcessingSettings(**overrides)

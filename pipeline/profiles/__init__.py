@@ -23,7 +23,7 @@ from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from pipeline.profiles.docling_rs import DoclingRsProfile
 from pipeline.profiles.per_format import PerFormatProfile
 from pipeline.profiles.selection import available_profiles, select_profile
-from pipeline.profiles.settings import ProfileSettings, load_profile_settings
+from pipeline.profiles.settings import ProfileSettings
 
 __all__ = [
     "CallReporter",
@@ -40,6 +40,5 @@ __all__ = [
     "available_profiles",
     "call_tool",
     "ignore_call",
-    "load_profile_settings",
     "select_profile",
 ]

@@ -6,12 +6,13 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.support.settings import Section
 
 ProfileChoice = Literal["auto", "docling-rs", "docling-mcp", "per-format"]
 
 
-class ProfileSettings(BaseSettings):
+class ProfileSettings(Section):
     """How doclane talks to the server's tools.
 
     ``profile`` forces one contract (``docling-rs``, ``docling-mcp``, ``per-format``); ``auto``
@@ -19,10 +20,6 @@ class ProfileSettings(BaseSettings):
     ``server_cache_dir`` is where the *worker* can read the docling-mcp server's ``CACHE_DIR``
     (same host, or a shared volume); without it Docling JSON is not offered.
     """
-
-    model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
-    )
 
     profile: ProfileChoice = Field(
         "auto", validation_alias=AliasChoices("DOCLANE_PROFILE", "profile")
@@ -42,7 +39,3 @@ class ProfileSettings(BaseSettings):
         ge=1024,
         validation_alias=AliasChoices("DOCLANE_MCP_MAX_REPLY_BYTES", "max_saved_bytes"),
     )
-
-
-def load_profile_settings(**overrides: object) -> ProfileSettings:
-    return ProfileSettings(**overrides)  # type: ignore[arg-type]

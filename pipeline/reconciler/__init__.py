@@ -6,11 +6,7 @@ every ``DOCLANE_RECONCILE_INTERVAL_S``, ``doclane reconcile`` runs one by hand.
 
 from __future__ import annotations
 
-from pipeline.reconciler.sweeps import (
-    ReconcileReport,
-    ReconcileSettings,
-    load_reconcile_settings,
-    reconcile_once,
-)
+from pipeline.jobs.settings import ReconcileSettings
+from pipeline.reconciler.sweeps import ReconcileReport, reconcile_once
 
-__all__ = ["ReconcileReport", "ReconcileSettings", "load_reconcile_settings", "reconcile_once"]
+__all__ = ["ReconcileReport", "ReconcileSettings", "reconcile_once"]

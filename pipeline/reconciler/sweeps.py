@@ -39,70 +39,20 @@ Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` r
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from uuid import UUID
 
-from pydantic import BeforeValidator, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from errors import ResultStoreUnavailable
+from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
 from pipeline.store import JobStore
 from pipeline.submission.publishing import publish_all
 
 log = logging.getLogger("doclane.reconcile")
-
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
-_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-
-
-def parse_duration(value: Any) -> Any:
-    """``30d`` -> 30 days; ``off``/empty -> None; anything else is left to pydantic."""
-    if isinstance(value, str):
-        if value.strip().lower() in ("", "off", "none"):
-            return None
-        match = _DURATION.match(value.lower())
-        if match is None:
-            raise ValueError(f"not a duration: {value!r} (say 30d, 12h, 90m, 45s or 2w)")
-        return timedelta(seconds=float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
-    return value
-
-
-class ReconcileSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
-
-    #: How often beat runs a pass.
-    reconcile_interval_s: float = Field(default=30.0, gt=0)
-    #: How long past its due time a queued/retrying job may wait before it is republished.
-    #: Longer than a normal queue wait, or busy queues get duplicate (harmless) messages.
-    reconcile_stale_after_s: float = Field(default=300.0, gt=0)
-    #: How long past its due time a queued job may wait, on a queue whose broker holds fewer
-    #: messages than the database has such jobs (the difference was lost: a broker restart, a
-    #: flushed queue), or a retrying job at all (its countdown was lost with its worker), before
-    #: it is republished. Longer than a message takes from the queue to a worker's claim.
-    reconcile_lost_after_s: float = Field(default=60.0, gt=0)
-    #: Rows per sweep; a backlog larger than this is worked off over several passes.
-    reconcile_batch: int = Field(default=1000, ge=1)
-    #: A scratch folder or partial download younger than this is never swept.
-    reconcile_scratch_min_age_s: float = Field(default=60.0, ge=0)
-    #: An object under DOCLANE_RESULT_STORE's prefix that no result names is deleted once it is
-    #: older than this (younger, its job's commit may still be coming).
-    reconcile_orphan_min_age_s: float = Field(default=3600.0, ge=0)
-    #: Results older than this are deleted, a batch per pass (their jobs say "expired"):
-    #: a duration such as ``30d``, ``12h``, ``90m`` (s, m, h, d, w); empty or ``off``: kept.
-    result_retention: Annotated[timedelta | None, BeforeValidator(parse_duration)] = None
-
-
-def load_reconcile_settings(**overrides: Any) -> ReconcileSettings:
-    return ReconcileSettings(**overrides)
 
 
 @dataclass(slots=True)
@@ -204,7 +154,7 @@ def reconcile_once(
 ) -> ReconcileReport:
     """One pass of the three sweeps; publishes a message for every job it brought back; sweeps
     ``inbox_dir`` of what dead attempts left there."""
-    cfg = settings or load_reconcile_settings()
+    cfg = settings or ReconcileSettings.from_environment()
     report = ReconcileReport()
     if inbox_dir is not None:
         report.swept = sweep_scratch(

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from .retry import gives_up as gives_up
     from .retry import retry_call as retry_call
     from .settings import ResilienceSettings as ResilienceSettings
-    from .settings import load_resilience_settings as load_resilience_settings
     from .shared import origin_breaker as origin_breaker
     from .shared import redis_for_breakers as redis_for_breakers
     from .storage import FailoverStorage as FailoverStorage

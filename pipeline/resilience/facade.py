@@ -14,13 +14,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from errors import CircuitOpen, classify
-from pipeline.mcp import McpClient, McpSettings, load_mcp_settings
+from pipeline.mcp import McpClient, McpSettings
 from pipeline.support.secrets import mask_address
 
 from .in_flight import InFlight
 from .pool import ServerPool
 from .retry import RetryRecord, retry_call
-from .settings import ResilienceSettings, load_resilience_settings
+from .settings import ResilienceSettings
 from .shared import origin_breaker, redis_for_breakers
 from .storage import BreakerRedis
 
@@ -122,8 +122,8 @@ def build_resilient(
     """Compose the pool from settings: ``DOCLING_MCP_ORIGIN`` may list several origins.
 
     ``first_origin``: where the pool's round starts (a worker passes its process index)."""
-    mcp = mcp_settings if mcp_settings is not None else load_mcp_settings()
-    res = settings if settings is not None else load_resilience_settings()
+    mcp = mcp_settings if mcp_settings is not None else McpSettings.from_environment()
+    res = settings if settings is not None else ResilienceSettings.from_environment()
     shared = redis_for_breakers(res)
 
     factory = client_factory or (lambda endpoint: McpClient(endpoint, settings=mcp))

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from pipeline.support.settings import Section
 
 
-class ResilienceSettings(BaseSettings):
+class ResilienceSettings(Section):
     """Read once per process; every MCP caller (workers, ``doclane mcp``) shares these."""
 
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
-    )
+    # An empty DOCLANE_REDIS_URL is a value: no Redis at all.
+    model_config = SettingsConfigDict(env_ignore_empty=False)
 
     #: Tries of one unit of work, the first included (1 = no retry).
     retry_max_tries: int = Field(default=3, ge=1)
@@ -43,8 +42,3 @@ class ResilienceSettings(BaseSettings):
     #: long; a unit that runs longer is no longer counted. Default: the longest call (300 s)
     #: plus a margin.
     in_flight_ttl_s: float = Field(default=330.0, gt=0)
-
-
-def load_resilience_settings(**overrides: Any) -> ResilienceSettings:
-    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
-    return ResilienceSettings(**overrides)

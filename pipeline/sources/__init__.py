@@ -17,49 +17,40 @@ store, no Celery.
 
 from __future__ import annotations
 
-from pipeline.sources.addresses import (
-    PRIVATE_CLASSES,
-    AddressClass,
-    AddressPolicy,
-    Resolver,
-    classify_address,
-    system_resolver,
-)
-from pipeline.sources.download import Downloader, download, remove_stale_partials
-from pipeline.sources.expand import expand
-from pipeline.sources.formats import DocumentFormat, format_for_name
-from pipeline.sources.local import validate_file
-from pipeline.sources.models import Candidate, Expansion, Rejected, SourceInfo
-from pipeline.sources.objects import ObjectSources
-from pipeline.sources.pathmap import PathMap, PathMapError, PathMapping
-from pipeline.sources.settings import SourceSettings, UrlMode, load_source_settings
-from pipeline.sources.urls import check_url, looks_like_url
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "PRIVATE_CLASSES",
-    "AddressClass",
-    "AddressPolicy",
-    "Candidate",
-    "DocumentFormat",
-    "Downloader",
-    "Expansion",
-    "ObjectSources",
-    "PathMap",
-    "PathMapError",
-    "PathMapping",
-    "Rejected",
-    "Resolver",
-    "SourceInfo",
-    "SourceSettings",
-    "UrlMode",
-    "check_url",
-    "classify_address",
-    "download",
-    "expand",
-    "format_for_name",
-    "load_source_settings",
-    "looks_like_url",
-    "remove_stale_partials",
-    "system_resolver",
-    "validate_file",
-]
+from pipeline.support import lazy
+
+if TYPE_CHECKING:
+    from .addresses import PRIVATE_CLASSES as PRIVATE_CLASSES
+    from .addresses import AddressClass as AddressClass
+    from .addresses import AddressPolicy as AddressPolicy
+    from .addresses import Resolver as Resolver
+    from .addresses import classify_address as classify_address
+    from .addresses import system_resolver as system_resolver
+    from .download import Downloader as Downloader
+    from .download import download as download
+    from .download import remove_stale_partials as remove_stale_partials
+    from .expand import expand as expand
+    from .formats import DocumentFormat as DocumentFormat
+    from .formats import format_for_name as format_for_name
+    from .local import validate_file as validate_file
+    from .models import Candidate as Candidate
+    from .models import Expansion as Expansion
+    from .models import Rejected as Rejected
+    from .models import SourceInfo as SourceInfo
+    from .objects import ObjectSources as ObjectSources
+    from .pathmap import PathMap as PathMap
+    from .pathmap import PathMapError as PathMapError
+    from .pathmap import PathMapping as PathMapping
+    from .settings import SourceSettings as SourceSettings
+    from .settings import UrlMode as UrlMode
+    from .urls import check_url as check_url
+    from .urls import looks_like_url as looks_like_url
+
+#: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
+#: ``SourceSettings`` (its settings tree) loads no downloader, and so no httpx. ``expand`` and
+#: ``download`` are functions of modules of the same names: import them from here first, or from
+#: their modules.
+if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
+    __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -295,9 +295,8 @@ def download(
     url: str, inbox_dir: Path | None = None, *, settings: SourceSettings | None = None
 ) -> SourceInfo:
     """One download with a short-lived :class:`Downloader` (scripts; workers keep one)."""
-    from pipeline.sources.settings import load_source_settings
 
-    with Downloader(settings or load_source_settings()) as downloader:
+    with Downloader(settings or SourceSettings.from_environment()) as downloader:
         return downloader.download(url, inbox_dir)
 
 

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import ByteSize, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import BeforeValidator, ByteSize, Field, field_validator
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 from pipeline.sources.pathmap import PathMap, PathMapping, parse_path_map
+from pipeline.support.settings import CommaList, Section
 
 UrlMode = Literal["download", "server"]
 
@@ -21,7 +21,14 @@ DEFAULT_INBOX_DIR = Path("~/.cache/doclane/inbox")
 UPLOADS_FOLDER = "uploads"
 
 
-class SourceSettings(BaseSettings):
+def _pathsep_as_comma(value: Any) -> Any:
+    """Folders may also be separated as in PATH (``:``), but not inside a JSON list."""
+    if isinstance(value, str) and not value.lstrip().startswith("["):
+        return value.replace(os.pathsep, ",")
+    return value
+
+
+class SourceSettings(Section):
     """One per process.
 
     ``allow_private_urls`` unlocks loopback and private networks (RFC 1918, IPv6 unique-local,
@@ -30,15 +37,14 @@ class SourceSettings(BaseSettings):
     whatever it says, because nothing legitimate serves documents there.
     """
 
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True
-    )
+    # An empty variable is a value here (DOCLANE_ALLOWED_ROOTS=: any path).
+    model_config = SettingsConfigDict(env_ignore_empty=False)
 
     #: Folders sources must lie in (after following links); empty means any path. The API's
     #: uploads folder (``<inbox>/uploads``) is always allowed besides: uploads are doclane's
     #: own files. From the environment: separated by commas or the OS path separator (``:``),
     #: or JSON.
-    allowed_roots: Annotated[tuple[Path, ...], NoDecode] = ()
+    allowed_roots: Annotated[CommaList[Path], BeforeValidator(_pathsep_as_comma)] = ()
     #: The largest source accepted, files and downloads alike ("200MB", "1GiB" or bytes).
     max_source_bytes: ByteSize = Field(default=ByteSize(DEFAULT_MAX_SOURCE_BYTES), gt=0)
     allow_private_urls: bool = False
@@ -52,16 +58,6 @@ class SourceSettings(BaseSettings):
     #: The whole download's deadline, and each connect/read's.
     download_timeout_s: float = Field(default=120.0, gt=0)
     max_redirects: int = Field(default=5, ge=0, le=20)
-
-    @field_validator("allowed_roots", mode="before")
-    @classmethod
-    def _split_roots(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                return json.loads(text)
-            return [p.strip() for p in text.replace(os.pathsep, ",").split(",") if p.strip()]
-        return value
 
     @field_validator("allowed_roots", mode="after")
     @classmethod
@@ -94,8 +90,3 @@ class SourceSettings(BaseSettings):
 
     def path_mapper(self) -> PathMap:
         return PathMap(self.path_map)
-
-
-def load_source_settings(**overrides: Any) -> SourceSettings:
-    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
-    return SourceSettings(**overrides)

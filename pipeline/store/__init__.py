@@ -24,7 +24,7 @@ from pipeline.store.pool import StorePool
 from pipeline.store.reads import Reads
 from pipeline.store.refusals import FormatsMismatch
 from pipeline.store.rows import AttemptResults, CallEvent
-from pipeline.store.settings import StoreSettings, load_store_settings
+from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore
 from pipeline.store.submissions import Submissions
 
@@ -47,7 +47,6 @@ __all__ = [
     "Submissions",
     "apply_migrations",
     "ensure_database",
-    "load_store_settings",
     "mask_conninfo",
     "migration_status",
     "require_migrated",

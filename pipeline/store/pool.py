@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from pipeline.jobs import Job
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.queries import query
-from pipeline.store.settings import StoreSettings, load_store_settings
+from pipeline.store.settings import StoreSettings
 
 if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
     from pipeline.store.result_objects import ObjectResults
@@ -51,7 +51,7 @@ class StorePool:
         raises E401 saying to run ``doclane db migrate`` (what the commands people type want)
         instead of psycopg's own error. ``result_objects`` is where results go when
         ``DOCLANE_RESULT_STORE`` names an object store (by default built from it on first use)."""
-        self.settings = settings or load_store_settings()
+        self.settings = settings or StoreSettings.from_environment()
         self._pool: ConnectionPool = create_pool(self.settings)
         self._explain_missing_schema = explain_missing_schema
         self._result_objects = result_objects

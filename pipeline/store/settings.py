@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.store.migrations import packaged_migrations_dir
+from pipeline.support.settings import Section
 
 DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
 
@@ -17,14 +16,8 @@ DEFAULT_DATABASE_URL = "postgresql://postgres@127.0.0.1:5432/doclane"
 DEFAULT_MIGRATIONS_DIR = packaged_migrations_dir()
 
 
-class StoreSettings(BaseSettings):
+class StoreSettings(Section):
     """One per process; the pool it describes must be created after a fork, never before."""
-
-    # env_ignore_empty: .env.example lists DOCLANE_MIGRATIONS_DIR= (empty: the default); read
-    # as a value, the empty string was Path("."), and `doclane db migrate` found no migrations.
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
 
     #: libpq URL or key=value string. Secret because it may carry a password.
     database_url: SecretStr = SecretStr(DEFAULT_DATABASE_URL)
@@ -63,10 +56,3 @@ class StoreSettings(BaseSettings):
 
     def conninfo(self) -> str:
         return self.database_url.get_secret_value()
-
-
-def load_store_settings(**overrides: Any) -> StoreSettings:
-    """Read ``DOCLANE_*`` from the environment (and ``.env``); keyword arguments win."""
-    if isinstance(overrides.get("database_url"), str):
-        overrides["database_url"] = SecretStr(overrides["database_url"])
-    return StoreSettings(**overrides)

@@ -7,12 +7,7 @@ and hands the messages to the broker (:mod:`.publishing`).
 
 from __future__ import annotations
 
-from pipeline.submission.intake import (
-    Accepted,
-    Submission,
-    SubmitSettings,
-    enqueue,
-    load_submit_settings,
-)
+from pipeline.jobs.settings import SubmitSettings
+from pipeline.submission.intake import Accepted, Submission, enqueue
 
-__all__ = ["Accepted", "Submission", "SubmitSettings", "enqueue", "load_submit_settings"]
+__all__ = ["Accepted", "Submission", "SubmitSettings", "enqueue"]

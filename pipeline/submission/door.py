@@ -38,12 +38,7 @@ from typing import NoReturn
 
 from errors import MissingCapability, PipelineError
 from pipeline.jobs import ConversionOptions, Formats
-from pipeline.profiles import (
-    DoclingRsProfile,
-    ProfileSettings,
-    load_profile_settings,
-    select_profile,
-)
+from pipeline.profiles import DoclingRsProfile, ProfileSettings, select_profile
 from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
 from pipeline.profiles.docling_rs import SIGNATURE
 from pipeline.profiles.per_format import TOOLS
@@ -180,7 +175,7 @@ def process_door() -> Door:
     """The door for this process's settings as they are now, its answers kept across
     submissions (one door a configuration: a process whose settings change gets a new one)."""
     endpoints = _configured_endpoints()
-    profiles = load_profile_settings()
+    profiles = ProfileSettings.from_environment()
     key = (tuple(endpoints), profiles.profile, profiles.server_cache_dir)
     with _doors_lock:
         door = _doors.get(key)
@@ -192,10 +187,10 @@ def process_door() -> Door:
 def _configured_endpoints() -> list[str]:
     """The configured servers; none (nothing is asked) when this process's MCP settings do not
     load: a submitter need not be able to talk to the servers to submit."""
-    from pipeline.mcp import load_mcp_settings
+    from pipeline.mcp import McpSettings
 
     try:
-        return load_mcp_settings().endpoints
+        return McpSettings.from_environment().endpoints
     except ValueError as exc:
         log.warning("no server will be asked at submission: %s", exc)
         return []

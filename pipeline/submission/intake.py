@@ -33,20 +33,11 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from errors import DatabaseUnavailable
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
+from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import JobMessage, Publisher, queue_for
-from pipeline.sources import (
-    AddressPolicy,
-    Candidate,
-    Rejected,
-    SourceSettings,
-    expand,
-    load_source_settings,
-)
+from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.submission.door import Door, admit
@@ -54,7 +45,7 @@ from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, pu
 from pipeline.submission.slicing import slices_for
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.webhooks.sender import check_webhook_url
-from pipeline.webhooks.settings import load_webhook_settings
+from pipeline.webhooks.settings import WebhookSettings
 
 log = logging.getLogger("doclane.enqueue")
 
@@ -62,33 +53,6 @@ log = logging.getLogger("doclane.enqueue")
 #: one twice the last, up to one publish batch (one COPY and one broker round trip per chunk).
 CHUNK_FIRST = 64
 CHUNK_MAX = BATCH_MESSAGES
-
-
-class SubmitSettings(BaseSettings):
-    """Defaults of a submission that are the operator's to set, not the submitter's."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
-
-    #: Attempts a job may be charged (an open circuit breaker does not charge one).
-    max_attempts: int = Field(default=3, ge=1)
-    #: The tool profile jobs ask for (``auto``: whatever fits the server); part of dedup's key.
-    profile: str = "auto"
-    #: The engine the workers convert with, as its server names itself at initialize: a name
-    #: (``docling-rs``, ``docling``: any version) or a name and version (``docling-rs 2.52.7``).
-    #: Dedup then reuses only results that engine made, so that after switching servers a
-    #: document submitted again is converted by the new one. Empty: any engine's results.
-    dedup_engine: str = ""
-    #: A PDF of more pages than this is converted as slices of this many pages, by any worker,
-    #: and joined when the last is stored (md, text and chunks only). 0: never sliced. Slices
-    #: use the server's ``pages`` option, which the docling-rs profile has (docling-mcp fails
-    #: them with E305).
-    slice_pages: int = Field(default=0, ge=0)
-
-
-def load_submit_settings(**overrides: Any) -> SubmitSettings:
-    return SubmitSettings(**overrides)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,13 +133,13 @@ def enqueue(
     told when each new job ends, :mod:`pipeline.webhooks`) is an address the policy refuses
     (E104).
     """
-    sources_cfg = source_settings or load_source_settings()
-    webhook = request.webhook_url or load_webhook_settings().webhook_url
+    sources_cfg = source_settings or SourceSettings.from_environment()
+    webhook = request.webhook_url or WebhookSettings.from_environment().webhook_url
     if webhook:
         check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
     admit(request.formats, request.options, door)
     shown = (masker or process_masker()).text
-    submit = submit_settings or load_submit_settings()
+    submit = submit_settings or SubmitSettings.from_environment()
     submission = Submission()
     own_store = store is None
     job_store = store if store is not None else JobStore()

@@ -21,9 +21,9 @@ from datetime import UTC, datetime
 from typing import IO, Any, Literal
 
 from pydantic import AliasChoices, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.support.settings import Section
 
 LogFormat = Literal["text", "json"]
 
@@ -143,20 +143,12 @@ class JsonLogFormatter(logging.Formatter):
         return json.dumps(out, ensure_ascii=False, default=str)
 
 
-class LogSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
-    )
-
+class LogSettings(Section):
     #: ``text`` for people, ``json`` (one object per line with job_id, attempt and origin)
     #: for log shippers.
     format: LogFormat = Field("text", validation_alias=AliasChoices("DOCLANE_LOG_FORMAT", "format"))
     #: The root logger's level: DEBUG, INFO, WARNING or ERROR.
     level: str = Field("INFO", validation_alias=AliasChoices("DOCLANE_LOG_LEVEL", "level"))
-
-
-def load_log_settings(**overrides: object) -> LogSettings:
-    return LogSettings(**overrides)  # type: ignore[arg-type]
 
 
 def configure_logging(

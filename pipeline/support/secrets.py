@@ -24,10 +24,11 @@ import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydantic import AliasChoices, Field, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic import AliasChoices, Field
+
+from pipeline.support.settings import CommaList, Section, environment_values
 
 if TYPE_CHECKING:
     from errors import PipelineError
@@ -60,35 +61,17 @@ _KEY_VALUE = re.compile(
 _SECRET_HINT = re.compile(rf"(?i){_SECRET_WORD}|authorization|bearer|basic|digest")
 
 
-class SecretSettings(BaseSettings):
+class SecretSettings(Section):
     """What counts as a secret besides what its name says."""
-
-    model_config = SettingsConfigDict(
-        env_file=".env", extra="ignore", populate_by_name=True, env_ignore_empty=True
-    )
 
     #: Query parameters whose values are secrets, besides those whose name says so
     #: (``X-Amz-Signature``, ``sig``, ``token`` ...): a CDN's ``Policy``, ``Key-Pair-Id``.
     #: A URL carrying any is kept whole only for the worker that fetches it; everywhere else
     #: (the job row's source, status, events, errors, logs) the values show as ``***``.
-    secret_query_params: Annotated[tuple[str, ...], NoDecode] = Field(
+    secret_query_params: CommaList[str] = Field(
         (),
         validation_alias=AliasChoices("DOCLANE_SECRET_QUERY_PARAMS", "secret_query_params"),
     )
-
-    @field_validator("secret_query_params", mode="before")
-    @classmethod
-    def _split_names(cls, value: Any) -> Any:
-        """``"a, b"`` -> ``["a", "b"]`` (a list or tuple is kept as it is)."""
-        if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
-        return value
-
-
-def load_secret_settings(**overrides: Any) -> SecretSettings:
-    """Read ``DOCLANE_SECRET_QUERY_PARAMS`` from the environment (and ``.env``); keyword
-    arguments win."""
-    return SecretSettings(**overrides)
 
 
 def _params_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
@@ -160,10 +143,10 @@ class Masker:
 OBJECT_STORE_SECRETS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 
 
-def load_masker(settings: SecretSettings | None = None) -> Masker:
-    """A masker from ``settings`` (by default, the environment as it is now), knowing the
-    object store's secrets of the environment by value."""
-    masker = Masker((settings or load_secret_settings()).secret_query_params)
+def load_masker(settings: SecretSettings) -> Masker:
+    """A masker from ``settings``, knowing the object store's secrets of the environment by
+    value."""
+    masker = Masker(settings.secret_query_params)
     for name in OBJECT_STORE_SECRETS:
         masker = masker.knowing(os.environ.get(name))
     return masker
@@ -181,8 +164,10 @@ def mask_known(text: str, known: Mapping[str, str]) -> str:
 @functools.cache
 def process_masker() -> Masker:
     """The masker of this process, from the environment, read once: for code that masks texts
-    far from where settings are handed around (a job's stored errors and events)."""
-    return load_masker()
+    far from where settings are handed around (a job's stored errors and events). It reads
+    its own section of the environment, as the settings tree would, so that a log line masked
+    before the process has built its tree is masked all the same."""
+    return load_masker(SecretSettings.model_validate(environment_values(SecretSettings)))
 
 
 def mask_address(url: str) -> str:

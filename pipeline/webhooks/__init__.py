@@ -2,8 +2,8 @@
 
 ::
 
-    from pipeline.webhooks import WebhookDispatcher, load_webhook_settings
-    dispatcher = WebhookDispatcher(WebhookOutbox(store.pool), load_webhook_settings())
+    from pipeline.webhooks import WebhookDispatcher
+    dispatcher = WebhookDispatcher(WebhookOutbox(store.pool), read_settings().webhooks)
     dispatcher.deliver_due()      # one pass: what is due is sent, what fails is scheduled
 
 The event is written by the database, in the transaction that makes the job final (migration
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from pipeline.webhooks.sender import check_webhook_url as check_webhook_url
     from pipeline.webhooks.sender import event_body as event_body
     from pipeline.webhooks.settings import WebhookSettings as WebhookSettings
-    from pipeline.webhooks.settings import load_webhook_settings as load_webhook_settings
 
 if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
     __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

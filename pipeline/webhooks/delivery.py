@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from pipeline.sources import load_source_settings
+from pipeline.sources import SourceSettings
 from pipeline.sources.addresses import AddressPolicy
 from pipeline.store.outbox import ClaimedDelivery, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.support.waits import Backoff, half_jitter
 from pipeline.webhooks.sender import WebhookSender
-from pipeline.webhooks.settings import WebhookSettings, load_webhook_settings
+from pipeline.webhooks.settings import WebhookSettings
 
 log = logging.getLogger("doclane.webhooks")
 
@@ -72,9 +72,9 @@ class WebhookDispatcher:
         masker: Masker | None = None,
     ) -> None:
         self.outbox = outbox
-        self.settings = settings or load_webhook_settings()
+        self.settings = settings or WebhookSettings.from_environment()
         self.policy = policy or AddressPolicy(
-            allow_private=load_source_settings().allow_private_urls
+            allow_private=SourceSettings.from_environment().allow_private_urls
         )
         self.masker = masker or process_masker()
         self._sender: WebhookSender | None = None

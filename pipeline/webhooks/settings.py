@@ -2,18 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pipeline.support.settings import Section
 
 
-class WebhookSettings(BaseSettings):
+class WebhookSettings(Section):
     """One per process: submitters read the default URL, senders the rest."""
-
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_", env_file=".env", extra="ignore", frozen=True, env_ignore_empty=True
-    )
 
     #: The completion webhook of jobs submitted without one (empty: none).
     webhook_url: str | None = None
@@ -46,7 +41,3 @@ class WebhookSettings(BaseSettings):
                 "that lapses mid-request lets another sender send the same try"
             )
         return self
-
-
-def load_webhook_settings(**overrides: Any) -> WebhookSettings:
-    return WebhookSettings(**overrides)

@@ -17,7 +17,8 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer, start_api_server
 from tests.fixtures.brokers import Broker
 from tests.fixtures.database import ScratchDatabases, database_url
@@ -60,7 +61,7 @@ def finished_run(
     server.reset()
     folder = tmp_path_factory.mktemp("admin-run")
     url = database_url(test_databases.create(template=migrated_template))
-    store = JobStore(load_store_settings(database_url=url))
+    store = JobStore(read_settings(store=dict(database_url=url)).store)
     with ExitStack() as stack:
         stack.callback(store.close)
         broker = claim_redis_broker()

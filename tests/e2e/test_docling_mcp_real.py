@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 import errors
-from pipeline.mcp import LifecycleState, McpClient, load_mcp_settings
+from pipeline.mcp import LifecycleState, McpClient
+from pipeline.settings import read_settings
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, example
 
@@ -32,7 +33,7 @@ TOOLS_JSON = Path(__file__).resolve().parents[1] / "fakes" / "docling_mcp_3_3_0_
 def client(docling_server: DoclingServer, request: pytest.FixtureRequest) -> Iterator[McpClient]:
     """Every fact below, in both revisions: ``auto`` finds 2026-07-28 (docling-mcp 3.3.0 serves
     it), and the 2025-11-25 session handshake pinned."""
-    settings = load_mcp_settings(protocol_version=request.param)
+    settings = read_settings(mcp=dict(protocol_version=request.param)).mcp
     with McpClient(docling_server.url, settings=settings) as c:
         c.initialize()
         yield c

@@ -26,9 +26,9 @@ from pipeline.profiles import (
     DoclingMcpProfile,
     DoclingRsProfile,
     McpCallRecord,
-    load_profile_settings,
     select_profile,
 )
+from pipeline.settings import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, PDF_PAGE_HEADINGS, PDF_SAMPLE, example
@@ -74,7 +74,7 @@ def _request(
 def _convert(client: McpClient, request: ConversionRequest) -> dict[str, str]:
     calls: list[McpCallRecord] = []
     profile = select_profile(
-        [tool.name for tool in client.tools()], request.formats, load_profile_settings()
+        [tool.name for tool in client.tools()], request.formats, read_settings().profiles
     )
     assert isinstance(profile, DoclingRsProfile)
     outputs = profile.convert(client, request, calls.append).outputs

@@ -12,13 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipeline.store import (
-    MigrationError,
-    MigrationState,
-    apply_migrations,
-    load_store_settings,
-    migration_status,
-)
+from pipeline.settings import read_settings
+from pipeline.store import MigrationError, MigrationState, apply_migrations, migration_status
 from pipeline.store.migrations import MIGRATION_LOCK_KEY, discover
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 from tests.fixtures.database import ScratchDatabases, database_url
@@ -63,7 +58,7 @@ def own_migrations(tmp_path: Path) -> Path:
 def test_the_migrations_apply_on_an_empty_database_and_then_do_nothing(
     empty_database_url: str,
 ) -> None:
-    settings = load_store_settings(database_url=empty_database_url)
+    settings = read_settings(store=dict(database_url=empty_database_url)).store
     assert [m.version for m in apply_migrations(settings)] == VERSIONS
     assert apply_migrations(settings) == []
     statuses = migration_status(settings)
@@ -152,7 +147,9 @@ def test_a_runner_waits_for_the_advisory_lock(empty_database_url: str) -> None:
 def test_a_changed_migration_file_is_refused_by_name(
     empty_database_url: str, own_migrations: Path
 ) -> None:
-    settings = load_store_settings(database_url=empty_database_url, migrations_dir=own_migrations)
+    settings = read_settings(
+        store=dict(database_url=empty_database_url, migrations_dir=own_migrations)
+    ).store
     apply_migrations(settings)
     edited = own_migrations / "0002_results_and_events.sql"
     edited.write_text(edited.read_text() + "\n-- an afterthought\n")
@@ -184,10 +181,12 @@ def test_a_changed_migration_file_is_refused_by_name(
 def test_a_migration_unknown_to_these_files_is_refused(
     empty_database_url: str, own_migrations: Path
 ) -> None:
-    apply_migrations(load_store_settings(database_url=empty_database_url))
+    apply_migrations(read_settings(store=dict(database_url=empty_database_url)).store)
     last = sorted(own_migrations.glob("*.sql"))[-1]
     last.unlink()
-    older = load_store_settings(database_url=empty_database_url, migrations_dir=own_migrations)
+    older = read_settings(
+        store=dict(database_url=empty_database_url, migrations_dir=own_migrations)
+    ).store
     with pytest.raises(MigrationError, match=f"has migration {last.stem}"):
         apply_migrations(older)
     assert migration_status(older)[-1].state is MigrationState.UNKNOWN
@@ -200,7 +199,9 @@ def test_a_failing_migration_leaves_no_trace_and_can_be_fixed(
     folder.mkdir()
     (folder / "0001_first.sql").write_text("CREATE TABLE first (id int);\n")
     (folder / "0002_broken.sql").write_text("CREATE TABLE half (id int);\nSELECT 1 / 0;\n")
-    settings = load_store_settings(database_url=empty_database_url, migrations_dir=folder)
+    settings = read_settings(
+        store=dict(database_url=empty_database_url, migrations_dir=folder)
+    ).store
     with pytest.raises(MigrationError, match=r"0002_broken\.sql failed"):
         apply_migrations(settings)
     assert [v for v, _ in ledger(empty_database_url)] == ["0001"]

@@ -28,8 +28,8 @@ PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isol
 PROBE = """
 import json
 from pipeline.store.migrations import discover
-from pipeline.store.settings import load_store_settings
-folder = load_store_settings().migrations_dir
+from pipeline.settings import read_settings
+folder = read_settings().store.migrations_dir
 print(json.dumps({"folder": str(folder), "files": [m.file_name for m in discover(folder)]}))
 """
 

@@ -17,13 +17,13 @@ from pipeline.resilience import ResilienceSettings
 ROOT = Path(__file__).resolve().parents[2]
 
 INNER_TEST = """
-from pipeline.resilience import load_resilience_settings
+from pipeline.settings import read_settings
 
-AT_IMPORT = load_resilience_settings().retry_max_tries
+AT_IMPORT = read_settings().resilience.retry_max_tries
 
 
 def test_the_dotenv_is_not_read():
-    assert (AT_IMPORT, load_resilience_settings().retry_max_tries) == ({default}, {default})
+    assert (AT_IMPORT, read_settings().resilience.retry_max_tries) == ({default}, {default})
 """
 
 

@@ -2,39 +2,24 @@
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 import re
 from pathlib import Path
 
 import pytest
 from pydantic import AliasChoices, SecretStr
-from pydantic_settings import BaseSettings
 
-import pipeline
-import workers
+from pipeline.settings import Settings
+from pipeline.support.settings import Section
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def settings_classes() -> list[type[BaseSettings]]:
-    # Settings classes live in *.settings modules and beside their component (joblog,
-    # reconcile): import every module, so the answer does not depend on what ran before.
-    for package in (pipeline, workers):
-        for module in pkgutil.walk_packages(package.__path__, f"{package.__name__}."):
-            if not module.name.endswith("__main__"):
-                importlib.import_module(module.name)
-    found: list[type[BaseSettings]] = []
-    pending = list(BaseSettings.__subclasses__())
-    while pending:
-        cls = pending.pop()
-        pending.extend(cls.__subclasses__())
-        if cls.__module__.startswith(("pipeline.", "workers.")):
-            found.append(cls)
-    return found
+def settings_classes() -> list[type[Section]]:
+    """Every section of the settings tree: the tree is the one place settings are read."""
+    return list(Settings.sections().values())
 
 
-def environment_names(cls: type[BaseSettings]) -> set[str]:
+def environment_names(cls: type[Section]) -> set[str]:
     prefix = str(cls.model_config.get("env_prefix", ""))
     names = set()
     for name, field in cls.model_fields.items():
@@ -80,7 +65,7 @@ def test_env_example_as_env_means_the_defaults(
     for name, value in listed.items():
         monkeypatch.setenv(name, value)
     for cls in classes:
-        loaded = cls()
+        loaded = cls.from_environment()
         for field in cls.model_fields:
             got, want = getattr(loaded, field), getattr(defaults[cls], field)
             assert _comparable(got) == _comparable(want), (

@@ -29,7 +29,8 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
     """``doclane submit`` and the API publish through the Celery app; what a worker process
     converts with (MCP client, processor, resilience layer) is a worker's to load. The reconciler
     (which beat's schedule names) sweeps scratch folders: the processing package's lazy
-    ``__init__`` and its ``scratch`` module are all of processing it may load."""
+    ``__init__``, its ``scratch`` module and its section of the settings tree are all of
+    processing it may load."""
     probe = (
         "import sys, pipeline.submission.intake, workers.app, workers.publisher; "
         "names = ('pipeline.mcp', 'pipeline.resilience', 'jsonschema'); "
@@ -52,8 +53,9 @@ def test_the_configured_origins_are_read_without_httpx() -> None:
     """``doclane stats`` lists the breakers of the configured origins: reading them loaded httpx
     (and the rich, pygments and click its command line imports), a tenth of a second."""
     probe = (
-        "import sys; from pipeline.mcp import load_mcp_settings, origin_of; "
-        "print([origin_of(e) for e in load_mcp_settings().endpoints], "
+        "import sys; from pipeline.mcp import origin_of; "
+        "from pipeline.settings import read_settings; "
+        "print([origin_of(e) for e in read_settings().mcp.endpoints], "
         "sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'rich', 'pygments')))"
     )
     env = {**os.environ, "DOCLING_MCP_ORIGIN": "http://a:80, https://Bücher.example/mcp"}
@@ -67,8 +69,8 @@ def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker()
     probe = (
         "import sys, pipeline.cli.admin_commands; "
         "from pipeline.cli.wiring import counted_fleet; "
-        "from pipeline.resilience import load_resilience_settings; "
-        "counted_fleet(load_resilience_settings()); "
+        "from pipeline.settings import read_settings; "
+        "counted_fleet(read_settings().resilience); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )
     assert printed_by(probe) == "[]"

@@ -13,7 +13,7 @@ from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
 from pipeline.queues import JobMessage
-from pipeline.submission.intake import load_submit_settings
+from pipeline.settings import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import parent_of, process_gone
@@ -177,7 +177,7 @@ def test_a_server_down_longer_than_the_breaker_reset_fails_no_job(
     # Each reset the server is still down costs the job that carries the half-open trial an
     # attempt (the trial reached for the server); a server slow to come back on a loaded
     # machine must not fail a job through that.
-    submit = load_submit_settings(max_attempts=6)
+    submit = read_settings(submit=dict(max_attempts=6)).submit
     paths = [str(p) for p in write_mixed(tmp_path / "docs", 12)]
     ids = cluster.submit(paths, submit_settings=submit).job_ids
     wait_for(lambda: succeeded_count(cluster, ids) >= 2, message="some jobs done")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.jobs import JobState
-from pipeline.submission.intake import load_submit_settings
+from pipeline.settings import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer
@@ -98,7 +98,7 @@ def test_a_result_store_that_is_down_retries_the_job_and_never_succeeds_it_witho
     cluster.start_worker(concurrency=1)
 
     [job_id] = cluster.submit(
-        [document], submit_settings=load_submit_settings(max_attempts=50)
+        [document], submit_settings=read_settings(submit=dict(max_attempts=50)).submit
     ).job_ids
     wait_for(
         lambda: any(e.error_code == "E402" for e in cluster.store.reads.events(job_id)),

@@ -16,7 +16,7 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.submission.intake import load_submit_settings
+from pipeline.settings import read_settings
 from tests.e2e.workers.test_docling_rs_workers import ENGINE, stdio_cluster
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
@@ -35,7 +35,7 @@ def slices_of(cluster: Cluster, parent_id: UUID) -> list[Job]:
 
 
 def submit(cluster: Cluster, pdf: Path, slice_pages: int) -> UUID:
-    settings = load_submit_settings(slice_pages=slice_pages)
+    settings = read_settings(submit=dict(slice_pages=slice_pages)).submit
     made = cluster.submit([pdf], FORMATS, no_dedup=True, submit_settings=settings)
     return made.job_ids[0]
 

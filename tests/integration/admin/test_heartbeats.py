@@ -20,12 +20,12 @@ from pipeline.admin.heartbeats import (
     workers_key,
 )
 from pipeline.queues import ALL_QUEUES, QUEUE_SMALL
-from pipeline.resilience import load_resilience_settings
+from pipeline.settings import read_settings
 from tests.fixtures.waiting import wait_for
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(load_resilience_settings().redis_url)
+    return redis.Redis.from_url(read_settings().resilience.redis_url)
 
 
 def test_a_beat_is_read_back_until_it_expires_and_the_dead_node_leaves_the_set(
@@ -38,7 +38,7 @@ def test_a_beat_is_read_back_until_it_expires_and_the_dead_node_leaves_the_set(
     beat(client, namespace, steady, interval_s=60)
     beat(client, namespace, fading, interval_s=0.1)  # alive for three beats: 0.3 s
     assert read_workers(client, namespace) == [fading, steady]
-    assert read_live_workers(load_resilience_settings()) == [fading, steady]
+    assert read_live_workers(read_settings().resilience) == [fading, steady]
 
     wait_for(lambda: read_workers(client, namespace) == [steady], message="fading expired")
     assert client.smembers(workers_key(namespace)) == {b"steady@host"}, "the dead left the set"
@@ -107,7 +107,7 @@ def test_depths_come_from_a_beat_and_from_the_broker_when_no_beat_has_any(
     isolated_breakers: str,
 ) -> None:
     broker = _Broker()
-    fleet = CountedFleet(load_resilience_settings(), broker)
+    fleet = CountedFleet(read_settings().resilience, broker)
     asked = fleet.queue_depths()
     assert [(d.queue, d.waiting, d.age_s, d.counted_by) for d in asked] == [
         (q, 1, 0.0, None) for q in ALL_QUEUES
@@ -125,6 +125,8 @@ def test_depths_come_from_a_beat_and_from_the_broker_when_no_beat_has_any(
 
 def test_the_broker_is_asked_when_redis_does_not_answer() -> None:
     broker = _Broker()
-    fleet = CountedFleet(load_resilience_settings(redis_url="redis://127.0.0.1:1/0"), broker)
+    fleet = CountedFleet(
+        read_settings(resilience=dict(redis_url="redis://127.0.0.1:1/0")).resilience, broker
+    )
     assert [d.counted_by for d in fleet.queue_depths()] == [None] * len(ALL_QUEUES)
     assert broker.asked == 1

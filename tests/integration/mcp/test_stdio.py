@@ -29,7 +29,8 @@ from pipeline.mcp import (
     Progress,
     StdioTransport,
 )
-from pipeline.resilience import build_resilient, load_resilience_settings
+from pipeline.resilience import build_resilient
+from pipeline.settings import read_settings
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
@@ -176,7 +177,7 @@ def test_a_stateless_client_gets_a_fresh_child_without_any_handshake(
 
 def test_the_breaker_of_a_child_is_this_process_s_own() -> None:
     settings = McpSettings(command=fake_command())
-    resilient = build_resilient(settings, load_resilience_settings(redis_url=""))
+    resilient = build_resilient(settings, read_settings(resilience=dict(redis_url="")).resilience)
     try:
         (breaker,) = resilient.breakers()
         assert breaker["origin"].startswith("stdio://")
@@ -214,18 +215,20 @@ def test_cli_refuses_origin_and_command_together() -> None:
 
 def test_settings_pick_stdio_from_the_command(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_COMMAND", "docling-mcp-server  --transport 'stdio'")
-    settings = McpSettings()
+    settings = McpSettings.from_environment()
     assert settings.endpoints == ["stdio:docling-mcp-server --transport stdio"]
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
     with pytest.raises(ValueError, match="not both"):
-        McpSettings()
+        McpSettings.from_environment()
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "")  # compose's stdio stanza empties it
-    assert McpSettings().endpoints == ["stdio:docling-mcp-server --transport stdio"]
+    assert McpSettings.from_environment().endpoints == [
+        "stdio:docling-mcp-server --transport stdio"
+    ]
     monkeypatch.setenv("DOCLING_MCP_COMMAND", "")
     with pytest.raises(ValueError, match="no DOCLING_MCP_COMMAND"):
-        McpSettings()
+        McpSettings.from_environment()
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://127.0.0.1:8765")
-    assert McpSettings().endpoints == ["http://127.0.0.1:8765/mcp"]
+    assert McpSettings.from_environment().endpoints == ["http://127.0.0.1:8765/mcp"]
 
 
 def test_a_missing_command_is_E302(tmp_path: Path) -> None:

@@ -11,17 +11,11 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs import Formats, SubmissionRequest
-from pipeline.mcp import McpClient, load_mcp_settings
-from pipeline.processing import JobProcessor, load_processing_settings
-from pipeline.profiles import load_profile_settings
+from pipeline.mcp import McpClient
+from pipeline.processing import JobProcessor
 from pipeline.queues import RecordingPublisher
-from pipeline.resilience import (
-    Resilient,
-    RetryRecord,
-    build_resilient,
-    load_resilience_settings,
-)
-from pipeline.sources import load_source_settings
+from pipeline.resilience import Resilient, RetryRecord, build_resilient
+from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
 from tests.fixtures.fake_server import FakeServer
@@ -110,12 +104,12 @@ def make_bench(
         target = server or fake_server
         store_used = job_store or store
         resilient = build_resilient(
-            load_mcp_settings(origin=target.url),
-            load_resilience_settings(**(resilience or {})),
+            read_settings(mcp=dict(origin=target.url)).mcp,
+            read_settings(resilience=dict(**(resilience or {}))).resilience,
         )
-        source_settings = load_source_settings(
-            inbox_dir=tmp_path / "inbox", allow_private_urls=True, **(sources or {})
-        )
+        source_settings = read_settings(
+            sources=dict(inbox_dir=tmp_path / "inbox", allow_private_urls=True, **(sources or {}))
+        ).sources
         runner = HookedRunner(resilient)
         publisher = RecordingPublisher()
         if batches:
@@ -123,17 +117,19 @@ def make_bench(
         processor = JobProcessor(
             store=store_used.attempts,
             runner=runner,
-            settings=load_processing_settings(
-                **{
-                    "worker_id": "test-worker",
-                    "lease_s": 30,
-                    "job_retry_base_s": 0.2,
-                    "job_retry_max_s": 1,
-                    **(processing or {}),
-                }
-            ),
+            settings=read_settings(
+                processing=dict(
+                    **{
+                        "worker_id": "test-worker",
+                        "lease_s": 30,
+                        "job_retry_base_s": 0.2,
+                        "job_retry_max_s": 1,
+                        **(processing or {}),
+                    }
+                )
+            ).processing,
             source_settings=source_settings,
-            profile_settings=load_profile_settings(**(profiles or {})),
+            profile_settings=read_settings(profiles=dict(**(profiles or {}))).profiles,
             publisher=publisher if batches else None,
         )
         bench = Bench(

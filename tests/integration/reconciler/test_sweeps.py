@@ -10,7 +10,8 @@ from pathlib import Path
 from errors import DatabaseUnavailable
 from pipeline.jobs import EventKind, JobState, SubmissionRequest
 from pipeline.queues import RecordingPublisher
-from pipeline.reconciler import load_reconcile_settings, reconcile_once
+from pipeline.reconciler import reconcile_once
+from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import enqueue
 from tests.fixtures.samples import write_mixed, write_sample
@@ -24,7 +25,7 @@ def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_p
     ).job_ids[0]
     assert store.attempts.claim(job_id, "dead-worker", lease_s=0.05) is not None
     publisher = RecordingPublisher()
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
 
     report = wait_for(
         lambda: (r := reconcile_once(store, publisher, settings)).requeued and r,
@@ -45,13 +46,13 @@ def test_stale_rows_are_not_republished_again_before_another_threshold(
         SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
     ).job_ids[0]
     publisher = RecordingPublisher()
-    quick = load_reconcile_settings(reconcile_stale_after_s=0.1)
+    quick = read_settings(reconcile=dict(reconcile_stale_after_s=0.1)).reconcile
     wait_for(
         lambda: reconcile_once(store, publisher, quick).republished,
         timeout=10,
         message="the first republish",
     )
-    slow = load_reconcile_settings(reconcile_stale_after_s=3600)
+    slow = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
 
     assert reconcile_once(store, publisher, slow).republished == []
     assert [m.job_id for m in publisher.messages] == [job_id]
@@ -67,7 +68,7 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
         SubmissionRequest([str(p) for p in paths]), publisher=RecordingPublisher(), store=store
     ).job_ids
     publisher = RecordingPublisher(depths={"doclane.small": 2500})
-    settings = load_reconcile_settings(reconcile_stale_after_s=0.05)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.05)).reconcile
 
     def at_least_stale() -> bool:
         jobs = store.reads.get_jobs(ids)
@@ -93,9 +94,11 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     ids = enqueue(
         SubmissionRequest([str(p) for p in paths]), publisher=RecordingPublisher(), store=store
     ).job_ids
-    settings = load_reconcile_settings(
-        reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
-    )
+    settings = read_settings(
+        reconcile=dict(
+            reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
+        )
+    ).reconcile
 
     def past_threshold() -> bool:
         newest = max(j.updated_at for j in store.reads.get_jobs(ids))
@@ -135,7 +138,9 @@ def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: P
     assert job is not None
     error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
     assert store.attempts.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
-    settings = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    settings = read_settings(
+        reconcile=dict(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+    ).reconcile
     publisher = RecordingPublisher(depths={"doclane.small": 3})
 
     report = wait_for(
@@ -190,7 +195,7 @@ def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(
     report = reconcile_once(
         store,
         RecordingPublisher(),
-        load_reconcile_settings(reconcile_scratch_min_age_s=60),
+        read_settings(reconcile=dict(reconcile_scratch_min_age_s=60)).reconcile,
         inbox_dir=inbox,
     )
 

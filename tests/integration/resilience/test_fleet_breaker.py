@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp import McpClient, load_mcp_settings
-from pipeline.resilience import RetryRecord, build_resilient, load_resilience_settings
+from pipeline.mcp import McpClient
+from pipeline.resilience import RetryRecord, build_resilient
+from pipeline.settings import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 
@@ -47,7 +48,7 @@ def requests_seen(server: FakeServer) -> int:
 
 def breaker_of(server: FakeServer, **settings: Any) -> Any:
     resilient = build_resilient(
-        load_mcp_settings(), load_resilience_settings(**settings), endpoints=[server.url]
+        read_settings().mcp, read_settings(resilience=settings).resilience, endpoints=[server.url]
     )
     return resilient.pool.breaker(server.url)
 
@@ -149,8 +150,8 @@ def test_half_open_lets_one_trial_through_across_processes(fake_server: FakeServ
 def test_retries_grow_and_succeed_through_the_real_client(fake_server: FakeServer) -> None:
     fake_server.configure(fail_next=2, fail_with="http503")
     resilient = build_resilient(
-        load_mcp_settings(),
-        load_resilience_settings(retry_base_s=0.01, breaker_fail_max=5),
+        read_settings().mcp,
+        read_settings(resilience=dict(retry_base_s=0.01, breaker_fail_max=5)).resilience,
         endpoints=[fake_server.url],
     )
     record = RetryRecord()
@@ -165,7 +166,7 @@ def test_retries_grow_and_succeed_through_the_real_client(fake_server: FakeServe
 
 def test_a_non_retryable_error_is_tried_once(fake_server: FakeServer) -> None:
     fake_server.configure(fail_next=-1, fail_with="jsonrpc:-32602")
-    resilient = build_resilient(load_mcp_settings(), endpoints=[fake_server.url])
+    resilient = build_resilient(read_settings().mcp, endpoints=[fake_server.url])
     with resilient, pytest.raises(Exception) as caught:
         resilient.run(lambda c: c.call_tool(CONVERT, {"source": DOCX}))
     assert getattr(caught.value, "code", None) == "E203"
@@ -174,9 +175,9 @@ def test_a_non_retryable_error_is_tried_once(fake_server: FakeServer) -> None:
 
 def test_a_pool_of_two_keeps_converting_when_one_stops(fake_server_factory: Any) -> None:
     first, second = fake_server_factory(), fake_server_factory()
-    settings = load_resilience_settings(retry_base_s=0.01, breaker_fail_max=2)
+    settings = read_settings(resilience=dict(retry_base_s=0.01, breaker_fail_max=2)).resilience
     with build_resilient(
-        load_mcp_settings(), settings, endpoints=[first.url, second.url]
+        read_settings().mcp, settings, endpoints=[first.url, second.url]
     ) as resilient:
 
         def convert_and_export(client: McpClient) -> tuple[str, str]:
@@ -197,8 +198,10 @@ def test_without_redis_the_breaker_lives_in_memory_and_says_so(
     fake_server: FakeServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    settings = load_resilience_settings(redis_url="redis://127.0.0.1:1/0")  # nothing listens
-    with build_resilient(load_mcp_settings(), settings, endpoints=[fake_server.url]) as r:
+    settings = read_settings(
+        resilience=dict(redis_url="redis://127.0.0.1:1/0")
+    ).resilience  # nothing listens
+    with build_resilient(read_settings().mcp, settings, endpoints=[fake_server.url]) as r:
         assert not r.run(lambda c: c.call_tool(CONVERT, {"source": DOCX})).is_error
         assert r.breakers()[0]["shared"] is False
     assert "falls back to per-process memory" in caplog.text

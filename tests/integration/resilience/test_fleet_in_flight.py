@@ -20,10 +20,11 @@ from typing import Any
 import pytest
 
 import errors
-from pipeline.mcp import McpClient, load_mcp_settings
-from pipeline.resilience import build_resilient, load_resilience_settings
+from pipeline.mcp import McpClient
+from pipeline.resilience import build_resilient
 from pipeline.resilience.in_flight import InFlight, Lease
 from pipeline.resilience.storage import BreakerRedis
+from pipeline.settings import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for
@@ -205,9 +206,9 @@ def test_two_workers_over_two_servers_do_not_share_one(fake_server_factory: Any)
     rounds at the first server; the second's unit goes to the server the first is not using."""
     first, second = fake_server_factory(), fake_server_factory()
     endpoints = [first.url, second.url]
-    settings = load_resilience_settings()
-    one = build_resilient(load_mcp_settings(), settings, endpoints=endpoints)
-    two = build_resilient(load_mcp_settings(), settings, endpoints=endpoints)
+    settings = read_settings().resilience
+    one = build_resilient(read_settings().mcp, settings, endpoints=endpoints)
+    two = build_resilient(read_settings().mcp, settings, endpoints=endpoints)
     try:
         seen: list[str] = []
         inside, go = threading.Event(), threading.Event()
@@ -232,8 +233,8 @@ def test_a_unit_that_fails_everywhere_leaves_no_count(fake_server_factory: Any) 
     servers: list[FakeServer] = [fake_server_factory(), fake_server_factory()]
     for server in servers:
         server.configure(fail_next=-1, fail_with="http503", fail_methods=["tools/call"])
-    settings = load_resilience_settings(retry_max_tries=3, breaker_fail_max=2)
-    with build_resilient(load_mcp_settings(), settings, endpoints=[s.url for s in servers]) as r:
+    settings = read_settings(resilience=dict(retry_max_tries=3, breaker_fail_max=2)).resilience
+    with build_resilient(read_settings().mcp, settings, endpoints=[s.url for s in servers]) as r:
         for _ in range(3):  # failures, then E309 once both circuits are open
             with pytest.raises((errors.ServerUnavailable, errors.CircuitOpen)):
                 r.run(convert)

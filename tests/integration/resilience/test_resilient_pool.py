@@ -13,16 +13,11 @@ from typing import Any, cast
 import pytest
 
 import errors
-from pipeline.mcp import McpClient, load_mcp_settings
-from pipeline.resilience import (
-    RetryRecord,
-    ServerPool,
-    build_resilient,
-    load_resilience_settings,
-    origin_breaker,
-)
+from pipeline.mcp import McpClient
+from pipeline.resilience import RetryRecord, ServerPool, build_resilient, origin_breaker
 from pipeline.resilience.in_flight import InFlight
 from pipeline.resilience.storage import BreakerRedis
+from pipeline.settings import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for
@@ -44,8 +39,8 @@ def requests_seen(server: FakeServer) -> int:
 
 def test_a_half_open_origin_with_its_trial_running_is_skipped(fake_server_factory: Any) -> None:
     first, second = fake_server_factory(), fake_server_factory()
-    settings = load_resilience_settings(breaker_fail_max=1, breaker_reset_s=0.05)
-    with build_resilient(load_mcp_settings(), settings, endpoints=[first.url, second.url]) as r:
+    settings = read_settings(resilience=dict(breaker_fail_max=1, breaker_reset_s=0.05)).resilience
+    with build_resilient(read_settings().mcp, settings, endpoints=[first.url, second.url]) as r:
         breaker = r.pool.breaker(first.url)
 
         def sick() -> None:
@@ -77,8 +72,10 @@ def test_a_half_open_origin_with_its_trial_running_is_skipped(fake_server_factor
 
 def test_every_circuit_open_is_e309_without_a_request(fake_server_factory: Any) -> None:
     first, second = fake_server_factory(), fake_server_factory()
-    settings = load_resilience_settings(breaker_fail_max=1, breaker_reset_s=60, retry_max_tries=1)
-    with build_resilient(load_mcp_settings(), settings, endpoints=[first.url, second.url]) as r:
+    settings = read_settings(
+        resilience=dict(breaker_fail_max=1, breaker_reset_s=60, retry_max_tries=1)
+    ).resilience
+    with build_resilient(read_settings().mcp, settings, endpoints=[first.url, second.url]) as r:
         for server in (first, second):
             server.configure(fail_next=-1, fail_with="http503", fail_methods=["initialize"])
         for _ in range(2):  # each unit fails on one origin; the circuits open one by one
@@ -137,7 +134,7 @@ def no_client(endpoint: str) -> McpClient:
 
 
 def pool_on(client: BreakerRedis, namespace: str, origins: list[str]) -> ServerPool:
-    settings = load_resilience_settings(breaker_fail_max=1, breaker_reset_s=3600)
+    settings = read_settings(resilience=dict(breaker_fail_max=1, breaker_reset_s=3600)).resilience
     return ServerPool(
         origins,
         no_client,

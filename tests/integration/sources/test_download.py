@@ -26,12 +26,8 @@ from errors import (
     UnsupportedFormat,
     UrlRefused,
 )
-from pipeline.sources import (
-    Downloader,
-    check_url,
-    load_source_settings,
-    remove_stale_partials,
-)
+from pipeline.settings import read_settings
+from pipeline.sources import Downloader, check_url, remove_stale_partials
 from tests.fixtures import source_samples as samples
 from tests.fixtures.waiting import wait_for
 
@@ -72,9 +68,11 @@ def network():
 
 
 def downloader(network, *, resolver=None, **overrides) -> Downloader:
-    settings = load_source_settings(
-        **{"allow_private_urls": True, "download_timeout_s": 20.0, "path_map": (), **overrides}
-    )
+    settings = read_settings(
+        sources=dict(
+            **{"allow_private_urls": True, "download_timeout_s": 20.0, "path_map": (), **overrides}
+        )
+    ).sources
     return Downloader(settings, resolver=resolver, inner_backend=network)
 
 
@@ -245,7 +243,7 @@ def test_dns_rebinding_is_caught_at_connect_time(http_source, network, inbox):
     answers: Iterator[list[str]] = iter([["127.0.0.1"], ["169.254.169.254"]])
     resolver = lambda host, port: next(answers)  # noqa: E731
     url = f"http://rebind.test:{http_source.port}/a.md"
-    settings = load_source_settings(allow_private_urls=True)
+    settings = read_settings(sources=dict(allow_private_urls=True)).sources
     assert check_url(url, settings, resolver=resolver).uri == url  # first answer: fine
     with pytest.raises(UrlRefused, match=r"resolves to 169\.254\.169\.254"):
         fetch(url, inbox, network, resolver=resolver)

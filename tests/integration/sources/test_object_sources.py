@@ -9,13 +9,8 @@ from pathlib import Path
 import pytest
 
 from pipeline.objects import ObjectStore
-from pipeline.sources import (
-    Candidate,
-    ObjectSources,
-    Rejected,
-    expand,
-    load_source_settings,
-)
+from pipeline.settings import read_settings
+from pipeline.sources import Candidate, ObjectSources, Rejected, expand
 from tests.fixtures.object_store import READABLE_BUCKET, ObjectServer
 
 MARKDOWN = b"# Title\n\nSome text.\n"
@@ -27,7 +22,7 @@ def _put(server: ObjectServer, bucket: str, key: str, body: bytes) -> None:
 
 def _sources(server: ObjectServer, *, reader: bool = False, **settings: object) -> ObjectSources:
     pair = server.reader if reader else None
-    return ObjectSources(load_source_settings(**settings), ObjectStore(server.client(pair)))
+    return ObjectSources(read_settings(sources=settings).sources, ObjectStore(server.client(pair)))
 
 
 def test_a_prefix_expands_to_its_documents_in_key_order(object_server: ObjectServer) -> None:
@@ -40,7 +35,7 @@ def test_a_prefix_expands_to_its_documents_in_key_order(object_server: ObjectSer
     _put(object_server, bucket, "other/d.md", MARKDOWN)
 
     expansion = expand(
-        [f"s3://{bucket}/in/"], load_source_settings(), objects=_sources(object_server)
+        [f"s3://{bucket}/in/"], read_settings().sources, objects=_sources(object_server)
     )
 
     assert [item.source for item in expansion] == [
@@ -63,7 +58,7 @@ def test_a_prefix_named_without_its_slash_is_read_as_the_prefix(
     _put(object_server, bucket, "inbox/b.md", MARKDOWN + b"b")
 
     expansion = expand(
-        [f"s3://{bucket}/in"], load_source_settings(), objects=_sources(object_server)
+        [f"s3://{bucket}/in"], read_settings().sources, objects=_sources(object_server)
     )
 
     assert [item.source for item in expansion] == [f"s3://{bucket}/in/a.md"]
@@ -76,7 +71,7 @@ def test_one_key_is_one_candidate_and_a_prefix_named_twice_is_listed_once(
     _put(object_server, bucket, "doc.md", MARKDOWN)
     source = f"s3://{bucket}/doc.md"
 
-    expansion = expand([source, source], load_source_settings(), objects=_sources(object_server))
+    expansion = expand([source, source], read_settings().sources, objects=_sources(object_server))
 
     assert [type(i) for i in expansion] == [Candidate]
     assert expansion.duplicates == 1
@@ -101,7 +96,7 @@ def test_refused_objects_carry_their_code(
 
     expansion = expand(
         [source],
-        load_source_settings(),
+        read_settings().sources,
         objects=_sources(object_server, max_source_bytes=1024),
     )
 
@@ -116,7 +111,7 @@ def test_access_denied_is_e109_and_never_shows_the_secret(object_server: ObjectS
     reader = _sources(object_server, reader=True)
 
     expansion = expand(
-        [f"s3://{bucket}/in/", f"s3://{bucket}/in/a.md"], load_source_settings(), objects=reader
+        [f"s3://{bucket}/in/", f"s3://{bucket}/in/a.md"], read_settings().sources, objects=reader
     )
 
     assert [item.code for item in expansion.rejected] == ["E112", "E112"]
@@ -126,7 +121,7 @@ def test_access_denied_is_e109_and_never_shows_the_secret(object_server: ObjectS
         assert object_server.admin.secret_key not in shown
     # The same key pair reads the bucket it is granted.
     _put(object_server, READABLE_BUCKET, "ok.md", MARKDOWN)
-    granted = expand([f"s3://{READABLE_BUCKET}/ok.md"], load_source_settings(), objects=reader)
+    granted = expand([f"s3://{READABLE_BUCKET}/ok.md"], read_settings().sources, objects=reader)
     assert len(granted.candidates) == 1
 
 
@@ -192,6 +187,6 @@ def test_no_credentials_at_all_is_e109(
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ENDPOINT_URL", object_server.endpoint)
 
-    expansion = expand(["s3://readable/x.md"], load_source_settings())
+    expansion = expand(["s3://readable/x.md"], read_settings().sources)
 
     assert [item.code for item in expansion.rejected] == ["E112"]

@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 from pipeline.jobs import NewJob, SourceKind
-from pipeline.store import JobStore, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobStore
 
 MIB = 1024 * 1024
 
@@ -55,7 +56,9 @@ def main(database_url: str, megabytes: int) -> dict[str, float | int | bool]:
     expected_sha = hashlib.sha256(content.encode()).hexdigest()
     size = len(content.encode())
     report: dict[str, float | int | bool] = {"content_bytes": size}
-    with JobStore(load_store_settings(database_url=database_url, pool_max_size=1)) as store:
+    with JobStore(
+        read_settings(store=dict(database_url=database_url, pool_max_size=1)).store
+    ) as store:
         spec = NewJob(source_kind=SourceKind.FILE, source_uri="/big.docx", queue="doclane.large")
         job_id = store.submissions.create(spec).job_id
         job = store.attempts.claim(job_id, "probe", lease_s=600)

@@ -10,7 +10,8 @@ import pytest
 
 from errors import DatabaseUnavailable, SourceNotFound
 from pipeline.jobs import JobState, NewJob, SourceKind
-from pipeline.store import JobFilter, JobStore, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobFilter, JobStore
 
 _OLD_FINISHED = """
 INSERT INTO jobs (source_kind, source_uri, profile, formats, queue, state, attempt,
@@ -116,7 +117,7 @@ def test_job_lists_apply_every_filter_newest_first(admin: JobStore) -> None:
 
 def test_a_database_without_the_schema_says_to_migrate(empty_database_url: str) -> None:
     store = JobStore(
-        load_store_settings(database_url=empty_database_url, pool_timeout_s=5),
+        read_settings(store=dict(database_url=empty_database_url, pool_timeout_s=5)).store,
         explain_missing_schema=True,
     )
     try:

@@ -11,7 +11,8 @@ import pytest
 
 from errors import DatabaseUnavailable, classify
 from pipeline.jobs import Stage
-from pipeline.store import JobStore, load_store_settings
+from pipeline.settings import read_settings
+from pipeline.store import JobStore
 from tests.integration.store.builders import new_job
 
 
@@ -21,11 +22,13 @@ def unreachable_store() -> Iterator[JobStore]:
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
         port = held.getsockname()[1]
-        settings = load_store_settings(
-            database_url=f"postgresql://postgres:secret@127.0.0.1:{port}/doclane",
-            pool_timeout_s=0.5,
-            connect_timeout_s=1,
-        )
+        settings = read_settings(
+            store=dict(
+                database_url=f"postgresql://postgres:secret@127.0.0.1:{port}/doclane",
+                pool_timeout_s=0.5,
+                connect_timeout_s=1,
+            )
+        ).store
         store = JobStore(settings)  # opening does not wait for the database
         yield store
         store.close()

@@ -17,7 +17,8 @@ from errors import ResultStoreUnavailable
 from pipeline.jobs import Job, JobState
 from pipeline.objects import ObjectStore
 from pipeline.queues import RecordingPublisher
-from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings import read_settings
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import AttemptResults
@@ -220,7 +221,7 @@ def test_a_reconciler_pass_removes_the_orphan_of_a_worker_killed_before_its_comm
     objects = object_store.pool.result_objects
     assert objects is not None
     objects.put(job.id, job.attempt, {"md": "# uploaded, then killed"})
-    settings = load_reconcile_settings(reconcile_orphan_min_age_s=0)
+    settings = read_settings(reconcile=dict(reconcile_orphan_min_age_s=0)).reconcile
 
     report = reconcile_once(object_store, RecordingPublisher(), settings)
 
@@ -239,7 +240,7 @@ def test_a_pass_goes_on_when_the_result_store_is_down(
     store = JobStore(settings, result_objects=objects)
     try:
         private_object_server.stop()
-        report = reconcile_once(store, RecordingPublisher(), load_reconcile_settings())
+        report = reconcile_once(store, RecordingPublisher(), read_settings().reconcile)
         assert report.orphans == [] and report.requeued == []
     finally:
         store.close()

@@ -13,7 +13,7 @@ import pytest
 from errors import ResultsExpired
 from pipeline.jobs import EventKind, Job, JobState
 from pipeline.objects import ObjectStore
-from pipeline.reconciler.sweeps import load_reconcile_settings
+from pipeline.settings import read_settings
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from tests.fixtures.object_store import ObjectServer
@@ -109,12 +109,14 @@ def test_expired_objects_are_deleted_from_the_bucket(
     ],
 )
 def test_the_retention_is_a_duration(text: str, expected: timedelta | None) -> None:
-    assert load_reconcile_settings(result_retention=text).result_retention == expected
+    assert (
+        read_settings(reconcile=dict(result_retention=text)).reconcile.result_retention == expected
+    )
 
 
 def test_a_retention_that_is_no_duration_is_refused() -> None:
     with pytest.raises(ValueError, match="not a duration"):
-        load_reconcile_settings(result_retention="thirty days")
+        _ = read_settings(reconcile=dict(result_retention="thirty days")).reconcile
 
 
 def test_a_job_whose_results_expired_is_no_dedup_candidate(

@@ -13,11 +13,11 @@ from errors import DatabaseUnavailable
 from pipeline.jobs import Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
-from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
-from pipeline.sources import load_source_settings
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings import read_settings
 from pipeline.store import JobStore, StorePool, StoreSettings, Submissions
 from pipeline.submission.door import Door, server_tools
-from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue, load_submit_settings
+from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue
 from pipeline.submission.publishing import BROKER_DOWN_AFTER
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.waiting import wait_for
@@ -57,7 +57,7 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
     outside.parent.mkdir()
     outside.write_text("# outside")
     publisher = CheckingPublisher(make_store())
-    settings = load_source_settings(allowed_roots=(docs,))
+    settings = read_settings(sources=dict(allowed_roots=(docs,))).sources
 
     asked = SubmissionRequest(
         [
@@ -106,7 +106,7 @@ def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
     assert not submission.accepted[1].published
 
     later = RecordingPublisher()
-    settings = load_reconcile_settings(reconcile_stale_after_s=0.2)
+    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.2)).reconcile
     report = wait_for(
         lambda: (r := reconcile_once(store, later, settings)).republished and r,
         timeout=10,
@@ -301,7 +301,7 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     long_pdf = write_long_pdf(tmp_path / "report.pdf", pages=70)
     short_pdf = write_long_pdf(tmp_path / "short.pdf", pages=32)
     publisher = RecordingPublisher()
-    settings = load_submit_settings(slice_pages=32)
+    settings = read_settings(submit=dict(slice_pages=32)).submit
     submission = enqueue(
         SubmissionRequest([str(long_pdf), str(short_pdf)]),
         publisher=publisher,

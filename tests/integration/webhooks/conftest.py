@@ -8,9 +8,10 @@ from typing import Any
 
 import pytest
 
+from pipeline.settings import read_settings
 from pipeline.sources.addresses import AddressPolicy
 from pipeline.store import JobStore
-from pipeline.webhooks import WebhookDispatcher, WebhookOutbox, load_webhook_settings
+from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
 from tests.fixtures.webhook_receiver import WebhookReceiver
 
 #: A schedule of milliseconds: a receiver that refuses a few times is retried at once.
@@ -37,7 +38,7 @@ def make_dispatcher(
         values = {**TINY_SCHEDULE, "webhook_secret": webhook_receiver.secret, **overrides}
         dispatcher = WebhookDispatcher(
             outbox,
-            load_webhook_settings(**values),
+            read_settings(webhooks=values).webhooks,
             policy=AddressPolicy(allow_private=allow_private),
         )
         made.append(dispatcher)

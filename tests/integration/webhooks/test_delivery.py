@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pipeline.jobs import JobState, SubmissionRequest
 from pipeline.queues import RecordingPublisher
-from pipeline.sources import load_source_settings
+from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import enqueue
 from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
@@ -125,7 +125,7 @@ def test_a_submission_deduplicated_onto_an_ended_job_is_told_at_once(
     ended = job_in_state(
         store, JobState.SUCCEEDED, content_sha256=hashlib.sha256(doc.read_bytes()).hexdigest()
     )
-    sources = load_source_settings(allow_private_urls=True)
+    sources = read_settings(sources=dict(allow_private_urls=True)).sources
 
     def submit() -> list[UUID]:
         submission = enqueue(

@@ -8,7 +8,7 @@ import redis
 from pipeline.admin import QueueDepth
 from pipeline.admin.heartbeats import read_heartbeats
 from pipeline.queues import ALL_QUEUES, QUEUE_LARGE
-from pipeline.resilience import load_resilience_settings
+from pipeline.settings import read_settings
 from workers.fleet import BrokerUnreachable
 from workers.heartbeat import DepthCounter, HeartbeatThread
 
@@ -28,7 +28,7 @@ class _Broker:
 
 def _node(counter: DepthCounter, namespace: str) -> HeartbeatThread:
     """A node's heartbeat, its beats written one at a time by the test (its thread not run)."""
-    client = redis.Redis.from_url(load_resilience_settings().redis_url)
+    client = redis.Redis.from_url(read_settings().resilience.redis_url)
     return HeartbeatThread(
         client,
         namespace=namespace,

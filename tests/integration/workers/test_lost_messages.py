@@ -13,7 +13,8 @@ import pytest
 
 from pipeline.jobs import SubmissionRequest
 from pipeline.queues import QUEUE_SMALL
-from pipeline.reconciler.sweeps import load_reconcile_settings, reconcile_once
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import enqueue
 from tests.fixtures.brokers import Broker
@@ -21,15 +22,16 @@ from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
 from workers.publisher import CeleryPublisher
-from workers.settings import load_worker_settings
 
 #: The stale sweep never runs in these tests: what is republished is the lost-message sweep's.
-SETTINGS = load_reconcile_settings(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+SETTINGS = read_settings(
+    reconcile=dict(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
+).reconcile
 
 
 @pytest.fixture
 def publisher(redis_broker: Broker) -> Iterator[CeleryPublisher]:
-    app = create_app(load_worker_settings(broker_url=redis_broker.url))
+    app = create_app(read_settings(worker=dict(broker_url=redis_broker.url)))
     yield CeleryPublisher(app)
     app.close()
 

@@ -10,17 +10,17 @@ import pytest
 from celery import signals
 
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_MEDIUM, QUEUE_SMALL, JobMessage
+from pipeline.settings import read_settings
 from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
 from workers.publisher import CeleryPublisher, KombuMessages
-from workers.settings import load_worker_settings
 
 
 @pytest.fixture
 def publisher(any_broker: Broker) -> Iterator[CeleryPublisher]:
-    app = create_app(load_worker_settings(broker_url=any_broker.url))
+    app = create_app(read_settings(worker=dict(broker_url=any_broker.url)))
     yield CeleryPublisher(app)
     app.close()
 
@@ -46,7 +46,7 @@ def test_every_message_of_several_batches_reaches_its_queue(publisher: CeleryPub
 
 
 def test_an_unreachable_broker_fails_every_message_after_a_few_tries() -> None:
-    app = create_app(load_worker_settings(broker_url="redis://127.0.0.1:1/0"))
+    app = create_app(read_settings(worker=dict(broker_url="redis://127.0.0.1:1/0")))
     app.conf.broker_connection_timeout = 0.5
     publisher = CeleryPublisher(app)
     messages = [JobMessage(uuid.uuid4(), QUEUE_SMALL) for _ in range(BATCH_MESSAGES + 3)]

@@ -27,19 +27,18 @@ from pipeline.queues import (
     QUEUE_SMALL,
     JobMessage,
 )
-from pipeline.resilience import load_resilience_settings
+from pipeline.settings import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
 from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
 from workers.fleet import BrokerFleet, BrokerUnreachable
 from workers.publisher import CeleryPublisher
-from workers.settings import load_worker_settings
 
 
 @pytest.fixture
 def publisher(any_broker: Broker) -> Iterator[CeleryPublisher]:
-    app = create_app(load_worker_settings(broker_url=any_broker.url))
+    app = create_app(read_settings(worker=dict(broker_url=any_broker.url)))
     yield CeleryPublisher(app)
     app.close()
 
@@ -57,7 +56,7 @@ def test_waiting_counts_every_priority_level_and_an_unknown_queue_holds_nothing(
 
 
 def test_an_unreachable_broker_cannot_say() -> None:
-    app = create_app(load_worker_settings(broker_url="redis://127.0.0.1:1/0"))
+    app = create_app(read_settings(worker=dict(broker_url="redis://127.0.0.1:1/0")))
     app.conf.broker_connection_timeout = 0.5
     try:
         assert CeleryPublisher(app).waiting(QUEUE_SMALL) is None
@@ -116,7 +115,7 @@ def test_stats_loads_neither_celery_nor_httpx(
     another tenth (httpx loads rich, pygments and click); kombu, to ask the broker, a tenth
     more, unless no live worker's beat carries a count. Asked here as an operator asks: a
     worker alive (its heartbeat), two origins configured, one of them internationalised."""
-    resilience = load_resilience_settings()
+    resilience = read_settings().resilience
     heartbeats = redis.Redis.from_url(resilience.redis_url)
     depths = {**dict.fromkeys(ALL_QUEUES, 0), QUEUE_LARGE: 7} if counted else None
     alive = WorkerInfo(name="alive@host")

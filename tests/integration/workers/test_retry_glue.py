@@ -20,11 +20,11 @@ from celery import Celery
 
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.queues import QUEUE_SMALL
+from pipeline.settings import read_settings
 from tests.fixtures.brokers import REDIS_HOST, REDIS_PORT, Broker
 from workers import runtime
 from workers.app import create_app
 from workers.publisher import CONVERT_TASK
-from workers.settings import load_worker_settings
 
 
 @dataclass
@@ -42,7 +42,7 @@ class StubRuntime:
 
 @pytest.fixture
 def app(redis_broker: Broker) -> Iterator[Celery]:
-    made = create_app(load_worker_settings(broker_url=redis_broker.url))
+    made = create_app(read_settings(worker=dict(broker_url=redis_broker.url)))
     yield made
     made.close()
 

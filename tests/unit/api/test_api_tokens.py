@@ -11,7 +11,7 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
-from pipeline.api.settings import ApiSettings
+from pipeline.settings.api import ApiSettings
 
 SECRET_A, SECRET_B = "a" * 32 + "-secret", "b" * 32 + "-secret"
 
@@ -26,7 +26,7 @@ def _no_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: object) -> None:
 def _settings(monkeypatch: pytest.MonkeyPatch, **env: str) -> ApiSettings:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return ApiSettings()
+    return ApiSettings.from_environment()
 
 
 def test_tokens_read_as_name_role_token_or_json(monkeypatch: pytest.MonkeyPatch) -> None:

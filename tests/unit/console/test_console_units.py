@@ -13,7 +13,6 @@ from fastapi import Response
 from starlette.requests import Request
 
 from errors import RoleForbidden, SignInThrottled
-from pipeline.api import load_api_settings
 from pipeline.api.auth import Caller
 from pipeline.console.app import _local
 from pipeline.console.listing import PAGE_SIZE, BadFilter, ListQuery
@@ -28,11 +27,12 @@ from pipeline.console.session import (
 )
 from pipeline.console.throttle import SignInThrottle
 from pipeline.jobs import JobState
+from pipeline.settings import read_settings
 
 
 def _ctx(token: str | None, tokens: str = "") -> SimpleNamespace:
     overrides = {"api_tokens": tokens} if tokens else {}
-    return SimpleNamespace(settings=load_api_settings(api_token=token, **overrides))
+    return SimpleNamespace(settings=read_settings(api=dict(api_token=token, **overrides)).api)
 
 
 def _request(cookie: str | None = None) -> Request:

@@ -139,7 +139,7 @@ def test_protocol_version_comes_from_the_environment(
     monkeypatch: pytest.MonkeyPatch, make_client: MakeClient, server: ScriptedServer
 ) -> None:
     monkeypatch.setenv("MCP_PROTOCOL_VERSION", "2025-06-18")
-    client = make_client(settings=McpSettings())
+    client = make_client(settings=McpSettings.from_environment())
     client.initialize()
     assert server.posts[0].message["params"]["protocolVersion"] == "2025-06-18"
     assert client.negotiated_version == "2025-06-18"

@@ -6,7 +6,8 @@ import httpx
 import pytest
 from pydantic import ValidationError
 
-from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings, load_mcp_settings
+from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings
+from pipeline.settings import read_settings
 from tests.unit.mcp.scripted import ScriptedServer
 
 TOKEN = "tok-5f8e2c-very-secret"
@@ -15,7 +16,7 @@ TOKEN = "tok-5f8e2c-very-secret"
 def test_bearer_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "bearer")
     monkeypatch.setenv("DOCLING_MCP_TOKEN", TOKEN)
-    settings = load_mcp_settings()
+    settings = read_settings().mcp
     auth = auth_from_settings(settings)
     assert isinstance(auth, BearerAuth)
     request = next(auth.auth_flow(httpx.Request("POST", "http://x/mcp")))
@@ -29,7 +30,7 @@ def test_api_key_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_API_KEY", TOKEN)
     monkeypatch.setenv("DOCLING_MCP_TOKEN", "not-the-key")
     monkeypatch.setenv("DOCLING_MCP_API_KEY_HEADER", "X-Docling-Key")
-    settings = load_mcp_settings()
+    settings = read_settings().mcp
     auth = auth_from_settings(settings)
     assert isinstance(auth, ApiKeyAuth)
     request = next(auth.auth_flow(httpx.Request("POST", "http://x/mcp")))
@@ -42,14 +43,14 @@ def test_api_key_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_api_key_falls_back_to_the_token(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "api-key")
     monkeypatch.setenv("DOCLING_MCP_TOKEN", TOKEN)
-    auth = auth_from_settings(load_mcp_settings())
+    auth = auth_from_settings(read_settings().mcp)
     assert isinstance(auth, ApiKeyAuth)
     request = next(auth.auth_flow(httpx.Request("POST", "http://x/mcp")))
     assert request.headers["X-API-Key"] == TOKEN
 
 
 def test_no_auth_by_default() -> None:
-    assert auth_from_settings(load_mcp_settings()) is None
+    assert auth_from_settings(read_settings().mcp) is None
 
 
 @pytest.mark.parametrize(
@@ -61,13 +62,13 @@ def test_auth_without_a_secret_is_refused(
     monkeypatch.setenv("DOCLING_MCP_AUTH", kind)
     monkeypatch.setenv("DOCLING_MCP_API_KEY", "")
     with pytest.raises(ValidationError, match=needed):
-        load_mcp_settings()
+        _ = read_settings().mcp
 
 
 def test_unknown_auth_kind_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "basic")
     with pytest.raises(ValidationError):
-        load_mcp_settings()
+        _ = read_settings().mcp
 
 
 def test_the_client_shows_no_secret(
@@ -75,7 +76,7 @@ def test_the_client_shows_no_secret(
 ) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "bearer")
     monkeypatch.setenv("DOCLING_MCP_TOKEN", TOKEN)
-    settings = load_mcp_settings()
+    settings = read_settings().mcp
     client = McpClient("http://user:pw@127.0.0.1:1/mcp", settings=settings, transport=server)
     client.initialize()
     client.close()

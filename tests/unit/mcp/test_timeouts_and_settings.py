@@ -5,14 +5,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from pipeline.mcp import (
-    CallTimeouts,
-    McpClient,
-    McpSettings,
-    load_mcp_settings,
-    normalize_endpoint,
-    origin_of,
-)
+from pipeline.mcp import CallTimeouts, McpClient, McpSettings, normalize_endpoint, origin_of
+from pipeline.settings import read_settings
 from pipeline.support.secrets import mask_address
 from tests.unit.mcp.conftest import MakeClient
 from tests.unit.mcp.scripted import ScriptedServer
@@ -60,7 +54,7 @@ def test_settings_names_configure_the_tiers(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("DOCLANE_TIMEOUT_SMALL_BELOW_BYTES", "100")
     monkeypatch.setenv("DOCLANE_TIMEOUT_MEDIUM_BELOW_BYTES", "200")
     monkeypatch.setenv("DOCLANE_MCP_REQUEST_TIMEOUT_S", "8")
-    timeouts = CallTimeouts.from_settings(load_mcp_settings())
+    timeouts = CallTimeouts.from_settings(read_settings().mcp)
     assert timeouts == CallTimeouts(small_s=5, medium_s=6, large_s=7, small_below_bytes=100,
                                     medium_below_bytes=200, request_s=8)  # fmt: skip
 
@@ -95,7 +89,7 @@ def test_origin_or_endpoint(given: str, endpoint: str) -> None:
 
 def test_several_origins_make_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", "http://a:1, http://b:2/custom ,")
-    settings = load_mcp_settings()
+    settings = read_settings().mcp
     assert settings.endpoints == ["http://a:1/mcp", "http://b:2/custom"]
     assert settings.endpoint == "http://a:1/mcp"
 
@@ -104,7 +98,7 @@ def test_several_origins_make_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_bad_origins_are_refused(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", bad)
     with pytest.raises(ValidationError):
-        load_mcp_settings()
+        _ = read_settings().mcp
 
 
 def test_defaults() -> None:

@@ -9,10 +9,13 @@ from collections.abc import Callable
 import pytest
 
 import errors
-from pipeline.resilience import OriginBreaker, RetryRecord, load_resilience_settings, retry_call
+from pipeline.resilience import OriginBreaker, RetryRecord, retry_call
+from pipeline.settings import read_settings
 from tests.fixtures.waiting import wait_for
 
-FAST = load_resilience_settings(retry_base_s=0.01, retry_max_s=1.0, retry_max_tries=3)
+FAST = read_settings(
+    resilience=dict(retry_base_s=0.01, retry_max_s=1.0, retry_max_tries=3)
+).resilience
 
 
 def failing(*problems: Exception, then: object = "ok") -> Callable[[], object]:
@@ -51,7 +54,9 @@ def test_two_failures_then_success_takes_three_tries_with_growing_waits() -> Non
 
 def test_ceilings_are_capped_by_max_wait() -> None:
     record = RetryRecord()
-    settings = load_resilience_settings(retry_base_s=0.01, retry_max_s=0.02, retry_max_tries=5)
+    settings = read_settings(
+        resilience=dict(retry_base_s=0.01, retry_max_s=0.02, retry_max_tries=5)
+    ).resilience
     timeouts = [errors.CallTimeout("slow") for _ in range(4)]
     assert retry_call(failing(*timeouts), settings, record=record) == "ok"
     assert [c for _, c, _ in record.waits] == pytest.approx([0.01, 0.02, 0.02, 0.02])

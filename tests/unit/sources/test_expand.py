@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.sources import Candidate, Rejected, expand, load_source_settings
+from pipeline.settings import read_settings
+from pipeline.sources import Candidate, Rejected, expand
 from tests.fixtures import source_samples as samples
 
 
@@ -19,7 +20,9 @@ def write(path: Path, data: bytes | str) -> Path:
 
 @pytest.fixture
 def settings():
-    return load_source_settings(allowed_roots=(), path_map=(), allow_private_urls=False)
+    return read_settings(
+        sources=dict(allowed_roots=(), path_map=(), allow_private_urls=False)
+    ).sources
 
 
 @pytest.fixture
@@ -99,7 +102,7 @@ def test_one_rejection_does_not_stop_the_others(tmp_path, settings, inbox):
 def test_a_folder_outside_the_allowed_roots_is_one_E105(tmp_path, inbox):
     allowed = tmp_path / "allowed"
     allowed.mkdir()
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     result = expand([str(inbox)], settings)
     assert [(i.code, i.source) for i in result] == [("E105", str(inbox))]
 
@@ -109,7 +112,7 @@ def test_a_link_inside_a_folder_leading_out_of_the_roots_is_E105(tmp_path):
     write(allowed / "ok.md", "# ok")
     secret = write(tmp_path / "secret.md", "# secret")
     (allowed / "leak.md").symlink_to(secret)
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     result = expand([str(allowed)], settings)
     assert [(Path(i.source).name, type(i).__name__) for i in result] == [
         ("leak.md", "Rejected"),
@@ -156,7 +159,9 @@ def test_localhost_resolves_and_is_refused_unless_private_urls_are_allowed(setti
     refused = expand(["http://localhost:9/a.md"], settings)
     assert [r.code for r in refused.rejected] == ["E104"]
     assert "resolves to" in refused.rejected[0].message
-    allowed = expand(["http://localhost:9/a.md"], load_source_settings(allow_private_urls=True))
+    allowed = expand(
+        ["http://localhost:9/a.md"], read_settings(sources=dict(allow_private_urls=True)).sources
+    )
     assert len(allowed.candidates) == 1
 
 
@@ -194,7 +199,7 @@ def test_a_host_with_one_private_address_among_public_ones_is_refused(settings):
 )
 def test_a_source_of_any_scheme_but_http_is_E104_naming_the_scheme(tmp_path, source, scheme):
     """Not E105 "outside the allowed roots", even with roots set: it is no path at all."""
-    settings = load_source_settings(allowed_roots=(str(tmp_path),), path_map=())
+    settings = read_settings(sources=dict(allowed_roots=(str(tmp_path),), path_map=())).sources
     result = expand([source], settings, cwd=tmp_path)
     (refused,) = result.rejected
     assert refused.code == "E104"

@@ -87,8 +87,9 @@ def test_a_markdown_text_mentioning_pdf_is_not_sniffed_as_pdf():
 
 
 def test_a_pdf_with_junk_before_its_header_is_still_a_pdf_by_name(tmp_path):
-    from pipeline.sources import load_source_settings, validate_file
+    from pipeline.settings import read_settings
+    from pipeline.sources import validate_file
 
     path = tmp_path / "mail.pdf"
     path.write_bytes(b"X-Junk: mail gateway header\r\n\r\n" + samples.pdf_bytes())
-    assert validate_file(path, load_source_settings()).format is DocumentFormat.PDF
+    assert validate_file(path, read_settings().sources).format is DocumentFormat.PDF

@@ -16,7 +16,8 @@ from errors import (
     SourceTooLarge,
     UnsupportedFormat,
 )
-from pipeline.sources import DocumentFormat, load_source_settings, validate_file
+from pipeline.settings import read_settings
+from pipeline.sources import DocumentFormat, validate_file
 from tests.fixtures import source_samples as samples
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,7 +33,7 @@ def write(path: Path, data: bytes | str) -> Path:
 
 @pytest.fixture
 def settings():
-    return load_source_settings(allowed_roots=(), path_map=())
+    return read_settings(sources=dict(allowed_roots=(), path_map=())).sources
 
 
 # ---- accepted -----------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def test_a_hash_spanning_many_chunks_is_the_files_hash(tmp_path, settings):
 
 def test_the_path_map_names_the_file_as_the_server_sees_it(tmp_path):
     path = write(tmp_path / "inbox" / "a.md", "# A")
-    settings = load_source_settings(path_map=f"{tmp_path}/inbox:/data/inbox")
+    settings = read_settings(sources=dict(path_map=f"{tmp_path}/inbox:/data/inbox")).sources
     assert validate_file(path, settings).server_uri == "/data/inbox/a.md"
 
 
@@ -194,7 +195,7 @@ def test_an_empty_file_is_E106(tmp_path, settings):
 
 def test_a_file_over_the_maximum_is_E103(tmp_path):
     path = write(tmp_path / "big.md", "# Big\n" + "x" * 2000)
-    settings = load_source_settings(max_source_bytes=1024)
+    settings = read_settings(sources=dict(max_source_bytes=1024)).sources
     with pytest.raises(SourceTooLarge) as caught:
         validate_file(path, settings)
     assert caught.value.code == "E103"
@@ -204,7 +205,10 @@ def test_a_file_over_the_maximum_is_E103(tmp_path):
 
 def test_a_file_exactly_at_the_maximum_passes(tmp_path):
     path = write(tmp_path / "edge.md", "#" * 1024)
-    assert validate_file(path, load_source_settings(max_source_bytes=1024)).size_bytes == 1024
+    assert (
+        validate_file(path, read_settings(sources=dict(max_source_bytes=1024)).sources).size_bytes
+        == 1024
+    )
 
 
 # ---- E105 -------------------------------------------------------------------------------------
@@ -212,7 +216,7 @@ def test_a_file_outside_the_allowed_roots_is_E105(tmp_path):
     allowed = tmp_path / "allowed"
     allowed.mkdir()
     path = write(tmp_path / "elsewhere" / "a.md", "# A")
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     with pytest.raises(PathOutsideRoots) as caught:
         validate_file(path, settings)
     assert caught.value.code == "E105"
@@ -223,7 +227,7 @@ def test_a_link_escaping_the_allowed_root_is_E105(tmp_path):
     secret = write(tmp_path / "secret" / "passwords.md", "# secret")
     allowed.mkdir()
     (allowed / "innocent.md").symlink_to(secret)
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     with pytest.raises(PathOutsideRoots, match=r"it leads to .*secret/passwords\.md"):
         validate_file(allowed / "innocent.md", settings)
 
@@ -232,7 +236,7 @@ def test_dot_dot_cannot_climb_out_of_the_allowed_root(tmp_path):
     allowed = tmp_path / "allowed"
     allowed.mkdir()
     write(tmp_path / "outside.md", "# out")
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     with pytest.raises(PathOutsideRoots):
         validate_file(f"{allowed}/../outside.md", settings)
 
@@ -241,7 +245,7 @@ def test_a_link_inside_the_allowed_root_is_followed_and_named_by_its_target(tmp_
     allowed = tmp_path / "allowed"
     target = write(allowed / "real" / "a.md", "# A")
     (allowed / "alias.md").symlink_to(target)
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     info = validate_file(allowed / "alias.md", settings)
     assert info.uri == str(target.resolve())
 
@@ -250,14 +254,14 @@ def test_an_allowed_root_that_is_a_link_still_admits_its_files(tmp_path):
     real = tmp_path / "real-root"
     path = write(real / "a.md", "# A")
     (tmp_path / "root-link").symlink_to(real)
-    settings = load_source_settings(allowed_roots=str(tmp_path / "root-link"))
+    settings = read_settings(sources=dict(allowed_roots=str(tmp_path / "root-link"))).sources
     assert validate_file(path, settings).uri == str(path.resolve())
 
 
 def test_outside_roots_wins_over_missing_so_nothing_leaks_about_other_folders(tmp_path):
     allowed = tmp_path / "allowed"
     allowed.mkdir()
-    settings = load_source_settings(allowed_roots=str(allowed))
+    settings = read_settings(sources=dict(allowed_roots=str(allowed))).sources
     with pytest.raises(PathOutsideRoots):
         validate_file(tmp_path / "maybe-there.md", settings)
 

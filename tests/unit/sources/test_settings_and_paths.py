@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, size_tier
-from pipeline.sources import PathMap, PathMapError, load_source_settings
+from pipeline.settings import read_settings
+from pipeline.sources import PathMap, PathMapError
 
 
 @pytest.fixture
@@ -28,7 +29,7 @@ def env(monkeypatch, tmp_path):
 
 
 def test_defaults(env):
-    settings = load_source_settings()
+    settings = read_settings().sources
     assert settings.allowed_roots == ()
     assert settings.max_source_bytes == 200 * 1024 * 1024
     assert settings.allow_private_urls is False
@@ -47,7 +48,7 @@ def test_everything_from_the_environment(env, tmp_path):
     env.setenv("DOCLANE_INBOX_DIR", "relative/inbox")
     env.setenv("DOCLANE_PATH_MAP", "/srv/docs:/data/docs, /srv/docs/inbox:/inbox")
     env.setenv("DOCLANE_DOWNLOAD_TIMEOUT_S", "7.5")
-    settings = load_source_settings()
+    settings = read_settings().sources
     assert settings.allowed_roots == (
         (tmp_path / "real").resolve(),
         Path("/srv/docs"),
@@ -63,7 +64,7 @@ def test_everything_from_the_environment(env, tmp_path):
 
 def test_a_json_list_of_roots_is_accepted(env):
     env.setenv("DOCLANE_ALLOWED_ROOTS", '["/a", "/b"]')
-    assert load_source_settings().allowed_roots == (Path("/a"), Path("/b"))
+    assert read_settings().sources.allowed_roots == (Path("/a"), Path("/b"))
 
 
 @pytest.mark.parametrize(
@@ -78,7 +79,7 @@ def test_a_json_list_of_roots_is_accepted(env):
 def test_bad_values_fail_at_load(env, name, value):
     env.setenv(name, value)
     with pytest.raises((ValidationError, PathMapError)):
-        load_source_settings()
+        _ = read_settings().sources
 
 
 # ---- path map ---------------------------------------------------------------------------------

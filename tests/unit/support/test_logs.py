@@ -9,13 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipeline.settings import read_settings
 from pipeline.support.logs import (
     configure_logging,
     current_job_context,
     enter_job_context,
     job_context,
     leave_job_context,
-    load_log_settings,
     update_job_context,
 )
 from pipeline.support.secrets import Masker
@@ -35,7 +35,7 @@ def test_text_lines_carry_the_job_attempt_and_origin(
     captured: tuple[io.StringIO, logging.Logger],
 ) -> None:
     stream, log = captured
-    configure_logging(load_log_settings(format="text", level="INFO"), stream)
+    configure_logging(read_settings(logs=dict(format="text", level="INFO")).logs, stream)
     log.info("outside")
     with job_context("job-1"):
         log.info("claimed")
@@ -52,7 +52,7 @@ def test_json_lines_have_the_job_fields_at_the_top_level(
     captured: tuple[io.StringIO, logging.Logger],
 ) -> None:
     stream, log = captured
-    configure_logging(load_log_settings(format="json"), stream)
+    configure_logging(read_settings(logs=dict(format="json")).logs, stream)
     with job_context("job-2", attempt=1):
         update_job_context(origin="http://a:1")
         try:
@@ -107,7 +107,7 @@ def test_what_the_processor_learns_stays_on_the_task_context_celery_opened(
     captured: tuple[io.StringIO, logging.Logger],
 ) -> None:
     stream, log = captured
-    configure_logging(load_log_settings(format="text"), stream)
+    configure_logging(read_settings(logs=dict(format="text")).logs, stream)
     token = enter_job_context("job-3")  # Celery's task_prerun
     with job_context("job-3"):  # the processor, for the same job
         update_job_context(attempt=4, origin="http://b:2")
@@ -124,7 +124,9 @@ def test_celery_lines_about_a_received_conversion_name_its_job(
 
     stream, log = captured
     configure_logging(
-        load_log_settings(format="json"), stream, first_filters=[CeleryTaskRecordFilter()]
+        read_settings(logs=dict(format="json")).logs,
+        stream,
+        first_filters=[CeleryTaskRecordFilter()],
     )
     received = {"id": "job-9", "name": "doclane.convert", "args": "", "kwargs": "", "eta": None}
     log.info("Task %(name)s[%(id)s] received", received, extra={"data": received})

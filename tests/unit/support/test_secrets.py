@@ -5,11 +5,12 @@ from __future__ import annotations
 import pytest
 
 from errors import SourceUnavailable
+from pipeline.settings import read_settings
 from pipeline.store import mask_conninfo
 from pipeline.support.secrets import (
     Masker,
+    SecretSettings,
     load_masker,
-    load_secret_settings,
     mask_address,
     mask_known,
 )
@@ -19,8 +20,8 @@ CDN = "https://cdn.example/a.pdf?Policy=eyJwb2xpY3k&Key-Pair-Id=K2ABC&page=2"
 
 def test_the_setting_names_extra_secret_query_parameters(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLANE_SECRET_QUERY_PARAMS", "Policy, key-pair-id")
-    assert load_secret_settings().secret_query_params == ("Policy", "key-pair-id")
-    shown = load_masker().text(f"fetched {CDN}")
+    assert read_settings().secrets.secret_query_params == ("Policy", "key-pair-id")
+    shown = load_masker(SecretSettings.from_environment()).text(f"fetched {CDN}")
     assert shown == "fetched https://cdn.example/a.pdf?Policy=***&Key-Pair-Id=***&page=2"
     assert Masker().text(CDN) == CDN  # without the setting, nothing in it names a secret
 
@@ -113,7 +114,9 @@ def test_the_object_store_secret_of_the_environment_is_masked_by_value(
 ) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY")
 
-    shown = load_masker().text("boto3 said: bad key wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY here")
+    shown = load_masker(SecretSettings.from_environment()).text(
+        "boto3 said: bad key wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY here"
+    )
 
     assert "wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY" not in shown
     assert shown == "boto3 said: bad key ********** here"

@@ -7,8 +7,9 @@ import json
 import pytest
 
 from errors import UrlRefused
+from pipeline.settings import read_settings
 from pipeline.sources.addresses import AddressPolicy
-from pipeline.webhooks import check_webhook_url, event_body, load_webhook_settings, retry_delay
+from pipeline.webhooks import check_webhook_url, event_body, retry_delay
 
 
 @pytest.mark.parametrize(
@@ -56,7 +57,7 @@ def test_results_become_urls_under_the_public_api_address() -> None:
 
 
 def test_the_wait_doubles_from_the_base_up_to_the_cap_with_jitter() -> None:
-    settings = load_webhook_settings(webhook_retry_base_s=5, webhook_retry_max_s=60)
+    settings = read_settings(webhooks=dict(webhook_retry_base_s=5, webhook_retry_max_s=60)).webhooks
     for attempts, ceiling in [(1, 5), (2, 10), (3, 20), (4, 40), (5, 60), (500, 60)]:
         waits = {retry_delay(settings, attempts) for _ in range(50)}
         assert all(ceiling / 2 <= w <= ceiling for w in waits), (attempts, waits)
@@ -65,4 +66,4 @@ def test_the_wait_doubles_from_the_base_up_to_the_cap_with_jitter() -> None:
 
 def test_a_claim_must_outlast_a_request() -> None:
     with pytest.raises(ValueError, match="CLAIM_S"):
-        load_webhook_settings(webhook_timeout_s=30, webhook_claim_s=10)
+        _ = read_settings(webhooks=dict(webhook_timeout_s=30, webhook_claim_s=10)).webhooks

@@ -11,6 +11,7 @@ import pytest
 from celery import Celery
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL, JobMessage
+from pipeline.settings import read_settings
 from workers.app import create_app
 from workers.publisher import (
     CONVERT_TASK,
@@ -19,7 +20,6 @@ from workers.publisher import (
     broker_priority,
     uses_redis_transport,
 )
-from workers.settings import load_worker_settings
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672//"
@@ -112,7 +112,7 @@ def test_the_publisher_sends_the_job_priority_on_the_broker_scale(url: str, expe
 
 
 def _app(url: str) -> Iterator[Celery]:
-    app = create_app(load_worker_settings(broker_url=url))
+    app = create_app(read_settings(worker=dict(broker_url=url)))
     try:
         yield app
     finally:
@@ -151,8 +151,8 @@ def test_rabbitmq_job_queues_are_priority_queues_and_the_control_queue_is_not(
 
 def test_a_second_app_in_one_process_does_not_meet_the_first_ones_tasks() -> None:
     """Tests, the CLI's publisher and a worker each make an app: no task may be shared."""
-    first = create_app(load_worker_settings(broker_url=REDIS_URL))
-    second = create_app(load_worker_settings(broker_url=REDIS_URL))
+    first = create_app(read_settings(worker=dict(broker_url=REDIS_URL)))
+    second = create_app(read_settings(worker=dict(broker_url=REDIS_URL)))
     try:
         assert first.tasks[CONVERT_TASK] is not second.tasks[CONVERT_TASK]
         assert first.tasks[CONVERT_TASK].app is first and second.tasks[CONVERT_TASK].app is second
@@ -162,7 +162,7 @@ def test_a_second_app_in_one_process_does_not_meet_the_first_ones_tasks() -> Non
 
 
 def test_redis_ack_emulation_is_an_operator_s_choice() -> None:
-    app = create_app(load_worker_settings(broker_url=REDIS_URL, redis_ack_emulation=True))
+    app = create_app(read_settings(worker=dict(broker_url=REDIS_URL, redis_ack_emulation=True)))
     try:
         assert app.conf.broker_transport_options["ack_emulation"] is True
     finally:

@@ -4,23 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.mcp import load_mcp_settings
-from pipeline.processing import load_processing_settings
 from pipeline.queues import CONTROL_QUEUE
-from pipeline.reconciler.sweeps import load_reconcile_settings
-from pipeline.resilience import load_resilience_settings
-from pipeline.sources import load_source_settings
-from workers.settings import TimeLimits, load_worker_settings
+from pipeline.settings import read_settings
+from workers.settings import TimeLimits
 
 
 def limits(**worker: object) -> TimeLimits:
     return TimeLimits(
-        mcp=load_mcp_settings(timeout_small_s=60, timeout_medium_s=180, timeout_large_s=300),
-        resilience=load_resilience_settings(retry_max_tries=3, retry_base_s=1, retry_max_s=30),
-        sources=load_source_settings(download_timeout_s=120),
-        processing=load_processing_settings(job_retry_max_s=600),
-        reconcile=load_reconcile_settings(),
-        worker=load_worker_settings(**worker),
+        mcp=read_settings(
+            mcp=dict(timeout_small_s=60, timeout_medium_s=180, timeout_large_s=300)
+        ).mcp,
+        resilience=read_settings(
+            resilience=dict(retry_max_tries=3, retry_base_s=1, retry_max_s=30)
+        ).resilience,
+        sources=read_settings(sources=dict(download_timeout_s=120)).sources,
+        processing=read_settings(processing=dict(job_retry_max_s=600)).processing,
+        reconcile=read_settings().reconcile,
+        worker=read_settings(worker=worker).worker,
     )
 
 
@@ -46,4 +46,4 @@ def test_queues_come_comma_separated_from_the_environment(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("DOCLANE_WORKER_QUEUES", "doclane.large, doclane.control")
-    assert load_worker_settings().worker_queues == ("doclane.large", CONTROL_QUEUE)
+    assert read_settings().worker.worker_queues == ("doclane.large", CONTROL_QUEUE)

@@ -1,5 +1,8 @@
 """Settings of ``doclane api``: where it listens, the tokens clients send, how it caches.
 
+They live with the tree rather than in ``pipeline.api``, because the tree is read by workers
+too, which never load the HTTP API.
+
 Tokens have roles (``DOCLANE_API_TOKENS``), each allowing what the ones before it allow:
 
 ==========  ====================================================================
@@ -19,7 +22,9 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
+
+from pipeline.support.settings import Section
 
 Role = Literal["read", "submit", "admin"]
 #: The roles from least to most allowed: each allows what those before it allow.
@@ -38,16 +43,9 @@ class ApiToken(BaseModel):
     token: SecretStr = Field(min_length=1)
 
 
-class ApiSettings(BaseSettings):
+class ApiSettings(Section):
     # No input in validation errors: a malformed token list must not print its secrets.
-    model_config = SettingsConfigDict(
-        env_prefix="DOCLANE_",
-        env_file=".env",
-        extra="ignore",
-        frozen=True,
-        env_ignore_empty=True,
-        hide_input_in_errors=True,
-    )
+    model_config = SettingsConfigDict(hide_input_in_errors=True)
 
     #: The address ``doclane api`` listens on (``0.0.0.0`` in a container).
     api_host: str = "127.0.0.1"
@@ -104,10 +102,3 @@ class ApiSettings(BaseSettings):
             return self.api_tokens
         legacy_token = ApiToken(name=LEGACY_TOKEN_NAME, role="admin", token=SecretStr(legacy))
         return (legacy_token, *self.api_tokens)
-
-
-def load_api_settings(**overrides: Any) -> ApiSettings:
-    """Read ``DOCLANE_API_*`` from the environment (and ``.env``); keyword arguments win."""
-    if isinstance(overrides.get("api_token"), str):
-        overrides["api_token"] = SecretStr(overrides["api_token"])
-    return ApiSettings(**overrides)
