@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from .addresses import Resolver as Resolver
     from .addresses import classify_address as classify_address
     from .addresses import system_resolver as system_resolver
-    from .download import Downloader as Downloader
-    from .download import download as download
-    from .download import remove_stale_partials as remove_stale_partials
-    from .expand import expand as expand
+    from .downloader import Downloader as Downloader
+    from .downloader import download as download
+    from .downloader import remove_stale_partials as remove_stale_partials
+    from .expansion import expand as expand
     from .formats import DocumentFormat as DocumentFormat
     from .formats import format_for_name as format_for_name
     from .local import validate_file as validate_file
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from .urls import looks_like_url as looks_like_url
 
 #: Every name is imported on first use (:mod:`pipeline.support.lazy`): a process that only reads
-#: ``SourceSettings`` (its settings tree) loads no downloader, and so no httpx. ``expand`` and
-#: ``download`` are functions of modules of the same names: import them from here first, or from
-#: their modules.
+#: ``SourceSettings`` (its settings tree) loads no downloader, and so no httpx. No module here
+#: is named like a name it exports: importing a submodule sets the package's attribute of its
+#: name, which would hide the exported function behind the module.
 if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
     __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -27,7 +27,7 @@ from pipeline.objects import (
     TooLarge,
     source_error,
 )
-from pipeline.sources.download import keep_download
+from pipeline.sources.downloader import keep_download
 from pipeline.sources.formats import format_for_name
 from pipeline.sources.local import check_size, require_known_suffix
 from pipeline.sources.models import Candidate, Rejected, SourceInfo

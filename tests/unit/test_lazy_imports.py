@@ -33,8 +33,9 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
     processing it may load."""
     probe = (
         "import sys, pipeline.submission.intake, workers.app, workers.publisher; "
-        "names = ('pipeline.mcp', 'pipeline.resilience', 'jsonschema'); "
-        "light = ('pipeline.processing', 'pipeline.processing.scratch'); "
+        "names = ('pipeline.mcp._client', 'pipeline.resilience.facade', 'jsonschema'); "
+        "light = ('pipeline.processing', 'pipeline.processing.scratch', "
+        "'pipeline.processing.settings'); "
         "print(sorted(m for m in sys.modules if m in names "
         "or (m.startswith('pipeline.processing') and m not in light)))"
     )
