@@ -201,6 +201,12 @@ class AdminStore(JobStore):
         rows = self._fetch_rows("counting jobs", query("count_finished_since"), {"since": since})
         return counts_by_state(rows, sorted(TERMINAL_STATES))
 
+    def oldest_queued(self) -> dict[str, float]:
+        """Seconds since the oldest queued job of each queue was created (queues with none
+        waiting are absent)."""
+        rows = self._fetch_rows("finding the oldest queued jobs", query("oldest_queued"), {})
+        return {r["queue"]: float(r["age_s"]) for r in rows}
+
     def count_by_state(self) -> dict[JobState, int]:
         """All-time totals of every state. This reads the whole table (about 0.14 s per
         million jobs); dashboards want :meth:`count_in_flight` and :meth:`finished_totals`."""

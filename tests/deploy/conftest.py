@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
-ALL_PROFILES = ("serve", "stdio", "tiers", "rs")
+ALL_PROFILES = ("serve", "stdio", "tiers", "rs", "monitoring")
 
 
 def run_tool(

@@ -3,7 +3,6 @@ puts them): submit, read, list, cancel, retry, stats; and the token on each of t
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,25 +12,12 @@ import pytest
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.fixtures.brokers import Broker
 from tests.integration.store.builders import job_in_state
 
 
 @pytest.fixture
-def api(
-    make_api_server: Callable[..., ApiServer],
-    migrated_database_url: str,
-    redis_broker: Broker,
-    tmp_path: Path,
-) -> ApiServer:
-    env = {
-        **os.environ,
-        "DOCLANE_DATABASE_URL": migrated_database_url,
-        "DOCLANE_BROKER_URL": redis_broker.url,
-        "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
-        "DOCLANE_INSPECT_TIMEOUT_S": "0.3",
-    }
-    return make_api_server(env)
+def api(api_on_test_database: ApiServer) -> ApiServer:
+    return api_on_test_database
 
 
 def test_a_job_through_every_endpoint(api: ApiServer, tmp_path: Path) -> None:
