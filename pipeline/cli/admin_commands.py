@@ -17,6 +17,7 @@ import typer
 from pipeline.admin import AdminStore, Stats, collect_stats, load_admin_settings
 from pipeline.jobs import Job, JobState
 from pipeline.resilience import load_resilience_settings
+from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, usage_error
 from .store_access import job_filter, open_store
@@ -206,6 +207,7 @@ def api(
             publisher=publisher,
             fleet=fleet,
         )
+        tracing.configure("doclane-api")  # jobs submitted over HTTP start their traces here
         serve(ctx)
 
 

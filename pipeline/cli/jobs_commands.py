@@ -22,6 +22,7 @@ from pipeline.jobs.options import OCR_LANG, PAGES, PASSWORD_ENV, TEXT_LAYER_ONLY
 from pipeline.jobs.submit import Submission, check_formats, enqueue
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import AdminStore, JobStore
+from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, usage_error
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
@@ -94,7 +95,12 @@ def submit(
         )
     except PipelineError as exc:
         fail(exc, as_json)
-    with open_store(as_json, JobStore) as store, celery_publisher() as publisher:
+    tracing.configure("doclane-cli")  # each job's trace starts here (off without OTEL_*)
+    with (
+        open_store(as_json, JobStore) as store,
+        celery_publisher() as publisher,
+        tracing.span("doclane submit"),
+    ):
         try:
             submission = enqueue(
                 sources,

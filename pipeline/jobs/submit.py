@@ -50,6 +50,7 @@ from pipeline.sources import (
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.support.tracing import JobTraces
 from pipeline.webhooks.sender import check_webhook_url
 from pipeline.webhooks.settings import load_webhook_settings
 
@@ -277,7 +278,8 @@ class _Chunks:
         candidates, self.pending = self.pending, []
         if not candidates:
             return
-        specs = [self.new_job(c) for c in candidates]
+        traces = JobTraces([self.new_job(c) for c in candidates])
+        specs = traces.specs
         try:
             created = self.store.create_many(
                 specs, dedup=self.dedup, dedup_engine=self.dedup_engine
@@ -298,6 +300,7 @@ class _Chunks:
             for job_id in made.slice_ids or (made.job_id,)
         ]
         failed = self._publish(messages)
+        traces.end([made.job_id for made in created])
         self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
             self.submission.accepted.append(

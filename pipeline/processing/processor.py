@@ -66,6 +66,7 @@ from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.store import JobStore
 from pipeline.support.logs import job_context, update_job_context
+from pipeline.support.tracing import job_span
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
@@ -191,7 +192,10 @@ class JobProcessor:
                     return self._led(self.rounds.run(job, companions))
             attempt = self.begin(job)
             try:
-                return self._run_attempt(attempt)
+                with job_span(
+                    "doclane.job.attempt", job.id, job.trace_context, attempt=job.attempt
+                ):
+                    return self._run_attempt(attempt)
             finally:
                 attempt.keeper.stop()
 

@@ -63,6 +63,7 @@ from pipeline.store.rows import (
     jsonb,
 )
 from pipeline.store.settings import StoreSettings, load_store_settings
+from pipeline.support.tracing import store_span
 
 if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
     from pipeline.store.result_objects import ObjectResults
@@ -862,7 +863,7 @@ class JobStore:
     @contextmanager
     def _connection(self, action: str) -> Iterator[psycopg.Connection]:
         schema = missing_schema_errors(action) if self._explain_missing_schema else nullcontext()
-        with schema, database_errors(action), self._pool.connection() as conn:
+        with store_span(action), schema, database_errors(action), self._pool.connection() as conn:
             yield conn
 
     def _update(self, action: str, sql: str, params: Mapping[str, Any]) -> bool:
