@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -44,6 +45,7 @@ from bench.harness import (
     FakeServer,
     claim_redis_db,
     print_json,
+    process_tree_cpu_s,
     scratch_database,
     start_worker,
     stop_worker,
@@ -86,6 +88,7 @@ def one_run(
             try:
                 started = time.time()
                 clock = time.monotonic()
+                children = resource.getrusage(resource.RUSAGE_CHILDREN)
                 done = subprocess.run(
                     [DOCLANE, "submit", str(folder), "--wait", "--json"],
                     env=env,
@@ -95,6 +98,11 @@ def one_run(
                     timeout=3600,
                 )
                 submit_s = time.monotonic() - clock
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                submit_cpu_s = (after.ru_utime + after.ru_stime) - (
+                    children.ru_utime + children.ru_stime
+                )
+                worker_cpu_s = process_tree_cpu_s(worker.pid)
                 if done.returncode != 0:
                     raise SystemExit(f"doclane submit failed ({mode}): {done.stderr[-2000:]}")
                 assert json.loads(done.stdout)["ok"]
@@ -114,6 +122,10 @@ def one_run(
                 "docs_per_s": round(args.jobs / elapsed, 2),
                 "seconds": round(elapsed, 2),
                 "submit_wait_s": round(submit_s, 2),
+                # CPU per job: the worker's processes (start-up included, the same in both
+                # modes but for OpenTelemetry's own imports) and the submitting CLI's
+                "worker_cpu_ms_per_job": round(worker_cpu_s * 1000 / args.jobs, 2),
+                "submit_cpu_ms_per_job": round(submit_cpu_s * 1000 / args.jobs, 2),
                 "jobs_with_trace_context": int(row[2]),
                 "spans_received": len(receiver.spans()) - spans_before,
             }
@@ -151,9 +163,14 @@ def main(argv: list[str] | None = None) -> None:
     ratios = [
         on["docs_per_s"] / off["docs_per_s"] for off, on in zip(runs[::2], runs[1::2], strict=True)
     ]
+    cpu_ratios = [
+        on["worker_cpu_ms_per_job"] / off["worker_cpu_ms_per_job"]
+        for off, on in zip(runs[::2], runs[1::2], strict=True)
+    ]
     report = {
         "runs": runs,
         "median_ratio_on_over_off": round(statistics.median(ratios), 3),
+        "median_worker_cpu_ratio_on_over_off": round(statistics.median(cpu_ratios), 3),
         "load_before": [round(x, 2) for x in load_before],
         "load_after": [round(x, 2) for x in os.getloadavg()],
     }
