@@ -63,6 +63,7 @@ CREATE TABLE public.jobs (
     parent_id uuid,
     slices_total integer,
     slices_done integer DEFAULT 0 NOT NULL,
+    trace_context jsonb,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
     CONSTRAINT jobs_check1 CHECK (((slices_done >= 0) AND (slices_done <= COALESCE(slices_total, 0)))),
@@ -82,6 +83,7 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'waiting'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
     CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL))),
+    CONSTRAINT jobs_trace_context_check CHECK (((trace_context IS NULL) OR (jsonb_typeof(trace_context) = 'object'::text))),
     CONSTRAINT jobs_waiting_has_slices CHECK (((state <> 'waiting'::text) OR (slices_total IS NOT NULL)))
 )
 WITH (fillfactor='80');
@@ -203,6 +205,19 @@ BEGIN
     FROM unnest(p_formats, p_contents) AS r(format, content);
     RETURN wanted;
 END;
+$$;
+
+--
+-- Name: inherit_trace_context(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inherit_trace_context() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    SELECT p.trace_context INTO NEW.trace_context FROM jobs p WHERE p.id = NEW.parent_id;
+    RETURN NEW;
+END
 $$;
 
 --
@@ -665,6 +680,7 @@ CREATE VIEW public.countable_events AS
     job_events.kind,
         CASE
             WHEN (job_events.kind = 'mcp_call'::text) THEN job_events.tool
+            WHEN (job_events.kind = 'note'::text) THEN 'republished'::text
             ELSE job_events.to_state
         END AS name,
         CASE
@@ -677,7 +693,7 @@ CREATE VIEW public.countable_events AS
         END AS bucket,
     COALESCE(job_events.duration_ms, (0)::double precision) AS duration_ms
    FROM public.job_events
-  WHERE (job_events.kind = ANY (ARRAY['state_change'::text, 'mcp_call'::text]));
+  WHERE ((job_events.kind = ANY (ARRAY['state_change'::text, 'mcp_call'::text])) OR ((job_events.kind = 'note'::text) AND ((job_events.detail ->> 'reason'::text) ~~ '%message presumed lost'::text)));
 
 --
 -- Name: event_rollup; Type: TABLE; Schema: public; Owner: -
@@ -1039,6 +1055,12 @@ CREATE TRIGGER jobs_guard_insert BEFORE INSERT ON public.jobs FOR EACH ROW EXECU
 --
 
 CREATE TRIGGER jobs_guard_update BEFORE UPDATE ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.jobs_guard_update();
+
+--
+-- Name: jobs jobs_inherit_trace_context; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_inherit_trace_context BEFORE INSERT ON public.jobs FOR EACH ROW WHEN (((new.parent_id IS NOT NULL) AND (new.trace_context IS NULL))) EXECUTE FUNCTION public.inherit_trace_context();
 
 --
 -- Name: jobs jobs_log_insert; Type: TRIGGER; Schema: public; Owner: -

@@ -198,6 +198,32 @@ ensure_docker_compose() {
   _docker_compose_ok || die "docker-compose 1.29+ is needed to check compose.yaml; apt installed $(docker-compose version --short 2>&1)"
 }
 
+# ---- kubectl and promtool, to check deploy/ offline ---------------------------------------
+
+# No cluster runs on the dev and CI machines; kubectl's own kustomize still renders
+# deploy/kubernetes and tests/deploy/ validates what it renders. The tree uses kustomize 4+
+# (`labels:`, `patches:` with targets): kubectl 1.21 and later embed it. Debian's
+# kubernetes-client is the kubectl apt offers; one that is too old is reported, not used.
+_kubectl_ok() {
+  command -v kubectl >/dev/null &&
+    kubectl version --client 2>/dev/null | awk '/Kustomize Version/ { sub(/^v/, "", $3); split($3, v, "."); ok = v[1] >= 4 } END { exit !ok }'
+}
+
+ensure_kubectl() {
+  _kubectl_ok && return
+  command -v kubectl >/dev/null || apt_install kubernetes-client
+  _kubectl_ok || die "kubectl with kustomize 4+ is needed to render deploy/kubernetes; this one says: $(kubectl version --client 2>&1 | tr '\n' ' ')"
+}
+
+# promtool checks and unit-tests deploy/prometheus and lints a /metrics scrape: Debian's
+# `prometheus` package carries it (without recommends: no exporters; nothing is started where
+# there is no init system, and the tests never use the server).
+ensure_promtool() {
+  command -v promtool >/dev/null && return
+  apt_install --no-install-recommends prometheus
+  command -v promtool >/dev/null || die "the prometheus package did not bring promtool"
+}
+
 # ---- the real docling-mcp server ----------------------------------------------------------
 
 _docling_version_ok() {

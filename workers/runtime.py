@@ -24,6 +24,7 @@ from celery import Celery
 
 from pipeline.jobs.settings import ReconcileSettings
 from pipeline.store import JobStore
+from pipeline.support import tracing
 from workers.publisher import CeleryPublisher
 from workers.settings import settings_of
 
@@ -141,6 +142,7 @@ def start_runtime(*, warm: bool = False) -> WorkerRuntime:
         if _state.runtime is None:
             if _state.app is None:
                 raise RuntimeError("no doclane Celery app was created in this process")
+            tracing.configure("doclane-worker")  # after the fork: one exporter per process
             rt = build_runtime(_state.app)
             _state.runtime = rt
             log.info(
@@ -178,3 +180,4 @@ def stop_runtime() -> None:
         rt, _state.runtime = _state.runtime, None
     if rt is not None:
         rt.close()
+    tracing.shutdown()  # a pool process ends with os._exit: no exit hook exports the rest

@@ -29,11 +29,15 @@ from prometheus_client.registry import Collector
 from pipeline.admin import Fleet, run_parts
 from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
 from pipeline.jobs import JobState
+from pipeline.queues import JOB_QUEUES
 from pipeline.resilience import ResilienceSettings
-from pipeline.store.admin import EventTotal
+from pipeline.store.admin import EventTotal, Percentiles
 from pipeline.store.store import JobStore
 
 _BREAKER_STATES = ("closed", "half-open", "open")
+#: The window of the conversion-time percentiles: long enough to hold jobs of every tier at a
+#: modest rate, short enough that a dashboard sees a slowdown within minutes.
+CONVERSION_WINDOW_S = 15 * 60
 
 
 class FleetCollector(Collector):
@@ -118,13 +122,42 @@ class FleetCollector(Collector):
         batched.add_metric([], float(batches.documents))
         return [
             jobs,
+            _oldest_queued(self.store.admin.oldest_queued()),
+            _conversion_times(self.store.admin.conversion_percentiles(CONVERSION_WINDOW_S)),
             conversions,
             failures,
             batch,
             batched,
             _webhooks(webhook_counts(self.store)),
             *_event_metrics(events, bounds),
+            _republished(events),
         ]
+
+
+def _oldest_queued(ages: dict[str, float]) -> Metric:
+    """Every job queue, 0 when none waits: the alert on a queue that does not drain compares
+    the figure with itself over time, which wants a series that never vanishes."""
+    oldest = GaugeMetricFamily(
+        "doclane_oldest_queued_job_age_seconds",
+        "Seconds since the oldest queued job of a queue was submitted (0: none waits).",
+        labels=["queue"],
+    )
+    for queue in JOB_QUEUES:
+        oldest.add_metric([queue], ages.get(queue, 0.0))
+    return oldest
+
+
+def _conversion_times(percentiles: list[Percentiles]) -> Metric:
+    times = GaugeMetricFamily(
+        "doclane_conversion_duration_seconds",
+        "Seconds from first claim to success of the jobs that succeeded in the last 15 minutes, "
+        "by size tier (percentile 50 and 95).",
+        labels=["tier", "percentile"],
+    )
+    for p in percentiles:
+        times.add_metric([p.tier, "50"], p.p50_s)
+        times.add_metric([p.tier, "95"], p.p95_s)
+    return times
 
 
 def _webhooks(counts: dict[str, int]) -> Metric:
@@ -174,6 +207,17 @@ def _event_metrics(events: list[EventTotal], bounds: list[float]) -> list[Metric
         cumulative.append(("+Inf", float(sum(counts.values()))))
         latency.add_metric([tool], cumulative, sum_value=sums[tool] / 1000.0)
     return [calls, retries, latency]
+
+
+def _republished(events: list[EventTotal]) -> Metric:
+    """The reconciler's notes on jobs whose message it presumed lost (migration 0018 counts
+    them with the trail's rollup, as kind ``note``)."""
+    republished = CounterMetricFamily(
+        "doclane_reconciler_republished",
+        "Jobs whose message the reconciler presumed lost and published again.",
+    )
+    republished.add_metric([], float(sum(e.events for e in events if e.kind == "note")))
+    return republished
 
 
 def _breakers(states: list[Any]) -> list[Metric]:

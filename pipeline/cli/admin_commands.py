@@ -16,6 +16,7 @@ import typer
 
 from pipeline.admin import Stats, collect_stats
 from pipeline.jobs import Job, JobState
+from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, usage_error
 from .settings import command_settings
@@ -206,6 +207,7 @@ def api(
             publisher=publisher,
             fleet=fleet,
         )
+        tracing.configure("doclane-api")  # jobs submitted over HTTP start their traces here
         serve(ctx)
 
 

@@ -21,6 +21,7 @@ from pipeline.jobs import ConversionOptions, Formats, Job, JobEvent, JobState, S
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
+from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, usage_error
 from .settings import command_settings
@@ -101,7 +102,12 @@ def submit(
         dedup=not no_dedup,
         webhook_url=webhook or tree.webhooks.webhook_url,
     )
-    with open_store(as_json) as store, celery_publisher() as publisher:
+    tracing.configure("doclane-cli")  # each job's trace starts here (off without OTEL_*)
+    with (
+        open_store(as_json) as store,
+        celery_publisher() as publisher,
+        tracing.span("doclane submit"),
+    ):
         try:
             submission = enqueue(
                 asked,

@@ -109,6 +109,9 @@ class NewJob(BaseModel):
     #: Where the completion event goes (``pipeline.webhooks``); it may hold a token, so it is
     #: never dumped or printed, like ``source_fetch_uri``.
     webhook_url: str | None = Field(default=None, exclude=True, repr=False)
+    #: The W3C trace context of the job's trace (``pipeline.support.tracing``; None when the
+    #: submitter did not trace). Plumbing, not a value anyone is shown.
+    trace_context: dict[str, str] | None = Field(default=None, exclude=True, repr=False)
     #: The submission this job came in with (one per ``enqueue``).
     submission_id: UUID | None = None
     #: Page runs (``"1-32"``, ``"33-64"``, ...) this document is converted as, one slice job
@@ -159,6 +162,8 @@ class Job(BaseModel):
     #: a waiting job's progress.
     slices_total: int | None = None
     slices_done: int = 0
+    #: See :class:`NewJob` (stored by migration 0018; a slice has its parent's).
+    trace_context: dict[str, str] | None = Field(default=None, exclude=True, repr=False)
 
     @property
     def fetch_uri(self) -> str:

@@ -37,6 +37,7 @@ from pipeline.mcp._protocol import (
 from pipeline.mcp._revision import MODERN_VERSION, stamp
 from pipeline.mcp._transport import Binding, Transport, ignore_messages
 from pipeline.mcp._watchdog import current_scope
+from pipeline.support.tracing import mcp_request_span
 
 logger = logging.getLogger("doclane.mcp.session")
 
@@ -148,25 +149,27 @@ class JsonRpcSession:
         wire_headers = dict(headers or {})
         if binding.protocol_version == MODERN_VERSION:
             wire_headers.update(stamp(message, MODERN_VERSION, self.client_info))
-        try:
-            reply = self.transport.post(
-                message,
-                binding,
-                timeout=timeout,
-                sink=sink,
-                cancel=scope,
-                headers=wire_headers,
-            )
-        except CallTimeout:
-            self._cancel(request_id, binding, f"no answer within {timeout:g}s")
-            raise
-        except CallCancelled:  # it was (or may have been) sent: the server may be working on it
-            reason = scope.reason if scope is not None else "cancelled"
-            self._cancel(request_id, binding, f"withdrawn by the client: {reason}")
-            raise
-        finally:
-            with self._pending_lock:
-                self._pending.pop(request_id, None)
+        # One client span per request, its context in params._meta (SEP-414); free when off.
+        with mcp_request_span(message, binding.session_id, binding.protocol_version):
+            try:
+                reply = self.transport.post(
+                    message,
+                    binding,
+                    timeout=timeout,
+                    sink=sink,
+                    cancel=scope,
+                    headers=wire_headers,
+                )
+            except CallTimeout:
+                self._cancel(request_id, binding, f"no answer within {timeout:g}s")
+                raise
+            except CallCancelled:  # it was (or may have been) sent: the server may be at work
+                reason = scope.reason if scope is not None else "cancelled"
+                self._cancel(request_id, binding, f"withdrawn by the client: {reason}")
+                raise
+            finally:
+                with self._pending_lock:
+                    self._pending.pop(request_id, None)
         return Exchange(_unwrap(pending.response, method, request_id), reply.session_id)
 
     def notify(

@@ -71,6 +71,7 @@ from pipeline.sources import Downloader, SourceSettings
 from pipeline.sources.pathmap import PathMap
 from pipeline.store import Attempts
 from pipeline.support.logs import job_context, update_job_context
+from pipeline.support.tracing import job_span
 from pipeline.support.waits import half_jitter
 
 T = TypeVar("T")
@@ -240,8 +241,10 @@ class LoneRunner:
 
     def run(self, claim: Claim) -> Outcome:
         attempt = self.begin(claim.lead())
+        job = attempt.job
         try:
-            return self._run_attempt(attempt)
+            with job_span("doclane.job.attempt", job.id, job.trace_context, attempt=job.attempt):
+                return self._run_attempt(attempt)
         finally:
             attempt.keeper.stop()
 

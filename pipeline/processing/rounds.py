@@ -63,6 +63,7 @@ from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
 from pipeline.store import Attempts, FormatsMismatch
 from pipeline.support.logs import job_context
+from pipeline.support.tracing import job_span, jobs_span
 
 log = logging.getLogger("doclane.processor")
 
@@ -280,7 +281,11 @@ class RoundRunner:
         wait(round_.in_flight)
 
     def _convert_one(self, attempt: Attempt) -> Conversion | Outcome:
-        with job_context(str(attempt.job.id), attempt.job.attempt):
+        job = attempt.job
+        with (
+            job_context(str(job.id), job.attempt),
+            job_span("doclane.job.attempt", job.id, job.trace_context, attempt=job.attempt),
+        ):
             attempt.journal.hold_from_now()
             return self.steps.convert(attempt)
 
@@ -336,10 +341,13 @@ class RoundRunner:
                 small_below=SMALL_BELOW_BYTES,
             )
 
+        jobs = [m.attempt.job for m in done]
+        traced = jobs_span("doclane.round.store", [(j.id, j.trace_context) for j in jobs])
         try:
-            stored, taken = self.failures.retry_while_database_down(
-                write, "storing a round's results"
-            )
+            with traced:
+                stored, taken = self.failures.retry_while_database_down(
+                    write, "storing a round's results"
+                )
         except DatabaseUnavailable as exc:
             round_.converted = []
             for member in done:

@@ -199,6 +199,12 @@ class AdminStore:
         )
         return counts_by_state(rows, sorted(TERMINAL_STATES))
 
+    def oldest_queued(self) -> dict[str, float]:
+        """Seconds since the oldest queued job of each queue was created (queues with none
+        waiting are absent)."""
+        rows = self.pool.fetch_rows("finding the oldest queued jobs", query("oldest_queued"), {})
+        return {r["queue"]: float(r["age_s"]) for r in rows}
+
     def count_by_state(self) -> dict[JobState, int]:
         """All-time totals of every state. This reads the whole table (about 0.14 s per
         million jobs); dashboards want :meth:`Reads.count_in_flight` and :meth:`finished_totals`."""

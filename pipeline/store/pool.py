@@ -25,6 +25,7 @@ from pipeline.jobs import Job
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.queries import query
 from pipeline.store.settings import StoreSettings
+from pipeline.support.tracing import store_span
 
 if TYPE_CHECKING:  # imported where one is built: results in PostgreSQL need no object store
     from pipeline.store.result_objects import ObjectResults
@@ -84,7 +85,7 @@ class StorePool:
     def connection(self, action: str) -> Iterator[psycopg.Connection]:
         """A pooled connection (autocommit) for ``action``, its failures as catalog errors."""
         schema = missing_schema_errors(action) if self._explain_missing_schema else nullcontext()
-        with schema, database_errors(action), self._pool.connection() as conn:
+        with store_span(action), schema, database_errors(action), self._pool.connection() as conn:
             yield conn
 
     @contextmanager

@@ -19,7 +19,7 @@ COPY_JOB_TYPES = [
     *("uuid", "text", "text", "text"),  # id, source kind, shown uri, fetch uri
     *("int8", "text", "text"),  # size, sha256, profile
     *("jsonb", "text[]", "text", "int2", "int4"),  # options, formats, queue, priority, max
-    *("text", "uuid"),  # webhook url, submission id
+    *("text", "uuid", "jsonb"),  # webhook url, submission id, trace context
 ]
 
 _json_dumps = partial(json.dumps, default=str, separators=(",", ":"))
@@ -58,6 +58,7 @@ def copy_row(job_id: UUID, spec: NewJob) -> tuple[Any, ...]:
         spec.max_attempts,
         spec.webhook_url,
         spec.submission_id,
+        jsonb(spec.trace_context),
     )
 
 

@@ -44,6 +44,7 @@ from pipeline.submission.door import Door, admit
 from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.submission.slicing import slices_for
 from pipeline.support.secrets import Masker, process_masker
+from pipeline.support.tracing import JobTraces
 from pipeline.webhooks.sender import check_webhook_url
 from pipeline.webhooks.settings import WebhookSettings
 
@@ -223,7 +224,8 @@ class _Chunks:
         candidates, self.pending = self.pending, []
         if not candidates:
             return
-        specs = [self.new_job(c) for c in candidates]
+        traces = JobTraces([self.new_job(c) for c in candidates])
+        specs = traces.specs
         try:
             created = self.store.submissions.create_many(
                 specs, dedup=self.dedup, dedup_engine=self.dedup_engine
@@ -244,6 +246,7 @@ class _Chunks:
             for job_id in made.slice_ids or (made.job_id,)
         ]
         failed = self._publish(messages)
+        traces.end([made.job_id for made in created])
         self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
             self.submission.accepted.append(

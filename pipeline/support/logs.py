@@ -120,7 +120,7 @@ class SecretRedactingFilter(logging.Filter):
 
 TEXT_FORMAT = (
     "%(asctime)s %(levelname)s %(processName)s %(name)s "
-    "[job=%(job_id)s attempt=%(attempt)s origin=%(origin)s] %(message)s"
+    "[job=%(job_id)s attempt=%(attempt)s origin=%(origin)s%(trace)s] %(message)s"
 )
 
 
@@ -137,6 +137,8 @@ class JsonLogFormatter(logging.Formatter):
             "job_id": getattr(record, "job_id", "-"),
             "attempt": getattr(record, "attempt", "-"),
             "origin": getattr(record, "origin", "-"),
+            "trace_id": getattr(record, "trace_id", "-"),
+            "span_id": getattr(record, "span_id", "-"),
         }
         if record.exc_info or record.exc_text:
             out["exception"] = record.exc_text or self.formatException(record.exc_info)  # type: ignore[arg-type]
@@ -169,6 +171,9 @@ def configure_logging(
     for extra in first_filters:
         handler.addFilter(extra)
     handler.addFilter(JobContextFilter())
+    from pipeline.support.tracing import TraceIdsFilter  # it reads this module's job context
+
+    handler.addFilter(TraceIdsFilter())
     handler.addFilter(SecretRedactingFilter(masker or process_masker()))
     if settings.format == "json":
         handler.setFormatter(JsonLogFormatter())

@@ -23,6 +23,8 @@ PROFILED_SERVICES = {
     "worker-large": "tiers",
     "docling-rs-mcp": "rs",
     "worker-rs": "rs",
+    "prometheus": "monitoring",
+    "grafana": "monitoring",
 }
 #: The services that run doclane itself and must see the shared folder.
 DOCLANE_SERVICES = ("migrate", "worker", "beat", "api", "worker-stdio", "worker-large", "worker-rs")

@@ -265,6 +265,8 @@ class FakeMcp:
         related = ctx.request_id
         meta = (ctx.params or {}).get("_meta") or {}
         token = meta.get("progressToken") if isinstance(meta, dict) else None
+        if isinstance(meta, dict) and isinstance(meta.get("traceparent"), str):
+            stats.tool_call_traceparents.append(meta["traceparent"])
         if knobs.emit_progress and token is not None:
             for step in (1, 2, 3):
                 notification = ProgressNotification.model_validate(

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import uvicorn
 
+from pipeline.support import tracing
 from tests.fakes.app import MCP_PATH, FakeServerOptions, build_app
 
 
@@ -75,6 +76,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
+    # With OTEL_EXPORTER_OTLP_ENDPOINT set, the SDK's server spans (its OpenTelemetry
+    # middleware reads the trace context in each request's _meta) are exported: a server that
+    # traces, joining the client's trace.
+    tracing.configure("fake-docling-mcp")
     cache_dir = args.cache_dir or Path(tempfile.mkdtemp(prefix="fake-docling-cache-"))
     if args.transport == "stdio":
         from tests.fakes.stdio import serve_stdio

@@ -88,6 +88,8 @@ class Stats:
     #: Calls waiting on a hang right now: a test releases them (reset) only once they wait.
     hanging_calls: int = 0
     last_drop_at: float | None = None
+    #: The W3C ``traceparent`` in each tool call's ``params._meta`` (SEP-414), in call order.
+    tool_call_traceparents: list[str] = field(default_factory=list)
 
     def to_json(self, cache: DocumentCache) -> dict[str, Any]:
         return {
@@ -120,6 +122,7 @@ class Stats:
             "hanging_calls": self.hanging_calls,
             "tool_calls_working": self.tool_calls_working,
             "max_tool_calls_working": self.max_tool_calls_working,
+            "tool_call_traceparents": list(self.tool_call_traceparents),
             "cached_documents": cache.keys(),
             "cache_evictions": cache.evictions,
         }

@@ -8,6 +8,14 @@ FROM jobs
 WHERE state IN ('queued', 'waiting', 'running', 'retrying')
 GROUP BY state
 
+-- name: oldest_queued
+-- The oldest waiting job's age per queue, for the alert on a queue that does not drain: the
+-- queued rows are few, read through jobs_state_created_idx.
+SELECT queue, extract(epoch FROM now() - min(created_at))::float8 AS age_s
+FROM jobs
+WHERE state = 'queued'
+GROUP BY queue
+
 -- name: count_finished_since
 -- Outcomes in a time window: an index-only range scan of jobs_finished_idx.
 SELECT state, count(*) AS jobs FROM jobs WHERE finished_at >= %(since)s GROUP BY state

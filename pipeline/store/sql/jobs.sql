@@ -6,7 +6,8 @@
 -- name: copy_jobs
 -- Bulk submission: one COPY for any number of jobs (ids are chosen by the caller).
 COPY jobs (id, source_kind, source_uri, source_fetch_uri, size_bytes, content_sha256, profile,
-           options, formats, queue, priority, max_attempts, webhook_url, submission_id)
+           options, formats, queue, priority, max_attempts, webhook_url, submission_id,
+           trace_context)
 FROM STDIN (FORMAT binary)
 
 -- name: find_succeeded_by_content

@@ -19,20 +19,8 @@ from tests.integration.store.builders import job_in_state
 
 
 @pytest.fixture
-def api(
-    make_api_server: Callable[..., ApiServer],
-    migrated_database_url: str,
-    redis_broker: Broker,
-    tmp_path: Path,
-) -> ApiServer:
-    env = {
-        **os.environ,
-        "DOCLANE_DATABASE_URL": migrated_database_url,
-        "DOCLANE_BROKER_URL": redis_broker.url,
-        "DOCLANE_INBOX_DIR": str(tmp_path / "inbox"),
-        "DOCLANE_INSPECT_TIMEOUT_S": "0.3",
-    }
-    return make_api_server(env)
+def api(api_on_test_database: ApiServer) -> ApiServer:
+    return api_on_test_database
 
 
 def test_a_job_through_every_endpoint(api: ApiServer, tmp_path: Path) -> None:

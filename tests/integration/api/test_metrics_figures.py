@@ -1,0 +1,61 @@
+"""The figures the alerts need, read from a real database by the /metrics collector: the
+oldest queued job's age per queue and the reconciler's republished jobs."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+from prometheus_client.core import Metric
+
+from pipeline.api.metrics import FleetCollector
+from pipeline.jobs import JobState
+from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_SMALL
+from pipeline.settings import read_settings
+from pipeline.store import AdminStore, StoreSettings
+from tests.integration.store.builders import job_in_state
+
+
+def _scrape(store: AdminStore) -> dict[str, Metric]:
+    collector = FleetCollector(store, None, read_settings().resilience)
+    return {family.name: family for family in collector.collect()}
+
+
+def _value(family: Metric, **labels: str) -> float:
+    (sample,) = [s for s in family.samples if s.labels == labels]
+    return float(sample.value)
+
+
+def test_the_oldest_queued_job_age_is_per_queue_and_zero_where_none_waits(
+    store_settings: StoreSettings, migrated_database_url: str
+) -> None:
+    store = AdminStore(store_settings)
+    try:
+        old = job_in_state(store, JobState.QUEUED, queue=QUEUE_LARGE)
+        job_in_state(store, JobState.QUEUED, queue=QUEUE_LARGE)  # younger: not the oldest
+        job_in_state(store, JobState.SUCCEEDED, queue=QUEUE_SMALL)  # finished: not waiting
+        with psycopg.connect(migrated_database_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE jobs SET created_at = now() - interval '20 minutes' WHERE id = %s",
+                (old.id,),
+            )
+        oldest = _scrape(store)["doclane_oldest_queued_job_age_seconds"]
+        assert {s.labels["queue"] for s in oldest.samples} == set(JOB_QUEUES)
+        assert 1200 <= _value(oldest, queue=QUEUE_LARGE) < 1300
+        assert _value(oldest, queue=QUEUE_SMALL) == 0.0
+    finally:
+        store.close()
+
+
+def test_jobs_the_reconciler_republishes_are_counted(store_settings: StoreSettings) -> None:
+    store = AdminStore(store_settings)
+    try:
+        before = _value(_scrape(store)["doclane_reconciler_republished"])
+        jobs = [job_in_state(store, JobState.QUEUED) for _ in range(3)]
+        later = max(j.created_at for j in jobs) + timedelta(hours=1)
+        taken = store.operations.stale_queued(timedelta(minutes=10), now=later)
+        assert set(taken) == {j.id for j in jobs}
+        after = _value(_scrape(store)["doclane_reconciler_republished"])
+        assert after - before == 3
+    finally:
+        store.close()
