@@ -76,9 +76,14 @@ class ProcessingSettings(BaseSettings):
     #: and the process takes its next message (other queues, priorities, a warm shutdown wait
     #: for that). 0: a round is what its first claim took.
     round_max_s: float = Field(default=2.0, ge=0)
-    #: How many conversions of a round one worker process has in flight at once: the server's
-    #: own concurrency (docling-rs-mcp's ``--concurrency``); more only queue at the server.
-    server_concurrency: int = Field(default=2, ge=1)
+    #: How many conversions of a round one worker process has in flight at once. Unset: what
+    #: its servers really run at once, summed over a pool, each asked once: docling-mcp 1 (in
+    #: local mode it builds a converter per call and converts one document at a time; two at
+    #: once only contend), docling-rs-mcp its ``--concurrency`` (read from a stdio child's
+    #: command, else its default, 2), another server 1. Measured in docs/benchmarks.md,
+    #: *Rounds fitted to the server*. Set it for what no server says (docling-rs-mcp over HTTP
+    #: started with another ``--concurrency``; docling-mcp over docling-serve's engines).
+    server_concurrency: int | None = Field(default=None, ge=1)
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"

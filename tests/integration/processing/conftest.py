@@ -56,6 +56,9 @@ class HookedRunner:
     def refusing_for(self) -> float:
         return self.resilient.refusing_for()
 
+    def on_each_server(self, look: Callable[[McpClient], T]) -> list[T | None]:
+        return self.resilient.on_each_server(look)
+
 
 @dataclass
 class Bench:
