@@ -103,13 +103,16 @@ def make_bench(
         profiles: dict[str, Any] | None = None,
         job_store: JobStore | None = None,
         batches: bool = False,
+        pool: list[FakeServer] | None = None,
     ) -> Bench:
         """``batches=True``: small file jobs go in batches (the processor gets the bench's
-        publisher for its companions' messages, and reads the fake's cache folder)."""
+        publisher for its companions' messages, and reads the fake's cache folder).
+        ``pool``: more servers beside ``server``, one pool of origins."""
         target = server or fake_server
         store_used = job_store or store
+        origins = [s.url for s in (target, *(pool or []))]
         resilient = build_resilient(
-            load_mcp_settings(origin=target.url),
+            load_mcp_settings(origin=",".join(origins)),
             load_resilience_settings(**(resilience or {})),
         )
         source_settings = load_source_settings(
