@@ -3,8 +3,10 @@ really do at once.
 
 More calls at once than a server runs at once gain nothing: they queue there, or contend. One
 docling-mcp in local mode builds a converter for every call and converts in Python under one
-interpreter lock, so a round of its documents two at a time was 0.87x the same calls made
-directly one after the other, where one at a time was 1.00x; docling-rs-mcp converts in
+interpreter lock, so on a quiet machine a round of its documents two at a time was 0.87x the
+same calls made directly one after the other, where one at a time was 1.00x (on a machine
+loaded by other work two at once get a bigger share of it: docs/benchmarks.md, *Rounds fitted
+to the server*); docling-rs-mcp converts in
 parallel up to its ``--concurrency`` (2 by default). So unless ``DOCLANE_SERVER_CONCURRENCY``
 says how many, a round's concurrency is the sum, over the process's servers, of what each runs
 at once as its profile tells (:meth:`pipeline.profiles.Profile.concurrency`): its contract,
