@@ -79,9 +79,9 @@ class ProcessingSettings(BaseSettings):
     #: How many conversions of a round one worker process has in flight at once. Unset: what
     #: its servers really run at once, summed over a pool, each server asked once: docling-mcp
     #: 1 (in local mode it builds a converter per call and converts under one interpreter
-    #: lock: on a quiet machine a round of docling's 103 test documents two at a time was
-    #: 0.87x the direct calls, one at a time 1.00x; on one loaded by other work, two at once
-    #: take a bigger share of it, 1.48x against 0.94x), docling-rs-mcp its ``--concurrency``
+    #: lock: a round of docling's 103 test documents two at a time was 0.72x the direct
+    #: calls, one at a time 1.01x, the calls contending; on a machine loaded by other work two
+    #: at once take a bigger share of it, 1.48x against 0.94x), docling-rs-mcp its ``--concurrency``
     #: (read from a stdio child's command, else its default, 2: rounds over it unchanged),
     #: another server 1. docs/benchmarks.md, *Rounds fitted to the server*, has the runs. Set
     #: it for what no server says: docling-rs-mcp over HTTP started with another
