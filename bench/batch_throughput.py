@@ -21,7 +21,11 @@ Documents ``doclane submit`` would refuse (E1xx) are set aside and listed, so th
 measure the same documents.
 
     .venv/bin/python -m bench.batch_throughput [--smoke] [--batch-docs 8,32] [--concurrency 1]
-        [--rounds 2] [--no-off]
+        [--rounds 2] [--no-off] [--round-docs 1,8] [--server-concurrency fit,2]
+
+``--round-docs`` runs every pipeline mode with each ``DOCLANE_ROUND_MAX_DOCS`` (1, the default:
+rounds off, a job at a time), and each size above 1 with each ``--server-concurrency``
+(``fit``, the default: unset, as many at once as the server runs).
 
 ``--rounds N`` runs direct and every mode N times in turn (A B A B: the load of a shared machine
 then weighs on both sides) and ends with each mode's median rate and median ratio to the
@@ -80,6 +84,17 @@ def parse_args() -> argparse.Namespace:
         "--rounds", type=int, default=1, help="Run direct and every mode this many times."
     )
     parser.add_argument(
+        "--round-docs",
+        default="1",
+        help="DOCLANE_ROUND_MAX_DOCS of every pipeline mode, comma-separated (1: rounds off).",
+    )
+    parser.add_argument(
+        "--server-concurrency",
+        default="fit",
+        help="DOCLANE_SERVER_CONCURRENCY of the modes in rounds, comma-separated ('fit': unset, "
+        "what the server runs at once).",
+    )
+    parser.add_argument(
         "--no-off", action="store_true", help="Skip the batches-off mode (direct is always run)."
     )
     parser.add_argument("--json", action="store_true", help="Print one JSON object at the end.")
@@ -95,6 +110,11 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
     concurrencies = [int(c) for c in args.concurrency.split(",") if c.strip()]
     plan = [] if args.no_off else [(f"off-c{c}", 1, c) for c in concurrencies]
     plan += [(f"on{b}-c{c}", b, c) for b in batch_sizes for c in concurrencies]
+    modes = [
+        (f"{mode}{suffix}", batch_docs, concurrency, env)
+        for mode, batch_docs, concurrency in plan
+        for suffix, env in round_settings(args)
+    ]
     broker = claim_redis_db()
     server = DoclingServer(scratch, args.cache_documents)
     runs: list[Run] = []
@@ -102,7 +122,7 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
         server.start()
         runs.append(direct(files, server))
         print(f"direct: {runs[-1].rate:.2f} docs/s", file=sys.stderr)
-        for mode, batch_docs, concurrency in plan:
+        for mode, batch_docs, concurrency, env in modes:
             server.stop()
             server.start()
             run = pipeline(
@@ -114,6 +134,7 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
                 batch_docs=batch_docs,
                 concurrency=concurrency,
                 broker=broker,
+                env=env,
             )
             runs.append(run)
             print(f"{mode}: {run.rate:.2f} docs/s", file=sys.stderr)
@@ -121,6 +142,23 @@ def measure(args: argparse.Namespace, files: list[Path], scratch: Path) -> list[
         server.stop()
         broker.release()
     return runs
+
+
+def round_settings(args: argparse.Namespace) -> list[tuple[str, dict[str, str]]]:
+    """Each rounds variant of a pipeline mode: its name's suffix and its settings. Rounds off
+    (1) is the mode's plain name; ``-r8`` rounds of 8 with the concurrency fitted to the
+    server; ``-r8-s2`` with ``DOCLANE_SERVER_CONCURRENCY=2``."""
+    variants: list[tuple[str, dict[str, str]]] = []
+    for docs in (int(d) for d in args.round_docs.split(",") if d.strip()):
+        if docs <= 1:
+            variants.append(("", {"DOCLANE_ROUND_MAX_DOCS": "1"}))
+            continue
+        for each in (c.strip() for c in args.server_concurrency.split(",") if c.strip()):
+            env = {"DOCLANE_ROUND_MAX_DOCS": str(docs)}
+            if each != "fit":
+                env["DOCLANE_SERVER_CONCURRENCY"] = each
+            variants.append((f"-r{docs}" + (f"-s{each}" if each != "fit" else ""), env))
+    return variants
 
 
 def show(runs: list[Run], refused: dict[str, str], as_json: bool) -> None:
@@ -144,12 +182,12 @@ def show(runs: list[Run], refused: dict[str, str], as_json: bool) -> None:
         f"{len(base.markdown)} converted, {len(base.failures)} failed"
     )
     print(
-        f"{'mode':<10} {'s':>7} {'docs/s':>7} {'x direct':>8} {'ok':>4} {'fail':>4} "
+        f"{'mode':<14} {'s':>7} {'docs/s':>7} {'x direct':>8} {'ok':>4} {'fail':>4} "
         f"{'md same':>7} {'md diff':>7} {'code diff':>9} {'batches':>7} {'in batch':>8}"
     )
     for row in rows:
         print(
-            f"{row['mode']:<10} {row['seconds']:>7.1f} {row['docs_per_s']:>7.2f} "
+            f"{row['mode']:<14} {row['seconds']:>7.1f} {row['docs_per_s']:>7.2f} "
             f"{row['ratio_to_direct']:>8.2f} {row['succeeded']:>4} {row['failed']:>4} "
             f"{row['markdown_identical']:>7} {len(row['markdown_differs']):>7} "
             f"{len(row['failure_codes_differ']):>9} {row['batch_calls']:>7} "
@@ -204,7 +242,7 @@ def show_medians(rounds: list[list[Run]], as_json: bool) -> None:
     print(f"medians over {len(rounds)} rounds:")
     for mode, row in medians.items():
         rate, ratio = row["docs_per_s"], row["ratio_to_direct"]
-        print(f"  {mode:<10} {rate:>7.2f} docs/s {ratio:>6.2f}x direct")
+        print(f"  {mode:<14} {rate:>7.2f} docs/s {ratio:>6.2f}x direct")
 
 
 if __name__ == "__main__":

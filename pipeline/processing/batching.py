@@ -28,7 +28,7 @@ import contextlib
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Any, Protocol, TypeVar
@@ -71,6 +71,11 @@ class UnitRunner(Protocol):
 
     def refusing_for(self) -> float:
         """Seconds every server's circuit will still refuse a unit (0: none known)."""
+        ...
+
+    def on_each_server(self, look: Callable[[McpClient], T]) -> Sequence[T | None]:
+        """``look`` once on every server (None where it got no answer): what a round's
+        concurrency is fitted to (:mod:`.concurrency`)."""
         ...
 
 

@@ -44,6 +44,7 @@ from pipeline.jobs.options import server_options
 from pipeline.mcp import CallTimeouts, CancelScope, McpClient
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import BatchRunner, UnitRunner
+from pipeline.processing.concurrency import ServerConcurrency
 from pipeline.processing.failures import (
     FailurePolicy,
     after_reset,
@@ -139,6 +140,9 @@ class JobProcessor:
                 settings=settings,
                 publisher=publisher,
                 worker_id=self.worker_id,
+                concurrency=ServerConcurrency(
+                    runner, profile_settings, settings.server_concurrency
+                ),
             )
             if publisher is not None and settings.round_max_docs > 1
             else None

@@ -9,10 +9,11 @@ wait for each other's rows): with its own job when that job was claimed now for 
 or without it when its job is running elsewhere or ended (a companion's message, typically: it
 starts a round of the jobs like it that are still due, instead of finding nothing to do).
 
-A round is continuous. Its documents are converted on the process's round threads, at most
-``DOCLANE_SERVER_CONCURRENCY`` at a time (the server's own concurrency: over stdio as many
-requests in flight on the child's pipe, matched by id; over HTTP as many requests on the
-client's connection pool), each through the resilience layer as a lone job's unit, with
+A round is continuous. Its documents are converted on the process's round threads, as many at
+a time as its servers really run at once (:mod:`.concurrency`: docling-mcp one, docling-rs-mcp
+its ``--concurrency``; or ``DOCLANE_SERVER_CONCURRENCY``; over stdio as many requests in
+flight on the child's pipe, matched by id; over HTTP as many requests on the client's
+connection pool), each through the resilience layer as a lone job's unit, with
 whatever profile the server's tools select; a thread that finishes one starts the next at once.
 Meanwhile the round's own thread (the task's) stores the finished results in groups, each group
 one transaction (one commit, one wait for the disk), each result under its own fence, and, for
@@ -126,14 +127,19 @@ class RoundRunner:
         settings: ProcessingSettings,
         publisher: Publisher,
         worker_id: str,
+        concurrency: Callable[[], int],
     ) -> None:
+        """``concurrency``: how many conversions the process's servers run at once, asked
+        before each round (:mod:`.concurrency`)."""
         self.store = store
         self.steps = steps
         self.failures = failures
         self.settings = settings
         self.publisher = publisher
         self.worker_id = worker_id
+        self.concurrency = concurrency
         self._threads: ThreadPoolExecutor | None = None
+        self._thread_count = 0
         #: Jobs this process's rounds ended (succeeded or failed for good), oldest first.
         self._ended_here: dict[UUID, None] = {}
 
@@ -205,6 +211,7 @@ class RoundRunner:
             f" led by {lead.id}" if lead is not None else ", its message's job taken",
         )
         try:
+            self._fit_threads()
             self._start(round_, jobs, lead)
             self._keep_going(round_)
         except Exception:  # the task's soft time limit: what is converted is stored
@@ -224,7 +231,8 @@ class RoundRunner:
         return led[0].outcome
 
     def _start(self, round_: _Round, jobs: list[Job], lead: Job | None) -> None:
-        threads = self._pool()
+        threads = self._threads
+        assert threads is not None, "a round fits its threads first"
         for job in jobs:
             member = _Member(self.steps.begin(job), lead=job is lead)
             round_.members.append(member)
@@ -369,13 +377,18 @@ class RoundRunner:
         assert conversion is not None
         return self.steps.store_results(member.attempt, lambda: journal.finish(conversion))
 
-    def _pool(self) -> ThreadPoolExecutor:
-        """The process's round threads, made on first use (after the fork, in a worker)."""
-        if self._threads is None:
+    def _fit_threads(self) -> None:
+        """The process's round threads, one per conversion its servers run at once: made by
+        the first round (after the fork, in a worker), and again by a round that finds that
+        number changed (a server that did not answer before; the last round's threads are
+        idle by then)."""
+        count = self.concurrency()
+        if self._threads is None or count != self._thread_count:
+            self.close()
             self._threads = ThreadPoolExecutor(
-                max_workers=self.settings.server_concurrency, thread_name_prefix="doclane-round"
+                max_workers=count, thread_name_prefix="doclane-round"
             )
-        return self._threads
+            self._thread_count = count
 
 
 def _already(stored: bool) -> Callable[[], bool]:

@@ -72,9 +72,17 @@ class ProcessingSettings(Section):
     #: and the process takes its next message (other queues, priorities, a warm shutdown wait
     #: for that). 0: a round is what its first claim took.
     round_max_s: float = Field(default=2.0, ge=0)
-    #: How many conversions of a round one worker process has in flight at once: the server's
-    #: own concurrency (docling-rs-mcp's ``--concurrency``); more only queue at the server.
-    server_concurrency: int = Field(default=2, ge=1)
+    #: How many conversions of a round one worker process has in flight at once. Unset: what
+    #: its servers really run at once, summed over a pool, each server asked once: docling-mcp
+    #: 1 (in local mode it builds a converter per call and converts under one interpreter
+    #: lock: a round of docling's 103 test documents two at a time was 0.72x the direct
+    #: calls, one at a time 1.01x, the calls contending; on a machine loaded by other work two
+    #: at once take a bigger share of it, 1.48x against 0.94x), docling-rs-mcp its ``--concurrency``
+    #: (read from a stdio child's command, else its default, 2: rounds over it unchanged),
+    #: another server 1. docs/benchmarks.md, *Rounds fitted to the server*, has the runs. Set
+    #: it for what no server says: docling-rs-mcp over HTTP started with another
+    #: ``--concurrency``, docling-mcp over docling-serve's engines.
+    server_concurrency: int | None = Field(default=None, ge=1)
 
     def resolved_worker_id(self) -> str:
         return self.worker_id or f"{socket.gethostname()}:{os.getpid()}"

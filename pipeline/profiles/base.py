@@ -141,6 +141,12 @@ class Profile(Protocol):
         """The wanted formats this profile cannot produce here (empty when all can be)."""
         ...
 
+    def concurrency(self, endpoint: str) -> int | None:
+        """How many conversions the server at ``endpoint`` really runs at once, as far as its
+        contract tells (and, for a child doclane starts, its command line); None when nothing
+        does. A round keeps no more than that in flight on it: more only queue or contend."""
+        ...
+
     def convert(
         self,
         client: ToolClient,

@@ -98,6 +98,16 @@ class DoclingMcpProfile:
         """Whether this worker can read what ``save_docling_document`` writes."""
         return self._cache_dir is not None and self._offers_save
 
+    @staticmethod
+    def concurrency(endpoint: str) -> int:
+        """One. In local mode docling-mcp builds a new converter for every call and converts
+        in Python under one interpreter lock: two calls at once take as long as one after the
+        other, or longer (four at once: 3.19 s against 2.8 s for the same four in a row), and
+        on a quiet machine a round of them through one server was 0.87x the direct calls where
+        one at a time was 1.00x (docs/benchmarks.md, *Rounds fitted to the server*, also has
+        what a machine loaded by other work does instead)."""
+        return 1
+
     def missing_formats(self, formats: Sequence[str]) -> list[str]:
         can = {"md"}
         if self._cache_dir is not None and self._offers_save:

@@ -17,11 +17,13 @@ that text into the catalog's code (the text is kept in every case).
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import PurePosixPath
 from typing import Any
 
 from errors import ConversionFailed, PipelineError, ServerCannotReach, UnsupportedFormat
+from pipeline.mcp import is_stdio
 from pipeline.profiles.base import (
     CallReporter,
     Conversion,
@@ -43,6 +45,8 @@ TO_BY_FORMAT: Mapping[str, str] = {
     "text": "text",
     "chunks": "chunks",
 }
+#: Conversions docling-rs-mcp runs at once unless started with ``--concurrency N``.
+DEFAULT_CONCURRENCY = 2
 
 _UNSUPPORTED = re.compile(r"could not determine input format|unknown input format", re.I)
 _OUT_OF_REACH = re.compile(
@@ -65,6 +69,17 @@ class DoclingRsProfile:
     @staticmethod
     def fits(tool_names: frozenset[str]) -> bool:
         return tool_names >= SIGNATURE
+
+    @staticmethod
+    def concurrency(endpoint: str) -> int:
+        """The server's ``--concurrency`` (conversions running at once, up to which it does
+        convert in parallel): as the command line of a child doclane starts says, else the
+        server's default. Over HTTP nothing tells (neither its initialize nor its tools name
+        the figure): a server started with another ``--concurrency`` needs
+        ``DOCLANE_SERVER_CONCURRENCY``."""
+        if not is_stdio(endpoint):
+            return DEFAULT_CONCURRENCY
+        return _concurrency_flag(shlex.split(endpoint.partition(":")[2]))
 
     def missing_formats(self, formats: Sequence[str]) -> list[str]:
         return [fmt for fmt in formats if fmt not in TO_BY_FORMAT]
@@ -128,3 +143,18 @@ def failure_for(server_text: str, request: ConversionRequest) -> PipelineError:
     if _UNREADABLE.search(text):
         detail["unreadable"] = True
     return ConversionFailed(f"{CONVERT}: {text}", detail=detail)
+
+
+def _concurrency_flag(argv: list[str]) -> int:
+    """``--concurrency N`` or ``--concurrency=N`` of a command line (the last one given, as
+    the server reads it), else the default."""
+    found = DEFAULT_CONCURRENCY
+    for place, word in enumerate(argv):
+        name, equals, value = word.partition("=")
+        if name != "--concurrency":
+            continue
+        if not equals:
+            value = argv[place + 1] if place + 1 < len(argv) else ""
+        if value.isdigit() and int(value) > 0:
+            found = int(value)
+    return found

@@ -64,6 +64,11 @@ class PerFormatProfile:
         has_convert = any(tool in tool_names for tool in (*CONVERT_BY_SUFFIX.values(), CONVERT_URL))
         return has_convert and "export_markdown" in tool_names
 
+    @staticmethod
+    def concurrency(endpoint: str) -> None:
+        """Not told: the contract names no such figure (``DOCLANE_SERVER_CONCURRENCY`` does)."""
+        return None
+
     def missing_formats(self, formats: Sequence[str]) -> list[str]:
         return [fmt for fmt in formats if EXPORT_BY_FORMAT.get(fmt) not in self._tools]
 

@@ -18,7 +18,7 @@ from pipeline.mcp import McpClient, McpSettings
 from pipeline.support.secrets import mask_address
 
 from .in_flight import InFlight
-from .pool import ServerPool
+from .pool import Choice, ServerPool
 from .retry import RetryRecord, retry_call
 from .settings import ResilienceSettings
 from .shared import origin_breaker, redis_for_breakers
@@ -82,6 +82,23 @@ class Resilient:
             raise
         self._refused_until = 0.0
         return result
+
+    def on_each_server(self, look: Callable[[McpClient], T]) -> list[T | None]:
+        """``look`` once on every server's client, through its breaker and without retry:
+        what each answered, in the pool's order; None for a server that did not (its circuit
+        open, unreachable, or ``look`` failed: a failure counts against its breaker as any
+        call's does)."""
+        answers: list[T | None] = []
+        for endpoint in self.pool.endpoints:
+            try:
+                answer = self.pool.call(
+                    Choice(endpoint), functools.partial(self._on, endpoint, look)
+                )
+            except Exception as exc:
+                log.info("no answer from %s: %s", mask_address(endpoint), classify(exc).message)
+                answer = None
+            answers.append(answer)
+        return answers
 
     def refusing_for(self) -> float:
         """Seconds every circuit will still refuse a unit, as this process last found them

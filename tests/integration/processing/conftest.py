@@ -55,6 +55,9 @@ class HookedRunner:
     def refusing_for(self) -> float:
         return self.resilient.refusing_for()
 
+    def on_each_server(self, look: Callable[[McpClient], T]) -> list[T | None]:
+        return self.resilient.on_each_server(look)
+
 
 @dataclass
 class Bench:
@@ -98,13 +101,16 @@ def make_bench(
         profiles: dict[str, Any] | None = None,
         job_store: JobStore | None = None,
         batches: bool = False,
+        pool: list[FakeServer] | None = None,
     ) -> Bench:
         """``batches=True``: small file jobs go in batches (the processor gets the bench's
-        publisher for its companions' messages, and reads the fake's cache folder)."""
+        publisher for its companions' messages, and reads the fake's cache folder).
+        ``pool``: more servers beside ``server``, one pool of origins."""
         target = server or fake_server
         store_used = job_store or store
+        origins = [s.url for s in (target, *(pool or []))]
         resilient = build_resilient(
-            read_settings(mcp=dict(origin=target.url)).mcp,
+            read_settings(mcp=dict(origin=",".join(origins))).mcp,
             read_settings(resilience=dict(**(resilience or {}))).resilience,
         )
         source_settings = read_settings(

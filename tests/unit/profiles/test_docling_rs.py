@@ -118,3 +118,19 @@ def test_profiles_without_options_refuse_them_before_calling(profile: Any) -> No
     with pytest.raises(MissingCapability, match=r"cannot honour conversion options \(pages\)"):
         profile.convert(client, rs_request("md", pages="1-2"), lambda _call: None)
     assert client.calls == []
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "expected"),
+    [
+        ("stdio:/opt/docling-rs-mcp --root /srv --concurrency 6", 6),
+        ("stdio:/opt/docling-rs-mcp --concurrency=5 --root /srv", 5),
+        ("stdio:/opt/docling-rs-mcp --concurrency 3 --concurrency 4", 4),  # the last one given
+        ("stdio:/opt/docling-rs-mcp --root '/srv/a b'", 2),  # its default
+        ("stdio:/opt/docling-rs-mcp --concurrency", 2),  # the server refuses to start so
+        ("stdio:/opt/docling-rs-mcp --root /srv/--concurrency=9", 2),  # a word, not the flag
+        ("http://rs:3001/mcp", 2),  # over HTTP nothing tells
+    ],
+)
+def test_the_concurrency_its_command_line_says(endpoint: str, expected: int) -> None:
+    assert DoclingRsProfile.concurrency(endpoint) == expected
