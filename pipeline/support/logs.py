@@ -14,7 +14,7 @@ import contextlib
 import json
 import logging
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextvars import ContextVar, Token
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -153,6 +153,31 @@ class LogSettings(Section):
     level: str = Field("INFO", validation_alias=AliasChoices("DOCLANE_LOG_LEVEL", "level"))
 
 
+#: Where a line's trace and span ids come from: ``pipeline.support.tracing`` sets it when
+#: tracing is on (this module cannot import tracing, which reads this module's job context).
+_trace_ids_source: list[Callable[[], tuple[str, str] | None]] = []
+
+
+def use_trace_ids(source: Callable[[], tuple[str, str] | None]) -> None:
+    """Take each log line's trace and span ids from ``source`` (None: outside a span)."""
+    _trace_ids_source[:] = [source]
+
+
+class TraceIdsFilter(logging.Filter):
+    """Puts ``trace_id`` and ``span_id`` on every record ("-" outside a span or with tracing
+    off), and ``trace``: " trace=... span=..." for the text format, empty when there is no span
+    (a line without tracing reads as it always did)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not hasattr(record, "trace_id"):
+            ids = _trace_ids_source[0]() if _trace_ids_source else None
+            trace_id, span_id = ids or ("-", "-")
+            record.trace_id = trace_id
+            record.span_id = span_id
+            record.trace = f" trace={trace_id} span={span_id}" if trace_id != "-" else ""
+        return True
+
+
 def configure_logging(
     settings: LogSettings,
     stream: IO[str] | None = None,
@@ -171,8 +196,6 @@ def configure_logging(
     for extra in first_filters:
         handler.addFilter(extra)
     handler.addFilter(JobContextFilter())
-    from pipeline.support.tracing import TraceIdsFilter  # it reads this module's job context
-
     handler.addFilter(TraceIdsFilter())
     handler.addFilter(SecretRedactingFilter(masker or process_masker()))
     if settings.format == "json":

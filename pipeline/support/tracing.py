@@ -24,8 +24,8 @@ How a job's trace is carried:
 - **The store** (:func:`store_span`): a span per database round trip.
 
 Every span inside a job names it (``doclane.job.id``), read from the job's log context
-(:mod:`pipeline.support.logs`), and :class:`TraceIdsFilter` puts the trace and span ids on every
-log record beside the job id.
+(:mod:`pipeline.support.logs`), and :func:`current_trace_ids` gives the log filter the trace and
+span ids for every log record beside the job id.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Generic, Protocol, Self, TypeVar
 from uuid import UUID
 
-from pipeline.support.logs import current_job_context
+from pipeline.support.logs import current_job_context, use_trace_ids
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -96,6 +96,7 @@ def configure(default_service_name: str) -> bool:
     provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
     trace.set_tracer_provider(provider)
     _state.tracer = provider.get_tracer("doclane")
+    use_trace_ids(current_trace_ids)
     return True
 
 
@@ -353,21 +354,14 @@ def store_span(action: str) -> Iterator[None]:
 # ---- logs ----------------------------------------------------------------------------------
 
 
-class TraceIdsFilter(logging.Filter):
-    """Puts ``trace_id`` and ``span_id`` on every record (hex, as trace back-ends show them; "-"
-    outside a span or with tracing off), and ``trace``: " trace=... span=..." for the text
-    format, empty when there is no span (a line without tracing reads as it always did)."""
+def current_trace_ids() -> tuple[str, str] | None:
+    """The current span's trace and span ids (hex, as trace back-ends show them), or None
+    outside a span; what :class:`pipeline.support.logs.TraceIdsFilter` puts on log lines."""
+    if _state.tracer is None:
+        return None
+    from opentelemetry.trace import get_current_span
 
-    def filter(self, record: logging.LogRecord) -> bool:
-        trace_id = span_id = "-"
-        if _state.tracer is not None:
-            from opentelemetry.trace import get_current_span
-
-            context = get_current_span().get_span_context()
-            if context.is_valid:
-                trace_id, span_id = f"{context.trace_id:032x}", f"{context.span_id:016x}"
-        if not hasattr(record, "trace_id"):
-            record.trace_id = trace_id
-            record.span_id = span_id
-            record.trace = f" trace={trace_id} span={span_id}" if trace_id != "-" else ""
-        return True
+    context = get_current_span().get_span_context()
+    if not context.is_valid:
+        return None
+    return f"{context.trace_id:032x}", f"{context.span_id:016x}"

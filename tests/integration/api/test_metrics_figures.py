@@ -12,11 +12,11 @@ from pipeline.api.metrics import FleetCollector
 from pipeline.jobs import JobState
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_SMALL
 from pipeline.settings import read_settings
-from pipeline.store import AdminStore, StoreSettings
+from pipeline.store import JobStore, StoreSettings
 from tests.integration.store.builders import job_in_state
 
 
-def _scrape(store: AdminStore) -> dict[str, Metric]:
+def _scrape(store: JobStore) -> dict[str, Metric]:
     collector = FleetCollector(store, None, read_settings().resilience)
     return {family.name: family for family in collector.collect()}
 
@@ -29,7 +29,7 @@ def _value(family: Metric, **labels: str) -> float:
 def test_the_oldest_queued_job_age_is_per_queue_and_zero_where_none_waits(
     store_settings: StoreSettings, migrated_database_url: str
 ) -> None:
-    store = AdminStore(store_settings)
+    store = JobStore(store_settings)
     try:
         old = job_in_state(store, JobState.QUEUED, queue=QUEUE_LARGE)
         job_in_state(store, JobState.QUEUED, queue=QUEUE_LARGE)  # younger: not the oldest
@@ -48,7 +48,7 @@ def test_the_oldest_queued_job_age_is_per_queue_and_zero_where_none_waits(
 
 
 def test_jobs_the_reconciler_republishes_are_counted(store_settings: StoreSettings) -> None:
-    store = AdminStore(store_settings)
+    store = JobStore(store_settings)
     try:
         before = _value(_scrape(store)["doclane_reconciler_republished"])
         jobs = [job_in_state(store, JobState.QUEUED) for _ in range(3)]

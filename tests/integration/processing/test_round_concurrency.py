@@ -92,7 +92,7 @@ def test_a_round_on_one_docling_mcp_converts_one_document_at_a_time(
     assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
-    claims = {job.started_at for job in bench.store.get_jobs(ids)}
+    claims = {job.started_at for job in bench.store.reads.get_jobs(ids)}
     assert len(claims) == 1, "the eight went in one round"
     assert units.most == 1, "docling-mcp converts one at a time: a second call only contends"
     assert bench.server.stats()["max_tool_calls_in_flight"] == 1

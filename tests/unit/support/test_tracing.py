@@ -44,7 +44,7 @@ def test_tracing_is_wanted_only_with_an_endpoint_and_the_sdk_enabled(
 def test_off_the_cli_and_the_worker_load_nothing_of_opentelemetry() -> None:
     probe = (
         "import sys, pipeline.cli, workers.app, workers.runtime; "
-        "from pipeline.jobs import submit; from pipeline.support import tracing; "
+        "from pipeline.submission import intake; from pipeline.support import tracing; "
         "print(tracing.configure('probe'), "
         "sorted(m for m in sys.modules if m.startswith('opentelemetry')))"
     )
@@ -55,6 +55,7 @@ def test_on_every_log_line_in_a_span_carries_its_trace_and_span_ids() -> None:
     probe = textwrap.dedent(
         """
         import io, logging
+        from pipeline.settings import read_settings
         from pipeline.support import logs, tracing
         print(tracing.configure("probe"))
         out = io.StringIO()
