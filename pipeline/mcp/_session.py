@@ -109,19 +109,6 @@ class JsonRpcSession:
         with self._pending_lock:
             return len(self._pending)
 
-    def request(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        timeout: float,
-        binding: Binding,
-        headers: Mapping[str, str] | None = None,
-    ) -> JsonObject:
-        return self.exchange(
-            method, params, timeout=timeout, binding=binding, headers=headers
-        ).result
-
     def exchange(
         self,
         method: str,

@@ -109,8 +109,8 @@ def test_a_silent_child_times_out_and_the_session_sends_cancelled(make_transport
     session = JsonRpcSession(transport)
     binding = Binding(Exchange(transport, 99, "echo").reply.session_id)
     with pytest.raises(CallTimeout):
-        session.request("silent", {}, timeout=0.3, binding=binding)
-    seen = session.request("seen", {}, timeout=5, binding=binding)
+        session.exchange("silent", {}, timeout=0.3, binding=binding)
+    seen = session.exchange("seen", {}, timeout=5, binding=binding).result
     assert seen["notifications"] == ["notifications/cancelled"]
 
 
