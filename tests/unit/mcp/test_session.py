@@ -17,7 +17,7 @@ from errors import (
     ServerUnavailable,
     UnknownJsonRpcError,
 )
-from pipeline.mcp import Binding, LogMessage, McpClient, Progress, Reply
+from pipeline.mcp import Binding, LogMessage, McpClient, Outgoing, Progress, Reply
 from pipeline.mcp._session import JsonRpcSession
 from tests.unit.mcp.conftest import MakeClient
 from tests.unit.mcp.scripted import (
@@ -39,16 +39,8 @@ class OneShotTransport:
         self.replies = replies
         self.posts: list[JsonObject] = []
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: Any,
-        cancel: Any = None,
-        headers: Any = None,
-    ) -> Reply:
+    def post(self, outgoing: Outgoing) -> Reply:
+        message, sink = outgoing.message, outgoing.sink
         self.posts.append(message)
         if "id" not in message or "method" not in message:
             return Reply(202)
@@ -105,16 +97,8 @@ def test_a_response_for_another_request_reaches_its_owner() -> None:
     release_first = threading.Event()
 
     class CrossTransport(OneShotTransport):
-        def post(
-            self,
-            message: JsonObject,
-            binding: Binding,
-            *,
-            timeout: float,
-            sink: Any,
-            cancel: Any = None,
-            headers: Any = None,
-        ) -> Reply:
+        def post(self, outgoing: Outgoing) -> Reply:
+            message, sink = outgoing.message, outgoing.sink
             if message["params"].get("which") == "first":
                 first_sink_ready.set()
                 release_first.wait(5)
