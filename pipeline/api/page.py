@@ -16,6 +16,7 @@ from typing import TypeVar
 from pipeline.admin import BreakerState, Failures, QueueDepth, Stats, WorkerInfo
 
 _Item = TypeVar("_Item")
+_BREAKER_COLUMNS = ("origin", "state", "failures", "reset in")
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#222;background:#fafafa}
@@ -39,8 +40,8 @@ def render_page(stats: Stats, *, refresh_s: int) -> str:
         *_jobs(stats),
         *_throughput(stats),
         *_failures(stats),
-        *_breakers(stats),
-        *_queues(stats),
+        *_table("Circuit breakers", _BREAKER_COLUMNS, stats.breakers, _breaker),
+        *_table("Queues", ("queue", "waiting"), stats.queues, _queue),
         *_workers(stats),
     ]
     return (
@@ -106,7 +107,7 @@ def _failures(s: Stats) -> list[str]:
         return []
     if not s.failures:
         return ["<h2>Failures</h2><p class=muted>none</p>"]
-    return [_table("Failures", ("code", "last hour", "all time", "meaning"), s.failures, _failure)]
+    return _table("Failures", ("code", "last hour", "all time", "meaning"), s.failures, _failure)
 
 
 def _failure(f: Failures) -> str:
@@ -119,13 +120,6 @@ def _failure(f: Failures) -> str:
     )
 
 
-def _breakers(s: Stats) -> list[str]:
-    if s.breakers is None:
-        return []
-    columns = ("origin", "state", "failures", "reset in")
-    return [_table("Circuit breakers", columns, s.breakers, _breaker)]
-
-
 def _breaker(b: BreakerState) -> str:
     return (
         f"<tr><td>{escape(b.origin)}</td>"
@@ -133,12 +127,6 @@ def _breaker(b: BreakerState) -> str:
         f"<td class=n>{b.failures}/{b.fail_max}</td>"
         f"<td class=n>{f'{b.retry_after_s:.0f}s' if b.retry_after_s else ''}</td></tr>"
     )
-
-
-def _queues(s: Stats) -> list[str]:
-    if s.queues is None:
-        return []
-    return [_table("Queues", ("queue", "waiting"), s.queues, _queue)]
 
 
 def _queue(q: QueueDepth) -> str:
@@ -149,10 +137,8 @@ def _queue(q: QueueDepth) -> str:
 
 
 def _workers(s: Stats) -> list[str]:
-    if s.workers is None:
-        return []
-    title = f"Workers (<span id=workers>{len(s.workers)}</span>)"
-    return [_table(title, ("worker", "processes", "tasks done"), s.workers, _worker)]
+    title = f"Workers (<span id=workers>{len(s.workers or ())}</span>)"
+    return _table(title, ("worker", "processes", "tasks done"), s.workers, _worker)
 
 
 def _worker(w: WorkerInfo) -> str:
@@ -163,8 +149,14 @@ def _worker(w: WorkerInfo) -> str:
 
 
 def _table(
-    title: str, columns: tuple[str, ...], items: Sequence[_Item], row: Callable[[_Item], str]
-) -> str:
-    """A section: its title (trusted markup), a header row, and a row an item (``row`` escapes)."""
+    title: str,
+    columns: tuple[str, ...],
+    items: Sequence[_Item] | None,
+    row: Callable[[_Item], str],
+) -> list[str]:
+    """A section: its title (trusted markup), a header row, and a row an item (``row`` escapes);
+    none where its part of the stats could not be asked (``items`` is None)."""
+    if items is None:
+        return []
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    return f"<h2>{title}</h2><table><tr>{head}</tr>{''.join(map(row, items))}</table>"
+    return [f"<h2>{title}</h2><table><tr>{head}</tr>{''.join(map(row, items))}</table>"]
