@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout, PipelineError, ReplyTooLarge, ServerUnavailable
+from pipeline.jobs import KNOWN_FORMATS
 from pipeline.mcp import McpClient, McpSettings, StdioTransport
 from pipeline.profiles import (
-    KNOWN_FORMATS,
     ConversionRequest,
     DoclingMcpProfile,
     DoclingRsProfile,
