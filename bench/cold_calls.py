@@ -25,7 +25,7 @@ from typing import Any
 from bench.harness import TOOLS, FakeServer, process_cpu_s, write_documents
 from bench.harness.conversions import ignore
 from pipeline.mcp import McpClient
-from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 
 
@@ -36,12 +36,14 @@ def pairs(url: str, files: list[Path], server_pid: int, pause_s: float) -> dict[
         client.tools()
         server_cpu, own_cpu = process_cpu_s(server_pid), time.process_time()
         started = time.perf_counter()
+        calls = ToolCalls(client, ignore)
         for path in files:
-            result = call_tool(client, CONVERT, {"source": str(path)}, stage="convert",
-                               report=ignore, size_bytes=path.stat().st_size)  # fmt: skip
+            size = path.stat().st_size
+            result = calls.call(CONVERT, {"source": str(path)}, stage="convert", size_bytes=size)
             key = require_str(structured(result, CONVERT), "document_key", CONVERT)
-            result = call_tool(client, EXPORT_MARKDOWN, {"document_key": key}, stage="export",
-                               report=ignore, size_bytes=path.stat().st_size)  # fmt: skip
+            result = calls.call(
+                EXPORT_MARKDOWN, {"document_key": key}, stage="export", size_bytes=size
+            )
             require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
             if pause_s:
                 time.sleep(pause_s)  # the pause is the variable measured, not a synchronisation

@@ -28,7 +28,7 @@ from bench import harness
 from bench.harness.docling_rs import RS_BIN, RsServer
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp import _http as http_transport
-from pipeline.profiles import ConversionRequest, DoclingRsProfile
+from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
 
 DOCUMENT = "# A title\n\nOne short paragraph, as a small job would carry.\n"
 
@@ -57,7 +57,7 @@ def _timed_calls(endpoint: str, document: Path, calls: int) -> list[float]:
         client.tools()
         for _ in range(calls):
             started = time.perf_counter()
-            profile.convert(client, request, lambda _call: None)
+            profile.convert(ToolCalls(client), request)
             took.append((time.perf_counter() - started) * 1000)
     return took
 

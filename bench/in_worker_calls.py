@@ -53,7 +53,7 @@ from bench.harness import (
 )
 from errors import PipelineError
 from pipeline.mcp import McpClient
-from pipeline.profiles.base import McpCallRecord, call_tool, require_str, structured
+from pipeline.profiles.base import McpCallRecord, ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 from pipeline.settings import read_settings
 from pipeline.sources.local import validate_file
@@ -84,15 +84,12 @@ def direct(files: list[Path], server: DoclingServer) -> tuple[Times, dict[str, f
             current = path.name
             size = path.stat().st_size
             try:
-                result = call_tool(
-                    client, CONVERT, {"source": str(path)}, stage="convert", report=keep,
-                    size_bytes=size,
-                )  # fmt: skip
+                calls = ToolCalls(client, keep)
+                result = calls.call(
+                    CONVERT, {"source": str(path)}, stage="convert", size_bytes=size
+                )
                 key = require_str(structured(result, CONVERT), "document_key", CONVERT)
-                call_tool(
-                    client, EXPORT_MARKDOWN, {"document_key": key}, stage="export", report=keep,
-                    size_bytes=size,
-                )  # fmt: skip
+                calls.call(EXPORT_MARKDOWN, {"document_key": key}, stage="export", size_bytes=size)
             except PipelineError:
                 continue
         usage = {

@@ -32,7 +32,7 @@ from typing import Any
 from bench import corpus as corpus_module
 from bench.harness import DOCLING_MCP_BIN, TOOLS, DoclingServer, choose_files
 from pipeline.mcp import McpClient
-from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_batch import CONVERT_DIRECTORY
 from pipeline.profiles.docling_mcp import SAVE
 from pipeline.profiles.saved_origin import read_origin
@@ -45,21 +45,14 @@ def measure(files: list[Path], server: DoclingServer) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     with McpClient(server.url) as client:
         client.initialize()
-        result = call_tool(
-            client,
-            CONVERT_DIRECTORY,
-            {"source": str(files[0].parent)},
-            stage="convert",
-            report=lambda r: None,
-            timeout=3600,
+        result = ToolCalls(client).call(
+            CONVERT_DIRECTORY, {"source": str(files[0].parent)}, stage="convert", timeout=3600
         )
         items = structured(result, CONVERT_DIRECTORY)["result"]
         for item in items:
             key = item["document_key"]
             started = time.perf_counter()
-            saved = call_tool(
-                client, SAVE, {"document_key": key}, stage="export", report=lambda r: None
-            )
+            saved = ToolCalls(client).call(SAVE, {"document_key": key}, stage="export")
             save_s = time.perf_counter() - started
             path = Path(require_str(structured(saved, SAVE), "json_file", SAVE))
             started = time.perf_counter()

@@ -19,7 +19,7 @@ from bench.harness.conversions import Run
 from bench.harness.docling_rs import RS_BIN, RsServer
 from errors import PipelineError
 from pipeline.mcp import McpClient, McpSettings
-from pipeline.profiles import ConversionRequest, DoclingRsProfile
+from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
 
 __all__ = ["RS_BIN", "RsServer", "direct"]
 
@@ -82,7 +82,7 @@ def _caller(
                 size_bytes=path.stat().st_size,
             )  # fmt: skip
             try:
-                converted = profile.convert(client, request, lambda _call: None)
+                converted = profile.convert(ToolCalls(client), request)
             except PipelineError as exc:
                 failures[path.name] = exc.code
             else:

@@ -36,7 +36,7 @@ import psycopg
 from bench import harness
 from bench.rs_server import RsServer
 from pipeline.mcp import McpClient, McpSettings
-from pipeline.profiles import ConversionRequest, DoclingRsProfile
+from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
 from tests.support.long_pdf import write_long_pdf
 
 
@@ -50,7 +50,7 @@ def direct_call(server: RsServer, pdf: Path) -> tuple[float, str]:
         client.initialize()  # the handshake is not part of the figure
         client.tools()
         started = time.monotonic()
-        outputs = DoclingRsProfile().convert(client, request, lambda _call: None).outputs
+        outputs = DoclingRsProfile().convert(ToolCalls(client), request).outputs
         return time.monotonic() - started, outputs["md"]
 
 

@@ -26,7 +26,7 @@ from bench.harness.services import Broker, DoclingServer, scratch_database
 from bench.harness.workers import start_worker, stop_worker, worker_env
 from errors import PipelineError
 from pipeline.mcp import McpClient
-from pipeline.profiles.base import call_tool, require_str, structured
+from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 
 DIRECTORY_TOOL = "convert_directory_files_into_docling_document"
@@ -60,17 +60,12 @@ def convert_pair(client: McpClient, path: Path, report: Callable[[Any], None]) -
     """One document the way a worker converts it with docling-mcp: convert, then export the
     markdown of the key it answered; the markdown. Every call's record goes to ``report``."""
     size = path.stat().st_size
-    result = call_tool(
-        client, CONVERT, {"source": str(path)}, stage="convert", report=report, size_bytes=size
+    result = ToolCalls(client, report).call(
+        CONVERT, {"source": str(path)}, stage="convert", size_bytes=size
     )
     key = require_str(structured(result, CONVERT), "document_key", CONVERT)
-    result = call_tool(
-        client,
-        EXPORT_MARKDOWN,
-        {"document_key": key},
-        stage="export",
-        report=report,
-        size_bytes=size,
+    result = ToolCalls(client, report).call(
+        EXPORT_MARKDOWN, {"document_key": key}, stage="export", size_bytes=size
     )
     return require_str(structured(result, EXPORT_MARKDOWN), "markdown", "export")
 

@@ -9,9 +9,14 @@ token, so it needs none either; job ids, sources and results stay behind the tok
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from html import escape
+from typing import TypeVar
 
-from pipeline.admin import Stats
+from pipeline.admin import BreakerState, Failures, QueueDepth, Stats, WorkerInfo
+
+_Item = TypeVar("_Item")
+_BREAKER_COLUMNS = ("origin", "state", "failures", "reset in")
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5rem;color:#222;background:#fafafa}
@@ -35,8 +40,8 @@ def render_page(stats: Stats, *, refresh_s: int) -> str:
         *_jobs(stats),
         *_throughput(stats),
         *_failures(stats),
-        *_breakers(stats),
-        *_queues(stats),
+        *_table("Circuit breakers", _BREAKER_COLUMNS, stats.breakers, _breaker),
+        *_table("Queues", ("queue", "waiting"), stats.queues, _queue),
         *_workers(stats),
     ]
     return (
@@ -102,54 +107,56 @@ def _failures(s: Stats) -> list[str]:
         return []
     if not s.failures:
         return ["<h2>Failures</h2><p class=muted>none</p>"]
-    rows = "".join(
+    return _table("Failures", ("code", "last hour", "all time", "meaning"), s.failures, _failure)
+
+
+def _failure(f: Failures) -> str:
+    return (
         f'<tr data-code="{escape(f.code)}"><td><a href="/console/jobs?state=failed&amp;'
         f'error_code={escape(f.code)}"><b>{escape(f.code)}</b></a></td>'
         f'<td class=n id="failures-{escape(f.code)}-hour">{f.last_hour}</td>'
         f'<td class=n id="failures-{escape(f.code)}-all">{f.all_time}</td>'
         f"<td>{escape(f.title)}: {escape(f.message)}</td></tr>"
-        for f in s.failures
     )
-    return [_table("Failures", ("code", "last hour", "all time", "meaning"), rows)]
 
 
-def _breakers(s: Stats) -> list[str]:
-    if s.breakers is None:
-        return []
-    rows = "".join(
+def _breaker(b: BreakerState) -> str:
+    return (
         f"<tr><td>{escape(b.origin)}</td>"
         f'<td class="{"bad" if b.state != "closed" else ""}">{escape(b.state)}</td>'
         f"<td class=n>{b.failures}/{b.fail_max}</td>"
         f"<td class=n>{f'{b.retry_after_s:.0f}s' if b.retry_after_s else ''}</td></tr>"
-        for b in s.breakers
     )
-    return [_table("Circuit breakers", ("origin", "state", "failures", "reset in"), rows)]
 
 
-def _queues(s: Stats) -> list[str]:
-    if s.queues is None:
-        return []
-    rows = "".join(
+def _queue(q: QueueDepth) -> str:
+    return (
         f'<tr><td>{escape(q.queue)}</td><td class=n id="queue-{escape(q.queue)}">{q.waiting}</td>'
         "</tr>"
-        for q in s.queues
     )
-    return [_table("Queues", ("queue", "waiting"), rows)]
 
 
 def _workers(s: Stats) -> list[str]:
-    if s.workers is None:
-        return []
-    rows = "".join(
+    title = f"Workers (<span id=workers>{len(s.workers or ())}</span>)"
+    return _table(title, ("worker", "processes", "tasks done"), s.workers, _worker)
+
+
+def _worker(w: WorkerInfo) -> str:
+    return (
         f"<tr><td class=worker>{escape(w.name)}</td><td class=n>{w.concurrency or ''}</td>"
         f"<td class=n>{w.tasks_done if w.tasks_done is not None else ''}</td></tr>"
-        for w in s.workers
     )
-    title = f"Workers (<span id=workers>{len(s.workers)}</span>)"
-    return [_table(title, ("worker", "processes", "tasks done"), rows)]
 
 
-def _table(title: str, columns: tuple[str, ...], rows: str) -> str:
-    """A section: its title (trusted markup), a header row, and the rows (escaped already)."""
+def _table(
+    title: str,
+    columns: tuple[str, ...],
+    items: Sequence[_Item] | None,
+    row: Callable[[_Item], str],
+) -> list[str]:
+    """A section: its title (trusted markup), a header row, and a row an item (``row`` escapes);
+    none where its part of the stats could not be asked (``items`` is None)."""
+    if items is None:
+        return []
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    return f"<h2>{title}</h2><table><tr>{head}</tr>{rows}</table>"
+    return [f"<h2>{title}</h2><table><tr>{head}</tr>{''.join(map(row, items))}</table>"]

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from pipeline.mcp._timeouts import CallTimeouts as CallTimeouts
     from pipeline.mcp._transport import Binding as Binding
     from pipeline.mcp._transport import MessageSink as MessageSink
+    from pipeline.mcp._transport import Outgoing as Outgoing
     from pipeline.mcp._transport import Reply as Reply
     from pipeline.mcp._transport import Transport as Transport
     from pipeline.mcp._watchdog import CancelScope as CancelScope

@@ -355,18 +355,18 @@ class McpClient:
         deadline = Deadline(timeout)
         binding = self._ready_binding()
         try:
-            return self._session.request(
+            return self._session.exchange(
                 method, params, timeout=timeout, binding=binding, headers=headers
-            )
+            ).result
         except SessionExpired as lost:
             binding = self._recover(binding, lost.message)
         remaining = deadline.remaining()
         if remaining <= 0:
             raise CallTimeout(f"{method}: no time left after re-initializing")
         try:
-            return self._session.request(
+            return self._session.exchange(
                 method, params, timeout=remaining, binding=binding, headers=headers
-            )
+            ).result
         except SessionExpired as exc:
             raise SessionExpired(
                 f"{method}: the server forgot the new session as well", http_status=404

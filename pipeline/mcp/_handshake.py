@@ -101,9 +101,9 @@ class Handshake:
         seen: set[str] = set()
         for _page in range(_MAX_TOOL_PAGES):
             params: JsonObject = {} if cursor is None else {"cursor": cursor}
-            result = self._session.request(
+            result = self._session.exchange(
                 "tools/list", params, timeout=self._timeout, binding=binding
-            )
+            ).result
             page, cursor = tools_page(result)
             tools.extend(self._usable(page))
             if cursor is None:
@@ -151,9 +151,9 @@ class Handshake:
         """
         for attempt in (1, 2):
             try:
-                return self._session.request(
+                return self._session.exchange(
                     "server/discover", {}, timeout=self._timeout, binding=binding
-                )
+                ).result
             except PipelineError as exc:
                 if attempt == 1 and _names_the_revision(exc):
                     continue  # -32022 naming 2026-07-28 among its versions: ask once more

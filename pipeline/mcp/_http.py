@@ -48,8 +48,7 @@ from pipeline import __version__
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER, LargeReplyParser
 from pipeline.mcp._protocol import JsonObject, json_messages, parse_json_messages, unparseable
 from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp._transport import Binding, MessageSink, Reply
-from pipeline.mcp._transport import describe_message as _describe
+from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
 from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
 from pipeline.support.secrets import mask_address
 
@@ -121,22 +120,12 @@ class StreamableHttpTransport:
 
     # --- the protocol --------------------------------------------------------------------------
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: MessageSink,
-        cancel: CancelScope | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        what = _describe(message)
-        if cancel is not None:
-            cancel.check(what)
-        watch = _Watch(arm(timeout, cancel), Deadline(timeout), cancel, headers or {})
+    def post(self, outgoing: Outgoing) -> Reply:
+        what = outgoing.begin()
+        timeout, cancel = outgoing.timeout, outgoing.cancel
+        watch = _Watch(arm(timeout, cancel), Deadline(timeout), cancel, outgoing.headers)
         try:
-            return self._post(message, binding, watch, sink, what)
+            return self._post(outgoing.message, outgoing.binding, watch, outgoing.sink, what)
         finally:
             disarm(watch.alarm, cancel)
 

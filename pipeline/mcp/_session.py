@@ -35,7 +35,7 @@ from pipeline.mcp._protocol import (
     result_message,
 )
 from pipeline.mcp._revision import MODERN_VERSION, stamp
-from pipeline.mcp._transport import Binding, Transport, ignore_messages
+from pipeline.mcp._transport import Binding, Outgoing, Transport
 from pipeline.mcp._watchdog import current_scope
 from pipeline.support.tracing import mcp_request_span
 
@@ -110,19 +110,6 @@ class JsonRpcSession:
         with self._pending_lock:
             return len(self._pending)
 
-    def request(
-        self,
-        method: str,
-        params: Mapping[str, Any],
-        *,
-        timeout: float,
-        binding: Binding,
-        headers: Mapping[str, str] | None = None,
-    ) -> JsonObject:
-        return self.exchange(
-            method, params, timeout=timeout, binding=binding, headers=headers
-        ).result
-
     def exchange(
         self,
         method: str,
@@ -153,12 +140,7 @@ class JsonRpcSession:
         with mcp_request_span(message, binding.session_id, binding.protocol_version):
             try:
                 reply = self.transport.post(
-                    message,
-                    binding,
-                    timeout=timeout,
-                    sink=sink,
-                    cancel=scope,
-                    headers=wire_headers,
+                    Outgoing(message, binding, timeout, sink, scope, wire_headers)
                 )
             except CallTimeout:
                 self._cancel(request_id, binding, f"no answer within {timeout:g}s")
@@ -180,9 +162,7 @@ class JsonRpcSession:
         binding: Binding,
         timeout: float = _COURTESY_TIMEOUT_S,
     ) -> None:
-        self.transport.post(
-            notification_message(method, params), binding, timeout=timeout, sink=ignore_messages
-        )
+        self.transport.post(Outgoing(notification_message(method, params), binding, timeout))
 
     # --- what comes back -------------------------------------------------------------------------
 
@@ -236,9 +216,7 @@ class JsonRpcSession:
             logger.info("refusing server request %s: capability not declared", method)
             answer = error_message(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
-            self.transport.post(
-                answer, binding, timeout=self.courtesy_timeout, sink=ignore_messages
-            )
+            self.transport.post(Outgoing(answer, binding, self.courtesy_timeout))
         except PipelineError as exc:
             logger.warning("could not answer server request %s: %s", method, exc)
 

@@ -26,14 +26,14 @@ import queue
 import shlex
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable, SessionExpired
 from pipeline.mcp._child import ChildProcess
 from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._stdio_stream import ChildStream, Waiter, WakingAlarm
 from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp._transport import Binding, MessageSink, Reply, describe_message
+from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
 from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.endpoints import STDIO_PREFIX, stdio_origin
 
@@ -97,21 +97,11 @@ class StdioTransport:
 
     # --- the protocol ----------------------------------------------------------------------
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: MessageSink,
-        cancel: CancelScope | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        what = describe_message(message)
-        if cancel is not None:
-            cancel.check(what)
-        deadline = Deadline(timeout)
-        connection = self._connection_for(message, binding, what)
+    def post(self, outgoing: Outgoing) -> Reply:
+        what = outgoing.begin()
+        message, cancel = outgoing.message, outgoing.cancel
+        deadline = Deadline(outgoing.timeout)
+        connection = self._connection_for(message, outgoing.binding, what)
         request_id = message.get("id")
         if "method" not in message or not isinstance(request_id, (int, str)):
             connection.write(message, deadline, what)  # a notification, or our answer
@@ -124,7 +114,7 @@ class StdioTransport:
             connection.write(message, deadline, what)
             self._await(
                 waiter,
-                sink=sink,
+                sink=outgoing.sink,
                 deadline=deadline,
                 what=what,
                 cancel=cancel,

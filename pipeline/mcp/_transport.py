@@ -12,7 +12,7 @@ an endpoint needs.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from pipeline.mcp._protocol import JsonObject
@@ -59,27 +59,40 @@ class Reply:
     session_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Outgoing:
+    """One message for a transport to send, and how to take what comes back for it.
+
+    ``timeout`` is a deadline for the whole exchange, whatever the server sends meanwhile;
+    ``sink`` gets every message that comes back for a request; ``cancel`` ends the exchange at
+    once from another thread (``CallCancelled``); ``headers`` are the request's own (the
+    2026-07-28 routing headers), on transports that have headers.
+    """
+
+    message: JsonObject
+    binding: Binding
+    timeout: float
+    sink: MessageSink = ignore_messages
+    cancel: CancelScope | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def begin(self) -> str:
+        """The message's name in errors and logs, once it is known not withdrawn already."""
+        what = describe_message(self.message)
+        if self.cancel is not None:
+            self.cancel.check(what)
+        return what
+
+
 class Transport(Protocol):
     """One connection to one MCP endpoint, shared by every thread of a client."""
 
     @property
     def endpoint(self) -> str: ...
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: MessageSink,
-        cancel: CancelScope | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
-        """Send ``message``; for a request, deliver what comes back to ``sink`` until it is done.
+    def post(self, outgoing: Outgoing) -> Reply:
+        """Send the message; for a request, deliver what comes back to its sink until it is done.
 
-        ``timeout`` is a deadline for the whole exchange, whatever the server sends meanwhile;
-        ``cancel`` ends it at once from another thread (``CallCancelled``); ``headers`` are the
-        request's own (the 2026-07-28 routing headers), on transports that have headers.
         Raises a catalog error: E302 (unreachable, 5xx, 429, stream lost for good), E303 (no
         answer within ``timeout``), E308 (HTTP 404 for ``binding.session_id``), E310
         (401/403), E312 (reply over the size limit), E200 (unparseable reply), or the JSON-RPC

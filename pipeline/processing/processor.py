@@ -64,6 +64,7 @@ from pipeline.profiles import (
     KeptDocument,
     McpCallRecord,
     ProfileSettings,
+    ToolCalls,
     select_profile,
 )
 from pipeline.queues import Publisher
@@ -388,7 +389,7 @@ class LoneRunner:
 
         try:
             conversion = profile.convert(
-                client, request, report, kept.setdefault(origin, KeptDocument())
+                ToolCalls(client, report), request, kept.setdefault(origin, KeptDocument())
             )
         except BaseException:
             journal.earlier_conversions += converted  # the note counts what this try lost

@@ -15,8 +15,8 @@ from pipeline.profiles.base import (
     KeptDocument,
     McpCallRecord,
     Profile,
+    ToolCalls,
     ToolClient,
-    call_tool,
     ignore_call,
 )
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
@@ -36,9 +36,9 @@ __all__ = [
     "PerFormatProfile",
     "Profile",
     "ProfileSettings",
+    "ToolCalls",
     "ToolClient",
     "available_profiles",
-    "call_tool",
     "ignore_call",
     "select_profile",
 ]

@@ -148,11 +148,7 @@ class Profile(Protocol):
         ...
 
     def convert(
-        self,
-        client: ToolClient,
-        request: ConversionRequest,
-        report: CallReporter,
-        kept: KeptDocument | None = None,
+        self, calls: ToolCalls, request: ConversionRequest, kept: KeptDocument | None = None
     ) -> Conversion:
         """Convert one document and export every wanted format, on this one client.
 
@@ -178,47 +174,58 @@ def refuse_options(profile: str, options: Collection[str]) -> None:
         )
 
 
-def call_tool(
-    client: ToolClient,
-    tool: str,
-    arguments: dict[str, Any],
-    *,
-    stage: Stage,
-    report: CallReporter,
-    size_bytes: int | None = None,
-    timeout: float | None = None,
-    raise_on_error: bool = True,
-) -> ToolResultView:
-    """Call ``tool``, report it, and turn an ``isError`` result into E306/E307 (by ``stage``).
+@dataclass(frozen=True, slots=True)
+class ToolCalls:
+    """One try's calls on one server: the client, and the reporter every call goes to.
 
-    With ``raise_on_error=False`` an ``isError`` result is reported and returned, for callers
-    that have a plan B (an evicted document key is converted again).
+    The two travel together through a profile (no call goes unreported), so a profile takes
+    this one value rather than both.
     """
-    started = time.monotonic()
-    try:
-        result: ToolResultView = client.call_tool(
-            tool, arguments, size_bytes=size_bytes, timeout=timeout
-        )
-    except CallCancelled:
-        raise  # withdrawn by its caller (the job was cancelled): not an outcome to report
-    except PipelineError as exc:
-        elapsed = time.monotonic() - started
-        report(McpCallRecord(tool, elapsed, "error", exc.code, exc.message, stage))
-        raise
-    except Exception as exc:
-        err = classify(exc)
-        elapsed = time.monotonic() - started
-        report(McpCallRecord(tool, elapsed, "error", err.code, err.message, stage))
-        raise err from exc
-    duration = time.monotonic() - started
-    if result.is_error:
-        err = classify(dict(result.raw), stage=stage)
-        report(McpCallRecord(tool, duration, "error", err.code, err.message, stage))
-        if raise_on_error:
-            raise _with_tool(err, tool)
+
+    client: ToolClient
+    report: CallReporter = ignore_call
+
+    def call(
+        self,
+        tool: str,
+        arguments: dict[str, Any],
+        *,
+        stage: Stage,
+        size_bytes: int | None = None,
+        timeout: float | None = None,
+        raise_on_error: bool = True,
+    ) -> ToolResultView:
+        """Call ``tool``, report it, and turn an ``isError`` result into E306/E307 (by ``stage``).
+
+        With ``raise_on_error=False`` an ``isError`` result is reported and returned, for
+        callers that have a plan B (an evicted document key is converted again).
+        """
+        report = self.report
+        started = time.monotonic()
+        try:
+            result: ToolResultView = self.client.call_tool(
+                tool, arguments, size_bytes=size_bytes, timeout=timeout
+            )
+        except CallCancelled:
+            raise  # withdrawn by its caller (the job was cancelled): not an outcome to report
+        except PipelineError as exc:
+            elapsed = time.monotonic() - started
+            report(McpCallRecord(tool, elapsed, "error", exc.code, exc.message, stage))
+            raise
+        except Exception as exc:
+            err = classify(exc)
+            elapsed = time.monotonic() - started
+            report(McpCallRecord(tool, elapsed, "error", err.code, err.message, stage))
+            raise err from exc
+        duration = time.monotonic() - started
+        if result.is_error:
+            err = classify(dict(result.raw), stage=stage)
+            report(McpCallRecord(tool, duration, "error", err.code, err.message, stage))
+            if raise_on_error:
+                raise _with_tool(err, tool)
+            return result
+        report(McpCallRecord(tool, duration, "ok", stage=stage))
         return result
-    report(McpCallRecord(tool, duration, "ok", stage=stage))
-    return result
 
 
 def structured(result: ToolResultView, tool: str) -> Mapping[str, Any]:

@@ -62,8 +62,8 @@ from pipeline.profiles.base import (
     Conversion,
     ConversionRequest,
     McpCallRecord,
+    ToolCalls,
     ToolClient,
-    call_tool,
     require_str,
     structured,
 )
@@ -172,12 +172,10 @@ class DoclingBatchProfile:
         export each key. ``listing``: the folder's file names in the order the worker lists
         them (the guess of which key is whose, for the order of proofs only). Raises only for
         trouble with the directory call itself."""
-        result = call_tool(
-            client,
+        result = ToolCalls(client, lambda record: report(record, None)).call(
             CONVERT_DIRECTORY,
             {"source": folder},
             stage="convert",
-            report=lambda record: report(record, None),
             size_bytes=sum(m.size_bytes for m in members),
             timeout=timeout,
         )
@@ -200,7 +198,9 @@ class DoclingBatchProfile:
         pending: list[McpCallRecord] = []  # calls made before the key's file is known
         text = ""
         try:
-            origin, text = self._saved_origin(batch.client, key, batch.formats, pending.append)
+            origin, text = self._saved_origin(
+                ToolCalls(batch.client, pending.append), key, batch.formats
+            )
         except (KeyVanished, PipelineError) as exc:
             if isinstance(exc, PipelineError) and exc.retryable:
                 raise  # the server's trouble, not this key's: the batch's outcome
@@ -223,22 +223,18 @@ class DoclingBatchProfile:
         self._export(batch, key, batch.by_name[name], text)
 
     def _saved_origin(
-        self,
-        client: ToolClient,
-        key: str,
-        formats: tuple[str, ...],
-        report: Callable[[McpCallRecord], None],
+        self, calls: ToolCalls, key: str, formats: tuple[str, ...]
     ) -> tuple[Any, str]:
         """The saved JSON's ``origin``, and the whole text when the job wants the JSON."""
         request = ConversionRequest(source="", kind="file", suffix="", formats=formats)
         if "json" in formats:
-            text = self.single.saved_json(client, key, request, report)
+            text = self.single.saved_json(calls, key, request)
             try:
                 data = json.loads(text)
             except ValueError:
                 return None, text
             return (data.get("origin") if isinstance(data, dict) else None), text
-        server_path, local = self.single.save(client, key, request, report)
+        server_path, local = self.single.save(calls, key, request)
         try:
             return read_origin(local, limit=self.single.max_saved_bytes), ""
         except OSError as exc:
@@ -254,9 +250,8 @@ class DoclingBatchProfile:
         try:
             for fmt in batch.formats:
                 if fmt == "md":
-                    outputs["md"] = self.single.markdown(
-                        batch.client, key, request, lambda record: batch.report(record, name)
-                    )
+                    calls = ToolCalls(batch.client, lambda record: batch.report(record, name))
+                    outputs["md"] = self.single.markdown(calls, key, request)
                 elif fmt == "json":
                     outputs["json"] = text
         except KeyVanished:

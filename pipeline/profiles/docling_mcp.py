@@ -23,13 +23,11 @@ from pathlib import Path, PurePath
 
 from errors import ExportFailed, ReplyTooLarge, ServerUnavailable
 from pipeline.profiles.base import (
-    CallReporter,
     Conversion,
     ConversionRequest,
     KeptDocument,
-    ToolClient,
+    ToolCalls,
     ToolResultView,
-    call_tool,
     refuse_options,
     require_str,
     structured,
@@ -115,11 +113,7 @@ class DoclingMcpProfile:
         return [fmt for fmt in formats if fmt not in can]
 
     def convert(
-        self,
-        client: ToolClient,
-        request: ConversionRequest,
-        report: CallReporter,
-        kept: KeptDocument | None = None,
+        self, calls: ToolCalls, request: ConversionRequest, kept: KeptDocument | None = None
     ) -> Conversion:
         refuse_options(self.name, request.options)
         if kept is not None and isinstance(kept.document, str):
@@ -127,17 +121,17 @@ class DoclingMcpProfile:
             conversion = Conversion(self.name, {}, document_key=key, conversions=0)
             conversion.notes.append(f"exported document key {key}, which an earlier try converted")
         else:
-            key = self._convert(client, request, report, kept)
+            key = self._convert(calls, request, kept)
             conversion = Conversion(profile=self.name, outputs={}, document_key=key)
         try:
-            conversion.outputs = self._export_all(client, key, request, report)
+            conversion.outputs = self._export_all(calls, key, request)
         except KeyVanished as gone:
             conversion.notes.append(f"document key {key} gone from the server; converted again")
-            key = self._convert(client, request, report, kept)
+            key = self._convert(calls, request, kept)
             conversion.document_key = key
             conversion.conversions += 1
             try:
-                conversion.outputs = self._export_all(client, key, request, report)
+                conversion.outputs = self._export_all(calls, key, request)
             except KeyVanished as again:
                 # Not the document's fault: the server's cache holds fewer documents than the
                 # fleet has in flight on it. Retried later (an overloaded server, as HTTP 429
@@ -155,66 +149,47 @@ class DoclingMcpProfile:
         return conversion
 
     def _convert(
-        self,
-        client: ToolClient,
-        request: ConversionRequest,
-        report: CallReporter,
-        kept: KeptDocument | None,
+        self, calls: ToolCalls, request: ConversionRequest, kept: KeptDocument | None
     ) -> str:
         """The document key of a new conversion, kept for the attempt's next try."""
-        result = call_tool(
-            client,
-            CONVERT,
-            {"source": request.source},
-            stage="convert",
-            report=report,
-            size_bytes=request.size_bytes,
+        result = calls.call(
+            CONVERT, {"source": request.source}, stage="convert", size_bytes=request.size_bytes
         )
         key = require_str(structured(result, CONVERT), "document_key", CONVERT)
         if kept is not None:
             kept.document = key
         return key
 
-    def _export_all(
-        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
-    ) -> dict[str, str]:
+    def _export_all(self, calls: ToolCalls, key: str, request: ConversionRequest) -> dict[str, str]:
         outputs: dict[str, str] = {}
         for fmt in request.formats:
             if fmt == "md":
-                outputs["md"] = self.markdown(client, key, request, report)
+                outputs["md"] = self.markdown(calls, key, request)
             elif fmt == "json":
-                outputs["json"] = self._json(client, key, request, report)
+                outputs["json"] = self._json(calls, key, request)
         return outputs
 
-    def markdown(
-        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
-    ) -> str:
+    def markdown(self, calls: ToolCalls, key: str, request: ConversionRequest) -> str:
         """The markdown of a converted ``key``; ``KeyVanished`` when the server lost it."""
-        result = self._export_call(client, EXPORT_MARKDOWN, key, request, report)
+        result = self._export_call(calls, EXPORT_MARKDOWN, key, request)
         return require_str(structured(result, EXPORT_MARKDOWN), "markdown", EXPORT_MARKDOWN)
 
-    def _json(
-        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
-    ) -> str:
-        return self.saved_json(client, key, request, report)
+    def _json(self, calls: ToolCalls, key: str, request: ConversionRequest) -> str:
+        return self.saved_json(calls, key, request)
 
-    def saved_json(
-        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
-    ) -> str:
+    def saved_json(self, calls: ToolCalls, key: str, request: ConversionRequest) -> str:
         """The Docling JSON of ``key``, saved by the server and read from its cache folder."""
-        server_path, local = self.save(client, key, request, report)
+        server_path, local = self.save(calls, key, request)
         try:
             return self._read_saved(local)
         except OSError as exc:
             raise unreadable(server_path, local, exc) from exc
 
-    def save(
-        self, client: ToolClient, key: str, request: ConversionRequest, report: CallReporter
-    ) -> tuple[str, Path]:
+    def save(self, calls: ToolCalls, key: str, request: ConversionRequest) -> tuple[str, Path]:
         """Have the server save ``key``'s Docling JSON: its path there, and where the worker
         can read it."""
         assert self._cache_dir is not None  # missing_formats() refused json otherwise
-        result = self._export_call(client, SAVE, key, request, report)
+        result = self._export_call(calls, SAVE, key, request)
         server_path = require_str(structured(result, SAVE), "json_file", SAVE)
         return server_path, self._readable_path(server_path)
 
@@ -252,39 +227,30 @@ class DoclingMcpProfile:
         return root / PurePath(server_path).name
 
     def _export_call(
-        self,
-        client: ToolClient,
-        tool: str,
-        key: str,
-        request: ConversionRequest,
-        report: CallReporter,
+        self, calls: ToolCalls, tool: str, key: str, request: ConversionRequest
     ) -> ToolResultView:
-        result = call_tool(
-            client,
+        result = calls.call(
             tool,
             {"document_key": key},
             stage="export",
-            report=report,
             size_bytes=request.size_bytes,
             raise_on_error=False,
         )
         if not result.is_error:
             return result
         server_text = text_of(result)
-        if not self._key_in_cache(client, key, report):
+        if not self._key_in_cache(calls, key):
             raise KeyVanished(tool, server_text)
         raise ExportFailed(
             f"{tool}: {server_text or 'the server reported an error'}",
             detail={"tool": tool, "document_key": key, "tool_text": server_text},
         )
 
-    def _key_in_cache(self, client: ToolClient, key: str, report: CallReporter) -> bool:
+    def _key_in_cache(self, calls: ToolCalls, key: str) -> bool:
         """Whether the server still holds ``key``; without the check tool, assume it does not."""
         if not self._offers_check:
             return False
-        result = call_tool(
-            client, CHECK_CACHE, {"document_key": key}, stage="export", report=report
-        )
+        result = calls.call(CHECK_CACHE, {"document_key": key}, stage="export")
         return structured(result, CHECK_CACHE).get("in_cache") is True
 
 

@@ -25,12 +25,10 @@ from typing import Any
 from errors import ConversionFailed, PipelineError, ServerCannotReach, UnsupportedFormat
 from pipeline.mcp import is_stdio
 from pipeline.profiles.base import (
-    CallReporter,
     Conversion,
     ConversionRequest,
     KeptDocument,
-    ToolClient,
-    call_tool,
+    ToolCalls,
     text_of,
 )
 
@@ -95,20 +93,14 @@ class DoclingRsProfile:
         return arguments
 
     def convert(
-        self,
-        client: ToolClient,
-        request: ConversionRequest,
-        report: CallReporter,
-        kept: KeptDocument | None = None,
+        self, calls: ToolCalls, request: ConversionRequest, kept: KeptDocument | None = None
     ) -> Conversion:
         outputs: dict[str, str] = {}
         for fmt in request.formats:
-            result = call_tool(
-                client,
+            result = calls.call(
                 CONVERT,
                 self.arguments(request, fmt),
                 stage="convert",
-                report=report,
                 size_bytes=request.size_bytes,
                 raise_on_error=False,
             )

@@ -15,13 +15,11 @@ from typing import Any
 
 from errors import MissingCapability
 from pipeline.profiles.base import (
-    CallReporter,
     Conversion,
     ConversionRequest,
     KeptDocument,
-    ToolClient,
+    ToolCalls,
     ToolResultView,
-    call_tool,
     refuse_options,
     structured,
     text_of,
@@ -84,11 +82,7 @@ class PerFormatProfile:
         return tool
 
     def convert(
-        self,
-        client: ToolClient,
-        request: ConversionRequest,
-        report: CallReporter,
-        kept: KeptDocument | None = None,
+        self, calls: ToolCalls, request: ConversionRequest, kept: KeptDocument | None = None
     ) -> Conversion:
         refuse_options(self.name, request.options)
         conversion = Conversion(profile=self.name, outputs={})
@@ -99,35 +93,25 @@ class PerFormatProfile:
             conversion.conversions = 0
             conversion.notes.append("exported the document an earlier try converted")
         else:
-            document = self._convert(client, request, report)
+            document = self._convert(calls, request)
             if kept is not None:
                 kept.document = document
         outputs: dict[str, str] = {}
         for fmt in request.formats:
             export = EXPORT_BY_FORMAT[fmt]
-            exported = call_tool(
-                client,
-                export,
-                {"document": document},
-                stage="export",
-                report=report,
-                size_bytes=request.size_bytes,
+            exported = calls.call(
+                export, {"document": document}, stage="export", size_bytes=request.size_bytes
             )
             outputs[fmt] = _text_for(exported, fmt)
         conversion.outputs = outputs
         return conversion
 
-    def _convert(self, client: ToolClient, request: ConversionRequest, report: CallReporter) -> Any:
+    def _convert(self, calls: ToolCalls, request: ConversionRequest) -> Any:
         """The Docling document the type's convert tool gives."""
         tool = self.convert_tool(request)
         argument = "url" if tool == CONVERT_URL else "file_path"
-        result = call_tool(
-            client,
-            tool,
-            {argument: request.source},
-            stage="convert",
-            report=report,
-            size_bytes=request.size_bytes,
+        result = calls.call(
+            tool, {argument: request.source}, stage="convert", size_bytes=request.size_bytes
         )
         return _document_of(structured(result, tool))
 

@@ -136,7 +136,7 @@ def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_
     client: McpClient, docling_server: DoclingServer, tmp_path: Path
 ) -> None:
     """The directory tool, proven key by key through the saved JSON's origin.filename."""
-    from pipeline.profiles import ConversionRequest, DoclingMcpProfile
+    from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
     from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
 
     folder = tmp_path / "batch"
@@ -158,9 +158,8 @@ def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_
     assert converted.unproven == [] and sorted(converted.converted) == names
     for name in names:
         alone = single.convert(
-            client,
+            ToolCalls(client),
             ConversionRequest(str(example(name)), "file", Path(name).suffix, ("md",)),
-            lambda record: None,
         )
         assert converted.converted[name].outputs["md"] == alone.outputs["md"], name
         for expected in EXPECTED_MARKDOWN[name]:
@@ -177,7 +176,7 @@ def test_the_real_server_keeps_the_facts_the_proof_by_elimination_rests_on(
     import hashlib
     import os
 
-    from pipeline.profiles import ConversionRequest, DoclingMcpProfile
+    from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
     from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
 
     folder = tmp_path / "eliminated"
@@ -201,9 +200,8 @@ def test_the_real_server_keeps_the_facts_the_proof_by_elimination_rests_on(
     assert converted.unproven == [] and converted.eliminated in names
     for name in names:
         alone = single.convert(
-            client,
+            ToolCalls(client),
             ConversionRequest(str(folder / name), "file", Path(name).suffix, ("md",)),
-            lambda record: None,
         )
         assert converted.converted[name].outputs["md"] == alone.outputs["md"], name
         assert converted.converted[name].document_key == alone.document_key, name

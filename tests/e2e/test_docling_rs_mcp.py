@@ -19,13 +19,14 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout, PipelineError, ReplyTooLarge, ServerUnavailable
+from pipeline.jobs import KNOWN_FORMATS
 from pipeline.mcp import McpClient, McpSettings, StdioTransport
 from pipeline.profiles import (
-    KNOWN_FORMATS,
     ConversionRequest,
     DoclingMcpProfile,
     DoclingRsProfile,
     McpCallRecord,
+    ToolCalls,
     select_profile,
 )
 from pipeline.settings import read_settings
@@ -77,7 +78,7 @@ def _convert(client: McpClient, request: ConversionRequest) -> dict[str, str]:
         [tool.name for tool in client.tools()], request.formats, read_settings().profiles
     )
     assert isinstance(profile, DoclingRsProfile)
-    outputs = profile.convert(client, request, calls.append).outputs
+    outputs = profile.convert(ToolCalls(client, calls.append), request).outputs
     assert [call.tool for call in calls] == ["convert"] * len(request.formats)  # one per format
     return outputs
 
@@ -116,7 +117,7 @@ def test_tables_are_padded_as_docling_pads_them_unless_told(client: McpClient) -
     padded = _convert(client, _request(docx, ("md",)))["md"]
     assert "| North    |      1200 |" in padded
     compact = DoclingRsProfile(compact_tables=True).convert(
-        client, _request(docx, ("md",)), lambda _call: None
+        ToolCalls(client), _request(docx, ("md",))
     )
     assert "| North | 1200 |" in compact.outputs["md"]
 
@@ -176,7 +177,7 @@ def docling_markdown(docling_server: DoclingServer) -> dict[str, str]:
         docling.initialize()
         return {
             name: DoclingMcpProfile()
-            .convert(docling, _request(example(name), ("md",)), lambda _call: None)
+            .convert(ToolCalls(docling), _request(example(name), ("md",)))
             .outputs["md"]
             for name in EXPECTED_MARKDOWN
         }

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
-from pipeline.mcp import Binding, McpClient, McpSettings, StreamableHttpTransport
+from pipeline.mcp import Binding, McpClient, McpSettings, Outgoing, StreamableHttpTransport
 from pipeline.mcp._watchdog import _WATCHDOG
 from tests.fixtures.fake_server import FakeServer
 
@@ -67,10 +67,12 @@ def test_a_server_that_keeps_answered_streams_open_is_not_waited_for_twice(
                 received: list[dict[str, Any]] = []
                 message = {"jsonrpc": "2.0", "id": request_id, "method": "ping", "params": {}}
                 transport.post(
-                    message,
-                    Binding(),
-                    timeout=30,
-                    sink=lambda item, into=received: bool(into.append(item)) or True,
+                    Outgoing(
+                        message,
+                        Binding(),
+                        30,
+                        sink=lambda item, into=received: bool(into.append(item)) or True,
+                    )
                 )
                 assert received == [{"jsonrpc": "2.0", "id": request_id, "result": {}}]
         finally:

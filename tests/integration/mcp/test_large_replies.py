@@ -22,7 +22,7 @@ import pytest
 from errors import ParseError, ReplyTooLarge
 from pipeline.mcp import McpClient, McpSettings, ToolResult
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
-from pipeline.profiles import ConversionRequest, DoclingMcpProfile
+from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
 from tests.fixtures.fake_server import FakeServer
 from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
 
@@ -114,7 +114,7 @@ def test_a_large_export_gives_what_a_short_one_gives(
     request = ConversionRequest(
         source=str(large_path), kind="file", suffix=".md", formats=("md",), size_bytes=LARGE
     )
-    conversion = DoclingMcpProfile().convert(client, request, lambda _record: None)
+    conversion = DoclingMcpProfile().convert(ToolCalls(client), request)
     assert conversion.outputs == {"md": large_text}
 
 

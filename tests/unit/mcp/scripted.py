@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from errors import CallTimeout, PipelineError, SessionExpired
-from pipeline.mcp import Binding, CancelScope, MessageSink, Reply
+from pipeline.mcp import Binding, MessageSink, Outgoing, Reply
 
 JsonObject = dict[str, Any]
 #: A tool implementation: (name, arguments, request) -> the messages to deliver, response last.
@@ -112,18 +112,10 @@ class ScriptedServer:
 
     # --- the transport protocol ------------------------------------------------------------------
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: MessageSink,
-        cancel: CancelScope | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Reply:
+    def post(self, outgoing: Outgoing) -> Reply:
+        message, binding, sink = outgoing.message, outgoing.binding, outgoing.sink
         with self._lock:
-            self.posts.append(Post(message, binding, timeout))
+            self.posts.append(Post(message, binding, outgoing.timeout))
             session_known = binding.session_id is None or binding.session_id in self.live_sessions
         method = message.get("method")
         if not session_known and method != "initialize":

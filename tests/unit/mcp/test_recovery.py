@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from errors import ServerUnavailable, SessionExpired
-from pipeline.mcp import LifecycleState, McpClient
+from pipeline.mcp import LifecycleState, McpClient, Outgoing, Reply
 from tests.unit.mcp.scripted import ScriptedServer
 
 S = LifecycleState
@@ -60,11 +60,9 @@ def test_reinitialize_happens_only_once_per_request(
 ) -> None:
     original = server.post
 
-    def forgetful_post(message, binding, *, timeout, sink, cancel=None, headers=None):  # type: ignore[no-untyped-def]
-        reply = original(
-            message, binding, timeout=timeout, sink=sink, cancel=cancel, headers=headers
-        )
-        if message.get("method") == "tools/list":
+    def forgetful_post(outgoing: Outgoing) -> Reply:
+        reply = original(outgoing)
+        if outgoing.message.get("method") == "tools/list":
             server.forget_sessions()  # the new session is forgotten right after the handshake
         return reply
 

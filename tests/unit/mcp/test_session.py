@@ -17,7 +17,7 @@ from errors import (
     ServerUnavailable,
     UnknownJsonRpcError,
 )
-from pipeline.mcp import Binding, LogMessage, McpClient, Progress, Reply
+from pipeline.mcp import Binding, LogMessage, McpClient, Outgoing, Progress, Reply
 from pipeline.mcp._session import JsonRpcSession
 from tests.unit.mcp.conftest import MakeClient
 from tests.unit.mcp.scripted import (
@@ -39,16 +39,8 @@ class OneShotTransport:
         self.replies = replies
         self.posts: list[JsonObject] = []
 
-    def post(
-        self,
-        message: JsonObject,
-        binding: Binding,
-        *,
-        timeout: float,
-        sink: Any,
-        cancel: Any = None,
-        headers: Any = None,
-    ) -> Reply:
+    def post(self, outgoing: Outgoing) -> Reply:
+        message, sink = outgoing.message, outgoing.sink
         self.posts.append(message)
         if "id" not in message or "method" not in message:
             return Reply(202)
@@ -105,16 +97,8 @@ def test_a_response_for_another_request_reaches_its_owner() -> None:
     release_first = threading.Event()
 
     class CrossTransport(OneShotTransport):
-        def post(
-            self,
-            message: JsonObject,
-            binding: Binding,
-            *,
-            timeout: float,
-            sink: Any,
-            cancel: Any = None,
-            headers: Any = None,
-        ) -> Reply:
+        def post(self, outgoing: Outgoing) -> Reply:
+            message, sink = outgoing.message, outgoing.sink
             if message["params"].get("which") == "first":
                 first_sink_ready.set()
                 release_first.wait(5)
@@ -129,12 +113,12 @@ def test_a_response_for_another_request_reaches_its_owner() -> None:
     got: dict[str, Any] = {}
     first = threading.Thread(
         target=lambda: got.update(
-            first=session.request("x", {"which": "first"}, timeout=5, binding=Binding())
+            first=session.exchange("x", {"which": "first"}, timeout=5, binding=Binding()).result
         )
     )
     first.start()
     assert first_sink_ready.wait(5)
-    got["second"] = session.request("x", {"which": "second"}, timeout=5, binding=Binding())
+    got["second"] = session.exchange("x", {"which": "second"}, timeout=5, binding=Binding()).result
     first.join(5)
     assert got == {"first": {"for": "first"}, "second": {"for": "second"}}
     assert session.in_flight == 0
@@ -144,13 +128,13 @@ def test_responses_to_unknown_ids_are_dropped_not_misdelivered() -> None:
     session = JsonRpcSession(
         OneShotTransport(response(999, {"stray": True}), lambda i: response(i, {"mine": True}))
     )
-    assert session.request("x", {}, timeout=5, binding=Binding()) == {"mine": True}
+    assert session.exchange("x", {}, timeout=5, binding=Binding()).result == {"mine": True}
 
 
 def test_an_error_without_id_is_the_answer_to_this_request() -> None:
     session = JsonRpcSession(OneShotTransport(error(None, -32700, "Parse error")))
     with pytest.raises(ParseError, match="Parse error"):
-        session.request("x", {}, timeout=5, binding=Binding())
+        session.exchange("x", {}, timeout=5, binding=Binding())
 
 
 @pytest.mark.parametrize(
@@ -171,7 +155,7 @@ def test_jsonrpc_errors_become_catalog_errors(
 ) -> None:
     session = JsonRpcSession(OneShotTransport(lambda i: error(i, code, "the server said no")))
     with pytest.raises(expected) as caught:
-        session.request("tools/call", {}, timeout=5, binding=Binding())
+        session.exchange("tools/call", {}, timeout=5, binding=Binding())
     assert caught.value.code == catalog  # type: ignore[attr-defined]
     assert caught.value.jsonrpc_code == code  # type: ignore[attr-defined]
     assert "the server said no" in str(caught.value)
@@ -188,13 +172,13 @@ def test_jsonrpc_errors_become_catalog_errors(
 def test_malformed_messages_are_E200(reply: Any) -> None:
     session = JsonRpcSession(OneShotTransport(reply))
     with pytest.raises(ParseError):
-        session.request("x", {}, timeout=5, binding=Binding())
+        session.exchange("x", {}, timeout=5, binding=Binding())
 
 
 def test_a_reply_without_the_response_is_E200() -> None:
     session = JsonRpcSession(OneShotTransport())
     with pytest.raises(ParseError, match="carried no response"):
-        session.request("x", {}, timeout=5, binding=Binding())
+        session.exchange("x", {}, timeout=5, binding=Binding())
 
 
 def test_server_ping_is_answered_and_other_requests_refused(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable, SessionExpired
-from pipeline.mcp import Binding, CancelScope, StdioTransport
+from pipeline.mcp import Binding, CancelScope, Outgoing, StdioTransport
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
 from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._session import JsonRpcSession
@@ -65,9 +65,7 @@ class Exchange:
             return message.get("id") == request_id and "method" not in message
 
         message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
-        self.reply = transport.post(
-            message, binding or Binding(), timeout=timeout, sink=sink, cancel=cancel
-        )
+        self.reply = transport.post(Outgoing(message, binding or Binding(), timeout, sink, cancel))
 
     @property
     def result(self) -> Any:
@@ -109,8 +107,8 @@ def test_a_silent_child_times_out_and_the_session_sends_cancelled(make_transport
     session = JsonRpcSession(transport)
     binding = Binding(Exchange(transport, 99, "echo").reply.session_id)
     with pytest.raises(CallTimeout):
-        session.request("silent", {}, timeout=0.3, binding=binding)
-    seen = session.request("seen", {}, timeout=5, binding=binding)
+        session.exchange("silent", {}, timeout=0.3, binding=binding)
+    seen = session.exchange("seen", {}, timeout=5, binding=binding).result
     assert seen["notifications"] == ["notifications/cancelled"]
 
 
@@ -249,11 +247,11 @@ def test_a_killed_parent_leaves_no_orphan_child(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys, threading\n"
-        "from pipeline.mcp import Binding, StdioTransport\n"
+        "from pipeline.mcp import Binding, Outgoing, StdioTransport\n"
         f"t = StdioTransport([sys.executable, {str(CHILD)!r}, '--stubborn'])\n"
         "got = []\n"
-        "t.post({'jsonrpc': '2.0', 'id': 1, 'method': 'echo'}, Binding(), timeout=30,\n"
-        "       sink=lambda m: got.append(m) or True)\n"
+        "t.post(Outgoing({'jsonrpc': '2.0', 'id': 1, 'method': 'echo'}, Binding(), 30,\n"
+        "               sink=lambda m: got.append(m) or True))\n"
         "print(got[0]['result']['pid'], flush=True)\n"
         "threading.Event().wait()\n"
     )

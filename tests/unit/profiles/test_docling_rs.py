@@ -18,6 +18,7 @@ from pipeline.profiles import (
     DoclingRsProfile,
     PerFormatProfile,
     ProfileSettings,
+    ToolCalls,
     select_profile,
 )
 from pipeline.profiles.docling_rs import SIGNATURE
@@ -46,7 +47,7 @@ def test_chosen_from_its_tools_first_and_by_name() -> None:
 def test_one_convert_call_per_format_with_the_jobs_options() -> None:
     client = ScriptedClient({"convert": lambda args: text(f"<{args['to']}>\n")})
     request = rs_request("md", "chunks", pages="1-2", password="s3cret")
-    conversion = DoclingRsProfile().convert(client, request, lambda _call: None)
+    conversion = DoclingRsProfile().convert(ToolCalls(client), request)
     assert conversion.outputs == {"md": "<md>", "chunks": "<chunks>\n"}  # md: docling's ending
     assert client.calls == [
         (
@@ -70,7 +71,7 @@ def test_one_convert_call_per_format_with_the_jobs_options() -> None:
 
 def test_compact_tables_is_the_operators_choice() -> None:
     client = ScriptedClient({"convert": lambda args: text("x")})
-    DoclingRsProfile(compact_tables=True).convert(client, rs_request("md"), lambda _call: None)
+    DoclingRsProfile(compact_tables=True).convert(ToolCalls(client), rs_request("md"))
     assert client.calls[0][1]["options"] == {"compact_tables": True}
 
 
@@ -92,7 +93,7 @@ def test_compact_tables_is_the_operators_choice() -> None:
 def test_each_failure_text_becomes_its_code(server_text: str, code: str) -> None:
     client = ScriptedClient({"convert": lambda args: failed(server_text)})
     with pytest.raises(PipelineError) as caught:
-        DoclingRsProfile().convert(client, rs_request("md"), lambda _call: None)
+        DoclingRsProfile().convert(ToolCalls(client), rs_request("md"))
     error = caught.value
     assert error.code == code and not error.retryable
     assert server_text.strip() in error.message  # the server's words are kept
@@ -108,7 +109,7 @@ def test_a_url_the_server_may_not_fetch_says_how_to_let_it() -> None:
         source="https://x.org/a.pdf", kind="url", suffix="", formats=("md",)
     )
     with pytest.raises(PipelineError) as caught:
-        DoclingRsProfile().convert(client, request, lambda _call: None)
+        DoclingRsProfile().convert(ToolCalls(client), request)
     assert caught.value.code == "E315" and "DOCLANE_URL_MODE" in caught.value.message
 
 
@@ -116,7 +117,7 @@ def test_a_url_the_server_may_not_fetch_says_how_to_let_it() -> None:
 def test_profiles_without_options_refuse_them_before_calling(profile: Any) -> None:
     client = ScriptedClient({})
     with pytest.raises(MissingCapability, match=r"cannot honour conversion options \(pages\)"):
-        profile.convert(client, rs_request("md", pages="1-2"), lambda _call: None)
+        profile.convert(ToolCalls(client), rs_request("md", pages="1-2"))
     assert client.calls == []
 
 

@@ -28,6 +28,7 @@ from pipeline.profiles import (
     McpCallRecord,
     PerFormatProfile,
     ProfileSettings,
+    ToolCalls,
     select_profile,
 )
 from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
@@ -142,7 +143,9 @@ def test_docling_converts_then_exports_markdown_and_reports_each_call() -> None:
     server = DoclingServer()
     client = server.client()
     records: list[McpCallRecord] = []
-    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
+        ToolCalls(client, records.append), request("md")
+    )
     assert out.outputs == {"md": "# key-a"}
     assert client.names() == [CONVERT, EXPORT_MARKDOWN]
     assert client.calls[0][1] == {"source": "/in/a.docx"}
@@ -157,7 +160,9 @@ def test_docling_evicted_key_is_converted_again_once() -> None:
     server.evict_after_convert = 1
     client = server.client()
     records: list[McpCallRecord] = []
-    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+    out = DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
+        ToolCalls(client, records.append), request("md")
+    )
     assert out.outputs == {"md": "# key-a"}
     assert out.conversions == 2
     assert client.names() == [CONVERT, EXPORT_MARKDOWN, CHECK_CACHE, CONVERT, EXPORT_MARKDOWN]
@@ -172,7 +177,7 @@ def test_docling_key_vanishing_twice_is_an_overloaded_server_retried_later() -> 
     kept = KeptDocument()
     with pytest.raises(ServerUnavailable, match="vanished twice") as caught:
         DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
-            server.client(), request("md"), lambda r: None, kept
+            ToolCalls(server.client()), request("md"), kept
         )
     assert caught.value.retryable
     assert "DOCLING_MCP_CACHE_MAX_DOCUMENTS" in caught.value.message
@@ -185,7 +190,7 @@ def test_docling_export_error_with_key_still_cached_is_e307_with_server_text() -
     client = server.client()
     client.handlers[EXPORT_MARKDOWN] = lambda a: failed("renderer exploded")
     with pytest.raises(ExportFailed) as caught:
-        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), lambda r: None)
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(ToolCalls(client), request("md"))
     assert "renderer exploded" in caught.value.message
     assert server.converts == 1
 
@@ -197,7 +202,9 @@ def test_docling_convert_error_is_e306_keeping_the_server_text() -> None:
     )
     records: list[McpCallRecord] = []
     with pytest.raises(ConversionFailed) as caught:
-        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
+            ToolCalls(client, records.append), request("md")
+        )
     assert "Error executing tool" in caught.value.message
     assert records[-1].code == "E306"
 
@@ -211,7 +218,9 @@ def test_transport_errors_are_reported_and_propagate_unchanged() -> None:
     client.handlers[CONVERT] = down
     records: list[McpCallRecord] = []
     with pytest.raises(ServerUnavailable):
-        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(client, request("md"), records.append)
+        DoclingMcpProfile.for_tools(DOCLING_TOOLS).convert(
+            ToolCalls(client, records.append), request("md")
+        )
     assert [(r.tool, r.code) for r in records] == [(CONVERT, "E302")]
 
 
@@ -220,7 +229,7 @@ def test_docling_json_is_read_from_the_server_cache_folder(tmp_path: Path) -> No
     server_cache.mkdir()
     server = DoclingServer(cache_dir=server_cache)
     profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=server_cache)
-    out = profile.convert(server.client(), request("md", "json"), lambda r: None)
+    out = profile.convert(ToolCalls(server.client()), request("md", "json"))
     assert json.loads(out.outputs["json"]) == {"name": "key-a"}
     assert out.outputs["md"] == "# key-a"
 
@@ -235,7 +244,7 @@ def test_docling_json_through_a_mounted_cache_folder(tmp_path: Path) -> None:
         {"md_file": "/srv/cache/key-a.md", "json_file": "/srv/cache/key-a.json"}
     )
     profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=mounted)
-    out = profile.convert(client, request("json"), lambda r: None)
+    out = profile.convert(ToolCalls(client), request("json"))
     assert out.outputs == {"json": '{"ok": true}'}
 
 
@@ -255,13 +264,13 @@ def test_docling_json_over_the_reply_bound_is_E312_and_not_read(tmp_path: Path) 
     settings = ProfileSettings(server_cache_dir=server_cache, max_saved_bytes=4096)
     profile = select_profile(DOCLING_TOOLS, ["md", "json"], settings)
     with pytest.raises(ReplyTooLarge, match="4096") as caught:
-        profile.convert(client, request("md", "json"), lambda r: None)
+        profile.convert(ToolCalls(client), request("md", "json"))
     assert caught.value.code == "E312" and not caught.value.retryable
     assert not caught.value.trips_breaker
     # Just under the bound it is read as it is.
     settings = ProfileSettings(server_cache_dir=server_cache, max_saved_bytes=8003)
     out = select_profile(DOCLING_TOOLS, ["json"], settings).convert(
-        client, request("json"), lambda r: None
+        ToolCalls(client), request("json")
     )
     assert out.outputs["json"].startswith("[0,0,")
 
@@ -275,7 +284,7 @@ def test_docling_json_outside_the_cache_folder_is_not_read(tmp_path: Path) -> No
     client.handlers[SAVE] = lambda a: ok({"md_file": "x", "json_file": str(secret)})
     profile = DoclingMcpProfile.for_tools(DOCLING_TOOLS, server_cache_dir=cache)
     with pytest.raises(ExportFailed, match="cannot read"):
-        profile.convert(client, request("json"), lambda r: None)
+        profile.convert(ToolCalls(client), request("json"))
 
 
 def test_selection_prefers_docling_and_refuses_json_without_cache_dir() -> None:
@@ -315,7 +324,7 @@ def per_format_client() -> ScriptedClient:
 def test_per_format_picks_the_tool_by_type_and_exports_each_format() -> None:
     client = per_format_client()
     profile = PerFormatProfile(PER_FORMAT_TOOLS)
-    out = profile.convert(client, request("md", "html", "json"), lambda r: None)
+    out = profile.convert(ToolCalls(client), request("md", "html", "json"))
     assert client.names() == ["convert_docx", "export_markdown", "export_html", "export_json"]
     assert client.calls[0][1] == {"file_path": "/in/a.docx"}
     assert out.outputs["md"] == "# a"
@@ -327,17 +336,17 @@ def test_per_format_url_and_unsupported_type() -> None:
     client = per_format_client()
     profile = PerFormatProfile(PER_FORMAT_TOOLS)
     url = ConversionRequest(source="https://x/a", kind="url", suffix="", formats=("md",))
-    profile.convert(client, url, lambda r: None)
+    profile.convert(ToolCalls(client), url)
     assert client.calls[0] == ("convert_url", {"url": "https://x/a"})
     with pytest.raises(MissingCapability, match=r"\.html"):
-        profile.convert(client, request("md", suffix=".html"), lambda r: None)
+        profile.convert(ToolCalls(client), request("md", suffix=".html"))
 
 
 def test_per_format_export_error_is_e307() -> None:
     client = per_format_client()
     client.handlers["export_markdown"] = lambda a: failed("bad document")
     with pytest.raises(ExportFailed, match="bad document"):
-        PerFormatProfile(PER_FORMAT_TOOLS).convert(client, request("md"), lambda r: None)
+        PerFormatProfile(PER_FORMAT_TOOLS).convert(ToolCalls(client), request("md"))
 
 
 # ---- batches: which key is whose --------------------------------------------------------------
