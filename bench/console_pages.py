@@ -148,10 +148,7 @@ class _console:
     def __init__(self, store: JobStore) -> None:
         token = "bench-token"
         ctx = ApiContext(
-            settings=read_settings(api=dict(api_token=token)).api,
-            admin=read_settings().admin,
-            resilience=read_settings().resilience,
-            sources=read_settings().sources,
+            tree=read_settings(api=dict(api_token=token)),
             store=store,
             publisher=_NoPublisher(),
             fleet=None,

@@ -150,9 +150,9 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "application/json":
-            answer = await submit_json(request, ctx.store, ctx.publisher, ctx.sources)
+            answer = await submit_json(request, ctx)
         elif kind == "multipart/form-data":
-            answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
+            answer = await submit_upload(request, ctx)
         else:
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
         return submission_response(answer)

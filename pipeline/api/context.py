@@ -11,19 +11,41 @@ from dataclasses import dataclass
 from pipeline.admin import AdminSettings, Fleet
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
+from pipeline.settings import Settings
 from pipeline.settings.api import ApiSettings
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
+from pipeline.submission.door import Door, door_for
 
 
 @dataclass
 class ApiContext:
-    """What the handlers share: one store, one publisher, one fleet per API process."""
+    """What the handlers share: the settings tree the API process read once, one store, one
+    publisher, one fleet and one door (which servers can serve a submission, their answers
+    kept across requests)."""
 
-    settings: ApiSettings
-    admin: AdminSettings
-    resilience: ResilienceSettings
-    sources: SourceSettings
+    tree: Settings
     store: JobStore
     publisher: Publisher
     fleet: Fleet | None
+    door: Door | None = None
+
+    def __post_init__(self) -> None:
+        if self.door is None:
+            self.door = door_for(self.tree.mcp, self.tree.profiles)
+
+    @property
+    def settings(self) -> ApiSettings:
+        return self.tree.api
+
+    @property
+    def admin(self) -> AdminSettings:
+        return self.tree.admin
+
+    @property
+    def resilience(self) -> ResilienceSettings:
+        return self.tree.resilience
+
+    @property
+    def sources(self) -> SourceSettings:
+        return self.tree.sources

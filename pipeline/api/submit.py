@@ -28,13 +28,12 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 
 from errors import EmptySource, MissingCapability, PipelineError, UrlRefused, entry
+from pipeline.api.context import ApiContext
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
 from pipeline.jobs import DEFAULT_FORMATS, ConversionOptions, Formats, SubmissionRequest
 from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
-from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, Publisher
-from pipeline.sources import SourceSettings
-from pipeline.store import JobStore
+from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
 from pipeline.submission import Submission, enqueue
 
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
@@ -116,9 +115,7 @@ class SubmitResponse(BaseModel):
     publish_failures: dict[str, str]
 
 
-async def submit_json(
-    request: Request, store: JobStore, publisher: Publisher, sources: SourceSettings
-) -> SubmitResponse:
+async def submit_json(request: Request, ctx: ApiContext) -> SubmitResponse:
     try:
         body: Any = json.loads(await request.body())
         asked = SubmitRequest.model_validate(body)
@@ -126,12 +123,11 @@ async def submit_json(
         raise HTTPException(400, f"the body is not JSON: {exc}") from exc
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
-    return await run_in_threadpool(_enqueue, asked.request(), store, publisher, sources)
+    return await run_in_threadpool(_enqueue, asked.request(), ctx)
 
 
-async def submit_upload(
-    request: Request, store: JobStore, publisher: Publisher, sources: SourceSettings
-) -> SubmitResponse:
+async def submit_upload(request: Request, ctx: ApiContext) -> SubmitResponse:
+    sources = ctx.sources
     length = request.headers.get("content-length")
     try:
         upload = await receive_upload(
@@ -161,7 +157,7 @@ async def submit_upload(
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     try:
-        answer = await run_in_threadpool(_enqueue, asked, store, publisher, sources)
+        answer = await run_in_threadpool(_enqueue, asked, ctx)
     except (UrlRefused, MissingCapability):  # refused whole before any job was made
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
@@ -230,10 +226,15 @@ def _upload_request(upload: Upload) -> SubmissionRequest:
     )
 
 
-def _enqueue(
-    asked: SubmissionRequest, store: JobStore, publisher: Publisher, sources: SourceSettings
-) -> SubmitResponse:
+def _enqueue(asked: SubmissionRequest, ctx: ApiContext) -> SubmitResponse:
+    """``asked`` made into jobs with the sections of the API process's one settings tree."""
     submission: Submission = enqueue(
-        asked, publisher=publisher, store=store, source_settings=sources
+        asked,
+        publisher=ctx.publisher,
+        store=ctx.store,
+        source_settings=ctx.tree.sources,
+        submit_settings=ctx.tree.submit,
+        webhook_settings=ctx.tree.webhooks,
+        door=ctx.door,
     )
     return SubmitResponse.model_validate(submission.to_dict())

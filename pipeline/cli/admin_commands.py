@@ -192,21 +192,12 @@ def api(
             "send (DOCLANE_API_TOKENS=name:role:token,...)",
             False,
         )
-    admin = tree.admin
     with (
         open_store(False) as store,
         celery_publisher() as publisher,
         broker_fleet() as fleet,
     ):
-        ctx = ApiContext(
-            settings=settings,
-            admin=admin,
-            resilience=tree.resilience,
-            sources=tree.sources,
-            store=store,
-            publisher=publisher,
-            fleet=fleet,
-        )
+        ctx = ApiContext(tree=tree, store=store, publisher=publisher, fleet=fleet)
         tracing.configure("doclane-api")  # jobs submitted over HTTP start their traces here
         serve(ctx)
 

@@ -21,6 +21,7 @@ from pipeline.jobs import ConversionOptions, Formats, Job, JobEvent, JobState, S
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
+from pipeline.submission.door import door_for
 from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, usage_error
@@ -115,6 +116,7 @@ def submit(
                 store=store,
                 source_settings=tree.sources,
                 submit_settings=tree.submit,
+                door=door_for(tree.mcp, tree.profiles),
             )
         except PipelineError as exc:
             fail(exc, as_json)

@@ -32,11 +32,11 @@ MAX_LIVE_IDS = 200
 _NO_OPTIONS = frozenset({"docling-mcp", "per-format"})
 
 
-def options_refused_by() -> str | None:
+def options_refused_by(profiles: ProfileSettings) -> str | None:
     """The profile this deployment forces (``DOCLANE_PROFILE``) when it takes no conversion
     options, else None. Only a forced profile is known here: ``auto`` picks by the server's tools,
     which the workers read, so the page offers the options and a refusal comes back as E305."""
-    profile = ProfileSettings.from_environment().profile
+    profile = profiles.profile
     return profile if profile in _NO_OPTIONS else None
 
 
@@ -49,7 +49,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             "upload.html",
             session=session,
             formats=sorted(KNOWN_FORMATS),
-            options_refused_by=options_refused_by(),
+            options_refused_by=options_refused_by(ctx.tree.profiles),
             max_bytes=int(ctx.sources.max_source_bytes),
         )
 
@@ -61,7 +61,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        answer = await submit_upload(request, ctx.store, ctx.publisher, ctx.sources)
+        answer = await submit_upload(request, ctx)
         return JSONResponse(answer.model_dump(mode="json"), 202, headers=SECURITY_HEADERS)
 
     @app.get("/live", include_in_schema=False)

@@ -34,7 +34,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from errors import MissingCapability, PipelineError
 from pipeline.jobs import ConversionOptions, Formats
@@ -42,6 +42,9 @@ from pipeline.profiles import DoclingRsProfile, ProfileSettings, select_profile
 from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
 from pipeline.profiles.docling_rs import SIGNATURE
 from pipeline.profiles.per_format import TOOLS
+
+if TYPE_CHECKING:
+    from pipeline.mcp import McpSettings
 
 log = logging.getLogger("doclane.door")
 
@@ -158,11 +161,12 @@ def admit(formats: Formats, options: ConversionOptions, door: Door | None = None
     door.admit(formats, options)
 
 
-def server_tools(endpoint: str) -> frozenset[str]:
-    """The tool names ``endpoint`` offers, asked over MCP with this process's settings."""
+def server_tools(endpoint: str, settings: McpSettings | None = None) -> frozenset[str]:
+    """The tool names ``endpoint`` offers, asked over MCP with ``settings`` (by default this
+    process's environment's)."""
     from pipeline.mcp import McpClient  # only a submission that must ask loads the client
 
-    with McpClient(endpoint) as client:
+    with McpClient(endpoint, settings=settings) as client:
         client.initialize()
         return frozenset(tool.name for tool in client.tools())
 
@@ -171,26 +175,40 @@ _doors: dict[tuple[object, ...], Door] = {}
 _doors_lock = threading.Lock()
 
 
-def process_door() -> Door:
-    """The door for this process's settings as they are now, its answers kept across
-    submissions (one door a configuration: a process whose settings change gets a new one)."""
-    endpoints = _configured_endpoints()
-    profiles = ProfileSettings.from_environment()
+def door_for(mcp: McpSettings | None, profiles: ProfileSettings) -> Door:
+    """The door for these settings (a composition root hands down its tree's sections), its
+    answers kept across submissions: one door a configuration, shared by the process."""
+    endpoints = _endpoints_of(mcp)
     key = (tuple(endpoints), profiles.profile, profiles.server_cache_dir)
     with _doors_lock:
         door = _doors.get(key)
         if door is None:
-            door = _doors[key] = Door(endpoints, profiles, server_tools)
+            door = _doors[key] = Door(
+                endpoints, profiles, lambda endpoint: server_tools(endpoint, mcp)
+            )
         return door
 
 
-def _configured_endpoints() -> list[str]:
-    """The configured servers; none (nothing is asked) when this process's MCP settings do not
-    load: a submitter need not be able to talk to the servers to submit."""
+def process_door() -> Door:
+    """The door of this process's environment, for a submission made without a settings
+    tree at hand (a library caller; the CLI and the API hand theirs down)."""
     from pipeline.mcp import McpSettings
 
     try:
-        return McpSettings.from_environment().endpoints
+        mcp: McpSettings | None = McpSettings.from_environment()
+    except ValueError as exc:  # a submitter need not be able to talk to the servers to submit
+        log.warning("no server will be asked at submission: %s", exc)
+        mcp = None
+    return door_for(mcp, ProfileSettings.from_environment())
+
+
+def _endpoints_of(mcp: McpSettings | None) -> list[str]:
+    """The configured servers; none (nothing is asked) when there are no MCP settings or they
+    name no server that parses."""
+    if mcp is None:
+        return []
+    try:
+        return mcp.endpoints
     except ValueError as exc:
         log.warning("no server will be asked at submission: %s", exc)
         return []

@@ -115,6 +115,7 @@ def enqueue(
     store: JobStore | None = None,
     source_settings: SourceSettings | None = None,
     submit_settings: SubmitSettings | None = None,
+    webhook_settings: WebhookSettings | None = None,
     cwd: Path | None = None,
     masker: Masker | None = None,
     door: Door | None = None,
@@ -135,7 +136,9 @@ def enqueue(
     (E104).
     """
     sources_cfg = source_settings or SourceSettings.from_environment()
-    webhook = request.webhook_url or WebhookSettings.from_environment().webhook_url
+    webhook = (
+        request.webhook_url or (webhook_settings or WebhookSettings.from_environment()).webhook_url
+    )
     if webhook:
         check_webhook_url(webhook, AddressPolicy(allow_private=sources_cfg.allow_private_urls))
     admit(request.formats, request.options, door)
