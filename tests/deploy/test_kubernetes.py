@@ -4,8 +4,9 @@ an operator of a worker fleet relies on.
 There is no cluster on these machines. Everything a cluster would refuse before running anything
 is checked here instead: kubectl's own kustomize renders every overlay, kubernetes-validate
 checks each object strictly against Kubernetes' published schemas (one pinned version), and the
-KEDA objects against KEDA's own types (cloudcoil's models of its CRDs, which forbid unknown
-fields). The rest are the invariants docs/operations.md promises.
+KEDA objects against the field names of KEDA's ScaledObject CRD (written below: no package
+carries that schema in a form that refuses unknown fields). The rest are the invariants
+docs/operations.md promises.
 """
 
 from __future__ import annotations
