@@ -57,7 +57,6 @@ def create_app(settings: Settings | None = None) -> Celery:
     app carries it (:func:`workers.settings.settings_of`) to the parts that the worker starts.
     """
     tree = settings or read_settings()
-    _made_with[:] = [tree]
     cfg = tree.worker
     limits = TimeLimits.from_settings(tree)
     reconcile = tree.reconcile
@@ -203,11 +202,6 @@ class CeleryTaskRecordFilter(logging.Filter):
         return True
 
 
-#: The tree the process's app was made with: Celery's logging signal carries no app, and the
-#: process reads its settings once (an app made elsewhere, e.g. by Celery's own tools, reads them).
-_made_with: list[Settings] = []
-
-
 @signals.setup_logging.connect(weak=False)
 def _setup_logging(**_: Any) -> None:
     """Our handler, our filters (job context, secrets), our format; Celery's stays off.
@@ -216,8 +210,8 @@ def _setup_logging(**_: Any) -> None:
     "claimed" and "succeeded" lines say, with less: below DEBUG they are left out
     (logging was 8% of a worker's CPU per job). Their warnings and errors still show.
     """
-    tree = _made_with[0] if _made_with else read_settings()
-    configure_logging(tree.logs, first_filters=[CeleryTaskRecordFilter()])
+    settings = read_settings().logs
+    configure_logging(settings, first_filters=[CeleryTaskRecordFilter()])
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in CELERY_PER_TASK_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
