@@ -171,27 +171,20 @@ def server_tools(endpoint: str, settings: McpSettings | None = None) -> frozense
         return frozenset(tool.name for tool in client.tools())
 
 
-_doors: dict[tuple[object, ...], Door] = {}
+_doors: dict[tuple[str | None, str], Door] = {}
 _doors_lock = threading.Lock()
 
 
 def door_for(mcp: McpSettings | None, profiles: ProfileSettings) -> Door:
-    """The door for these settings (a composition root hands down its tree's sections), its
-    answers kept across submissions: one door a configuration, shared by the process."""
-    endpoints = _endpoints_of(mcp)
-    key = (tuple(endpoints), profiles.profile, profiles.server_cache_dir)
-    with _doors_lock:
-        door = _doors.get(key)
-        if door is None:
-            door = _doors[key] = Door(
-                endpoints, profiles, lambda endpoint: server_tools(endpoint, mcp)
-            )
-        return door
+    """A door for these settings (a composition root builds one from its tree's sections and
+    keeps it: the API in its context, for every request), asking with these MCP settings."""
+    return Door(_endpoints_of(mcp), profiles, lambda endpoint: server_tools(endpoint, mcp))
 
 
 def process_door() -> Door:
     """The door of this process's environment, for a submission made without a settings
-    tree at hand (a library caller; the CLI and the API hand theirs down)."""
+    tree at hand (a library caller; the CLI and the API hand theirs down), its answers kept
+    across submissions: one door a configuration."""
     from pipeline.mcp import McpSettings
 
     try:
@@ -199,7 +192,13 @@ def process_door() -> Door:
     except ValueError as exc:  # a submitter need not be able to talk to the servers to submit
         log.warning("no server will be asked at submission: %s", exc)
         mcp = None
-    return door_for(mcp, ProfileSettings.from_environment())
+    profiles = ProfileSettings.from_environment()
+    key = (mcp.model_dump_json() if mcp else None, profiles.model_dump_json())
+    with _doors_lock:
+        door = _doors.get(key)
+        if door is None:
+            door = _doors[key] = door_for(mcp, profiles)
+        return door
 
 
 def _endpoints_of(mcp: McpSettings | None) -> list[str]:
