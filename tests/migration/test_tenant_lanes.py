@@ -128,7 +128,9 @@ def test_a_lane_that_gets_work_again_starts_with_no_credit(conn: psycopg.Connect
     claim(conn, acme)  # acme's lane empties at pass 0 while globex's goes on at 40
     add_jobs(conn, 1, tenant="acme")
     add_jobs(conn, 1, tenant="default")  # a new lane
-    passes = dict(conn.execute("SELECT tenant, pass FROM tenant_lanes").fetchall())
+    passes: dict[str, float] = dict(
+        conn.execute("SELECT tenant, pass FROM tenant_lanes").fetchall()
+    )
     assert passes == {"acme": 40, "globex": 40, "default": 40}
     conn.execute("UPDATE tenant_lanes SET pass = 90 WHERE tenant = 'acme'")
     claim(conn, [r[0] for r in conn.execute("SELECT id FROM jobs WHERE state = 'queued'")])
