@@ -61,7 +61,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        answer = await submit_upload(request, ctx)
+        answer = await submit_upload(request, ctx, session.caller)
         return JSONResponse(answer.model_dump(mode="json"), 202, headers=SECURITY_HEADERS)
 
     @app.get("/live", include_in_schema=False)
