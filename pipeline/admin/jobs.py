@@ -150,14 +150,18 @@ def retry_failed(
     error_code: str | None = None,
     since: datetime | None = None,
     limit: int = 1000,
+    tenant: str | None = None,
 ) -> list[RetryOutcome]:
-    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``).
+    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``;
+    of ``tenant`` alone, when given).
 
     A failed slice is left alone: its document failed with it, and resubmitting the document
     converts it again (a slice resubmitted on its own would be a few pages, nobody's result).
     """
     failed = store.admin.list_jobs(
-        JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
+        JobFilter(
+            state=JobState.FAILED, error_code=error_code, since=since, tenant=tenant, limit=limit
+        )
     )
     return _resubmit(store, publisher, [job for job in failed if job.parent_id is None])
 

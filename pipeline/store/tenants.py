@@ -74,6 +74,11 @@ class Tenants:
         rows = self.pool.fetch_rows("reading a tenant", query("get_tenant"), {"name": name})
         return Tenant.model_validate(rows[0]) if rows else None
 
+    def list_all(self) -> list[Tenant]:
+        """Every tenant by name, without figures (a form's choices)."""
+        rows = self.pool.fetch_rows("listing tenants", query("list_tenants"), {})
+        return [Tenant.model_validate(row) for row in rows]
+
     def ensure(self, names: Iterable[str]) -> None:
         """Make each of ``names`` that does not exist yet (with no limits, weight 1)."""
         wanted = sorted({check_tenant_name(name) for name in names})

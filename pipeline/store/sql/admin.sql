@@ -6,6 +6,7 @@
 SELECT state, count(*) AS jobs
 FROM jobs
 WHERE state IN ('queued', 'waiting', 'running', 'retrying')
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
 GROUP BY state
 
 -- name: oldest_queued

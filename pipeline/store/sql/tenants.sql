@@ -16,6 +16,9 @@ RETURNING *
 -- name: get_tenant
 SELECT * FROM tenants WHERE name = %(name)s
 
+-- name: list_tenants
+SELECT * FROM tenants ORDER BY name
+
 -- name: ensure_tenants
 -- Made if missing (an API token's tenant at start); an existing one is left as it is.
 INSERT INTO tenants (name) SELECT unnest(%(names)s::text[]) ORDER BY 1
