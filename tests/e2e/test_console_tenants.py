@@ -5,48 +5,33 @@ filters by it. (Without workers: the jobs stay queued, which is all isolation ne
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from pipeline.store import JobFilter, JobStore
 from tests.e2e.test_console import _sign_in, _upload, browser  # noqa: F401  (browser: a fixture)
 from tests.fixtures.api_server import ApiServer
-
-A_TOKEN, B_TOKEN = "team-a-token-0123456789", "team-b-token-0123456789"
-
-
-@pytest.fixture
-def api(make_api_server: Callable[..., ApiServer], test_database_env: dict[str, str]) -> ApiServer:
-    tokens = [
-        {"name": "alice", "role": "submit", "token": A_TOKEN, "tenant": "team-a"},
-        {"name": "bob", "role": "submit", "token": B_TOKEN, "tenant": "team-b"},
-    ]
-    return make_api_server(test_database_env, DOCLANE_API_TOKENS=json.dumps(tokens))
+from tests.integration.console.test_console_tenants import (  # api: the same fixture
+    A_TOKEN,
+    B_TOKEN,
+    _submit,
+    api,  # noqa: F401
+)
 
 
-def _submit(api: ApiServer, token: str, path: Path) -> str:
-    path.write_text(f"# {path.name}\n")
-    answer = api.post("/v1/jobs", token=token, json={"sources": [str(path)]})
-    assert answer.status_code == 202, answer.text
-    return str(answer.json()["accepted"][0]["job_id"])
-
-
-def _signed_in(chromium: Browser, api: ApiServer, token: str) -> Page:
-    page = chromium.new_context(base_url=api.url).new_page()
+def _signed_in(chromium: Browser, server: ApiServer, token: str) -> Page:
+    page = chromium.new_context(base_url=server.url).new_page()
     page.goto("/console/jobs")
     _sign_in(page, token)
-    expect(page).to_have_url(api.url + "/console/jobs")
+    expect(page).to_have_url(server.url + "/console/jobs")
     return page
 
 
 def test_a_tenant_sees_its_own_jobs_in_the_browser_and_an_admin_filters_by_tenant(
-    api: ApiServer,
+    api: ApiServer,  # noqa: F811
     browser: Browser,  # noqa: F811  (the fixture imported above)
     tmp_path: Path,
     store: JobStore,
