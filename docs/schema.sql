@@ -64,6 +64,7 @@ CREATE TABLE public.jobs (
     slices_total integer,
     slices_done integer DEFAULT 0 NOT NULL,
     trace_context jsonb,
+    tenant text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
     CONSTRAINT jobs_check1 CHECK (((slices_done >= 0) AND (slices_done <= COALESCE(slices_total, 0)))),
@@ -143,6 +144,165 @@ COMMENT ON COLUMN public.jobs.slices_total IS 'Slices this job was split into (N
 COMMENT ON COLUMN public.jobs.slices_done IS 'Slices of this job that have succeeded.';
 
 --
+-- Name: claim_fair(text, integer, text, double precision, text, boolean, boolean, text, jsonb, text[], bigint, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean DEFAULT true, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[], p_small_below bigint DEFAULT NULL::bigint, p_prefer uuid DEFAULT NULL::uuid) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+    found_lane boolean;
+    taken integer := 0;
+    k integer;
+    n integer;
+    room integer;
+    next_pass float8;
+    ids uuid[];
+    rooms jsonb := '{}';
+    full_tenants text[] := '{}';
+    passed text[] := '{}';
+    waited boolean := NOT p_wait;
+    saw_work boolean := false;
+BEGIN
+    WHILE taken < p_limit LOOP
+        SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+        FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+        WHERE l.queue = p_queue AND l.queued > 0
+          AND (t.max_running IS NULL OR t.max_running > 0)
+          AND l.tenant <> ALL (full_tenants)
+          AND (l.tenant || '/' || l.priority) <> ALL (passed)
+        ORDER BY l.priority DESC, l.pass
+        LIMIT 1
+        FOR UPDATE OF l SKIP LOCKED;
+        found_lane := FOUND;
+        IF NOT found_lane AND NOT waited AND taken = 0 THEN
+            waited := true;
+            BEGIN
+                SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+                FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+                WHERE l.queue = p_queue AND l.queued > 0
+                  AND (t.max_running IS NULL OR t.max_running > 0)
+                  AND l.tenant <> ALL (full_tenants)
+                  AND (l.tenant || '/' || l.priority) <> ALL (passed)
+                ORDER BY l.priority DESC, l.pass
+                LIMIT 1
+                FOR UPDATE OF l;
+                found_lane := FOUND;
+            EXCEPTION WHEN deadlock_detected THEN
+                found_lane := false;
+            END;
+        END IF;
+        EXIT WHEN NOT found_lane;
+        saw_work := true;
+
+        room := NULL;
+        IF lane.max_running IS NOT NULL THEN
+            IF rooms ? lane.tenant THEN
+                room := (rooms ->> lane.tenant)::integer;
+            ELSE
+                -- a look first: a full tenant is passed over without waiting for its row
+                room := tenant_room(lane.tenant, false);
+                IF room > 0 THEN
+                    room := tenant_room(lane.tenant, true);
+                END IF;
+                rooms := rooms || jsonb_build_object(lane.tenant, room);
+            END IF;
+            IF coalesce(room, 1) <= 0 THEN
+                full_tenants := full_tenants || lane.tenant;
+                UPDATE tenant_lanes SET pass = pass + 1.0 / lane.weight
+                WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+                CONTINUE;
+            END IF;
+        END IF;
+
+        k := p_limit - taken;
+        IF room IS NOT NULL THEN
+            k := least(k, room);
+        END IF;
+        IF k > 1 THEN  -- as many as keep this lane the next: up to the pass of the one after it
+            SELECT o.pass INTO next_pass
+            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
+              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+              AND o.tenant <> ALL (full_tenants)
+            ORDER BY o.pass
+            LIMIT 1;
+            IF FOUND THEN
+                k := least(k, greatest(1, ceil((next_pass - lane.pass) * lane.weight)::integer));
+            END IF;
+        END IF;
+
+        ids := NULL;
+        IF p_prefer IS NOT NULL AND taken = 0 THEN
+            -- The message's own job when it is as old as its lane's head: jobs submitted in
+            -- one transaction share their created_at, and among equals the broker's order
+            -- (the submission's) is as fair as any.
+            SELECT ARRAY[j.id] INTO ids FROM jobs j
+            WHERE j.id = p_prefer AND j.state = 'queued' AND j.queue = p_queue
+              AND j.priority = lane.priority AND j.tenant = lane.tenant
+              AND j.created_at = (SELECT h.created_at FROM jobs h
+                                  WHERE h.queue = p_queue AND h.priority = lane.priority
+                                    AND h.tenant = lane.tenant AND h.state = 'queued'
+                                  ORDER BY h.created_at, h.id LIMIT 1)
+            FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF ids IS NULL THEN
+            SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
+            FROM (
+                SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
+                FROM (
+                    SELECT j.id, j.created_at,
+                           (NOT p_keyed OR (j.attempt = 0 AND j.source_kind = 'file'
+                                            AND j.profile = p_profile AND j.options = p_options
+                                            AND j.formats = p_formats
+                                            AND j.size_bytes < p_small_below)) AS ok
+                    FROM jobs j
+                    WHERE j.queue = p_queue AND j.priority = lane.priority
+                      AND j.tenant = lane.tenant AND j.state = 'queued'
+                    ORDER BY j.created_at, j.id
+                    LIMIT k
+                    FOR UPDATE SKIP LOCKED
+                ) w
+            ) h
+            WHERE h.run;
+        END IF;
+
+        n := 0;
+        IF ids IS NOT NULL THEN
+            RETURN QUERY SELECT * FROM claim_jobs(ids, p_worker, p_lease_s, p_stage);
+            GET DIAGNOSTICS n = ROW_COUNT;
+        END IF;
+        IF n > 0 THEN
+            taken := taken + n;
+            UPDATE tenant_lanes SET pass = pass + n::float8 / lane.weight
+            WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+            IF room IS NOT NULL THEN
+                rooms := rooms || jsonb_build_object(lane.tenant, room - n);
+            END IF;
+        END IF;
+        IF n < k THEN  -- nothing more to take from this lane in this claim
+            passed := passed || (lane.tenant || '/' || lane.priority);
+        END IF;
+    END LOOP;
+
+    IF taken > 0 THEN
+        PERFORM set_config('doclane.claim', 'claimed', false);
+    ELSIF saw_work OR EXISTS (SELECT 1 FROM tenant_lanes WHERE queue = p_queue AND queued > 0) THEN
+        PERFORM set_config('doclane.claim', 'capped', false);
+    ELSE
+        PERFORM set_config('doclane.claim', 'empty', false);
+    END IF;
+END
+$$;
+
+--
+-- Name: FUNCTION claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid) IS 'Up to p_limit jobs of a queue in fair order (migration 0020): lanes by priority and pass, FIFO within a lane, each tenant within its running cap; optionally only jobs like a key.';
+
+--
 -- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -170,6 +330,59 @@ $$;
 --
 
 COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
+
+--
+-- Name: claim_next(uuid, text, double precision, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    named record;
+    lead jobs;
+BEGIN
+    SELECT queue, state, next_attempt_at INTO named FROM jobs WHERE id = p_job_id;
+    IF NOT FOUND THEN
+        PERFORM set_config('doclane.claim', 'empty', false);
+        RETURN;
+    END IF;
+    IF named.state = 'retrying' THEN
+        IF named.next_attempt_at > now() THEN
+            PERFORM set_config('doclane.claim', 'wait', false);
+            RETURN;
+        END IF;
+        PERFORM set_config('doclane.reason', 'due: back in its tenant''s line', true);
+        UPDATE jobs SET state = 'queued'
+        WHERE id = p_job_id AND state = 'retrying'
+          AND (next_attempt_at IS NULL OR next_attempt_at <= now());
+        PERFORM set_config('doclane.reason', '', true);
+    END IF;
+    SELECT * INTO lead FROM claim_fair(named.queue, 1, p_worker, p_lease_s, 'validating',
+                                       p_prefer => p_job_id);
+    IF lead.id IS NULL THEN
+        IF current_setting('doclane.claim') = 'capped' THEN
+            INSERT INTO queue_debts AS d (queue, owed) VALUES (named.queue, 1)
+            ON CONFLICT (queue) DO UPDATE SET owed = d.owed + 1;
+        END IF;
+        RETURN;
+    END IF;
+    RETURN NEXT lead;
+    IF p_limit > 1 AND lead.attempt = 1 AND lead.source_kind = 'file'
+       AND lead.size_bytes < p_small_below THEN
+        RETURN QUERY SELECT * FROM claim_fair(
+            lead.queue, p_limit - 1, p_worker, p_lease_s, 'validating', false, true,
+            lead.profile, lead.options, lead.formats, p_small_below);
+        PERFORM set_config('doclane.claim', 'claimed', false);
+    END IF;
+END
+$$;
+
+--
+-- Name: FUNCTION claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) IS 'A message''s claim (migration 0020): its retrying job rejoins its lane when due, then the fair order''s next job and, with p_limit > 1, its round''s companions; an empty claim of capped work owes its message to the queue.';
 
 --
 -- Name: finish_attempt(uuid, integer, text[], text[], jsonb, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
@@ -205,6 +418,19 @@ BEGIN
     FROM unnest(p_formats, p_contents) AS r(format, content);
     RETURN wanted;
 END;
+$$;
+
+--
+-- Name: inherit_tenant(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inherit_tenant() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    SELECT p.tenant INTO NEW.tenant FROM jobs p WHERE p.id = NEW.parent_id;
+    RETURN NEW;
+END
 $$;
 
 --
@@ -479,6 +705,37 @@ END;
 $$;
 
 --
+-- Name: recount_tenant_lanes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.recount_tenant_lanes() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    changed integer;
+BEGIN
+    WITH actual AS (
+        SELECT queue, priority, tenant, count(*) AS n FROM jobs
+        WHERE state = 'queued' GROUP BY queue, priority, tenant
+    ), fixed AS (
+        INSERT INTO tenant_lanes AS l (queue, priority, tenant, queued)
+        SELECT queue, priority, tenant, n FROM actual
+        ON CONFLICT (queue, priority, tenant) DO UPDATE SET queued = excluded.queued
+        WHERE l.queued <> excluded.queued
+        RETURNING 1
+    ), emptied AS (
+        UPDATE tenant_lanes l SET queued = 0
+        WHERE l.queued <> 0 AND NOT EXISTS (
+            SELECT 1 FROM actual a
+            WHERE a.queue = l.queue AND a.priority = l.priority AND a.tenant = l.tenant)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM fixed) + (SELECT count(*) FROM emptied) INTO changed;
+    RETURN changed;
+END
+$$;
+
+--
 -- Name: result_engine(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -613,6 +870,163 @@ BEGIN
      ORDER BY run.n
     RETURNING id;
 END;
+$$;
+
+--
+-- Name: take_owed(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.take_owed(p_limit integer) RETURNS TABLE(id uuid, queue text, priority smallint)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    debt record;
+    lane record;
+    left_ bigint;
+    room integer;
+    n integer;
+    paid bigint;
+BEGIN
+    FOR debt IN
+        SELECT d.queue, d.owed FROM queue_debts d WHERE d.owed > 0 ORDER BY d.queue
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        left_ := least(debt.owed, p_limit);
+        paid := 0;
+        FOR lane IN
+            SELECT l.priority, l.tenant, l.queued, t.max_running
+            FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+            WHERE l.queue = debt.queue AND l.queued > 0
+              AND (t.max_running IS NULL OR t.max_running > 0)
+            ORDER BY l.priority DESC, l.pass
+        LOOP
+            EXIT WHEN left_ <= 0;
+            room := tenant_room(lane.tenant, false);
+            n := least(left_, lane.queued, coalesce(room, left_))::integer;
+            CONTINUE WHEN n <= 0;
+            RETURN QUERY
+                SELECT j.id, j.queue, j.priority FROM jobs j
+                WHERE j.queue = debt.queue AND j.priority = lane.priority
+                  AND j.tenant = lane.tenant AND j.state = 'queued'
+                ORDER BY j.created_at, j.id
+                LIMIT n;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            left_ := left_ - n;
+            paid := paid + n;
+        END LOOP;
+        IF paid > 0 THEN
+            UPDATE queue_debts SET owed = owed - paid WHERE queue_debts.queue = debt.queue;
+        END IF;
+    END LOOP;
+END
+$$;
+
+--
+-- Name: tenant_lane_add(text, smallint, text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lane_add(p_queue text, p_priority smallint, p_tenant text, p_n bigint) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF p_n < 0 THEN
+        -- Fewer: the lane exists (its jobs were counted in). An upsert would check its
+        -- would-be new row, a negative count, before finding the conflict.
+        UPDATE tenant_lanes SET queued = queued + p_n
+         WHERE queue = p_queue AND priority = p_priority AND tenant = p_tenant;
+        RETURN;
+    END IF;
+    INSERT INTO tenant_lanes AS l (queue, priority, tenant, queued, pass)
+    VALUES (p_queue, p_priority, p_tenant, p_n,
+            coalesce((SELECT min(o.pass) FROM tenant_lanes o
+                       WHERE o.queue = p_queue AND o.priority = p_priority AND o.queued > 0), 0))
+    ON CONFLICT (queue, priority, tenant) DO UPDATE
+    SET queued = l.queued + excluded.queued,
+        pass = CASE WHEN l.queued = 0 THEN greatest(l.pass, excluded.pass) ELSE l.pass END;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_deleted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+BEGIN
+    FOR lane IN
+        SELECT queue, priority, tenant, count(*) AS n FROM deleted
+        WHERE state = 'queued' GROUP BY queue, priority, tenant ORDER BY queue, priority, tenant
+    LOOP
+        PERFORM tenant_lane_add(lane.queue, lane.priority, lane.tenant, -lane.n);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+BEGIN
+    FOR lane IN
+        SELECT queue, priority, tenant, count(*) AS n FROM inserted
+        WHERE state = 'queued' GROUP BY queue, priority, tenant ORDER BY queue, priority, tenant
+    LOOP
+        PERFORM tenant_lane_add(lane.queue, lane.priority, lane.tenant, lane.n);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_updated(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_updated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF OLD.state = 'queued' THEN
+        PERFORM tenant_lane_add(OLD.queue, OLD.priority, OLD.tenant, -1);
+    END IF;
+    IF NEW.state = 'queued' THEN
+        PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
+    END IF;
+    RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_room(text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_room(p_tenant text, p_lock boolean) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    cap integer;
+    running integer;
+BEGIN
+    IF p_lock THEN
+        SELECT max_running INTO cap FROM tenants WHERE name = p_tenant FOR NO KEY UPDATE;
+    ELSE
+        SELECT max_running INTO cap FROM tenants WHERE name = p_tenant;
+    END IF;
+    IF cap IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO running
+    FROM (SELECT 1 FROM jobs WHERE tenant = p_tenant AND state = 'running' LIMIT cap) r;
+    RETURN greatest(cap - running, 0);
+END
 $$;
 
 --
@@ -751,6 +1165,22 @@ CREATE TABLE public.job_state_transitions (
 COMMENT ON TABLE public.job_state_transitions IS 'The legal job state transitions; jobs_guard_update() refuses every other change of state.';
 
 --
+-- Name: queue_debts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.queue_debts (
+    queue text NOT NULL,
+    owed bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT queue_debts_owed_check CHECK ((owed >= 0))
+);
+
+--
+-- Name: TABLE queue_debts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.queue_debts IS 'Messages acknowledged by claims that found only capped work (migration 0020), to be published again when a tenant has room.';
+
+--
 -- Name: result_expiries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -819,6 +1249,48 @@ CREATE TABLE public.schema_migrations (
 );
 
 --
+-- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenant_lanes (
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    tenant text NOT NULL,
+    queued bigint DEFAULT 0 NOT NULL,
+    pass double precision DEFAULT 0 NOT NULL,
+    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
+);
+
+--
+-- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
+
+--
+-- Name: tenants; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenants (
+    name text NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    max_running integer,
+    max_queued integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
+    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
+    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+--
+-- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
+
+--
 -- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -877,6 +1349,13 @@ ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 
 --
+-- Name: queue_debts queue_debts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.queue_debts
+    ADD CONSTRAINT queue_debts_pkey PRIMARY KEY (queue);
+
+--
 -- Name: result_expiries result_expiries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -903,6 +1382,20 @@ ALTER TABLE ONLY public.rollup_marks
 
 ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
+
+--
+-- Name: tenant_lanes tenant_lanes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenant_lanes
+    ADD CONSTRAINT tenant_lanes_pkey PRIMARY KEY (queue, priority, tenant);
+
+--
+-- Name: tenants tenants_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenants
+    ADD CONSTRAINT tenants_pkey PRIMARY KEY (name);
 
 --
 -- Name: webhook_deliveries webhook_deliveries_one_per_receiver; Type: CONSTRAINT; Schema: public; Owner: -
@@ -973,6 +1466,12 @@ CREATE INDEX jobs_error_code_idx ON public.jobs USING btree (error_code, updated
 CREATE INDEX jobs_finished_idx ON public.jobs USING btree (finished_at DESC) INCLUDE (state, error_code) WHERE (finished_at IS NOT NULL);
 
 --
+-- Name: jobs_lane_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_lane_idx ON public.jobs USING btree (queue, priority, tenant, created_at, id) WHERE (state = 'queued'::text);
+
+--
 -- Name: jobs_lease_expiry_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1003,6 +1502,18 @@ CREATE INDEX jobs_state_created_idx ON public.jobs USING btree (state, created_a
 CREATE INDEX jobs_submission_idx ON public.jobs USING btree (submission_id, created_at DESC) WHERE (submission_id IS NOT NULL);
 
 --
+-- Name: jobs_tenant_created_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_tenant_created_idx ON public.jobs USING btree (tenant, created_at DESC);
+
+--
+-- Name: jobs_tenant_running_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_tenant_running_idx ON public.jobs USING btree (tenant) WHERE (state = 'running'::text);
+
+--
 -- Name: jobs_waiting_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1019,6 +1530,12 @@ CREATE INDEX results_created_at_idx ON public.results USING btree (created_at);
 --
 
 CREATE INDEX results_object_uri_idx ON public.results USING btree (object_uri) WHERE (object_uri IS NOT NULL);
+
+--
+-- Name: tenant_lanes_next_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tenant_lanes_next_idx ON public.tenant_lanes USING btree (queue, priority DESC, pass) WHERE (queued > 0);
 
 --
 -- Name: webhook_deliveries_dead_idx; Type: INDEX; Schema: public; Owner: -
@@ -1045,6 +1562,24 @@ CREATE TRIGGER job_events_append_only BEFORE DELETE OR UPDATE ON public.job_even
 CREATE TRIGGER job_events_no_truncate BEFORE TRUNCATE ON public.job_events FOR EACH STATEMENT EXECUTE FUNCTION public.job_events_refuse_change();
 
 --
+-- Name: jobs jobs_count_lanes_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_deleted AFTER DELETE ON public.jobs REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION public.tenant_lanes_count_deleted();
+
+--
+-- Name: jobs jobs_count_lanes_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_inserted AFTER INSERT ON public.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.tenant_lanes_count_inserted();
+
+--
+-- Name: jobs jobs_count_lanes_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_updated AFTER UPDATE ON public.jobs FOR EACH ROW WHEN ((((old.state = 'queued'::text) OR (new.state = 'queued'::text)) AND ((old.state IS DISTINCT FROM new.state) OR (old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority) OR (old.tenant IS DISTINCT FROM new.tenant)))) EXECUTE FUNCTION public.tenant_lanes_count_updated();
+
+--
 -- Name: jobs jobs_guard_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1055,6 +1590,12 @@ CREATE TRIGGER jobs_guard_insert BEFORE INSERT ON public.jobs FOR EACH ROW EXECU
 --
 
 CREATE TRIGGER jobs_guard_update BEFORE UPDATE ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.jobs_guard_update();
+
+--
+-- Name: jobs jobs_inherit_tenant; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_inherit_tenant BEFORE INSERT ON public.jobs FOR EACH ROW WHEN ((new.parent_id IS NOT NULL)) EXECUTE FUNCTION public.inherit_tenant();
 
 --
 -- Name: jobs jobs_inherit_trace_context; Type: TRIGGER; Schema: public; Owner: -
@@ -1125,6 +1666,13 @@ ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES public.jobs(id);
 
 --
+-- Name: jobs jobs_tenant_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_tenant_fkey FOREIGN KEY (tenant) REFERENCES public.tenants(name);
+
+--
 -- Name: result_expiries result_expiries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1137,6 +1685,13 @@ ALTER TABLE ONLY public.result_expiries
 
 ALTER TABLE ONLY public.results
     ADD CONSTRAINT results_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+--
+-- Name: tenant_lanes tenant_lanes_tenant_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenant_lanes
+    ADD CONSTRAINT tenant_lanes_tenant_fkey FOREIGN KEY (tenant) REFERENCES public.tenants(name) ON DELETE CASCADE;
 
 --
 -- Name: webhook_deliveries webhook_deliveries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
