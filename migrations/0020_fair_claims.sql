@@ -87,6 +87,7 @@ DECLARE
     room integer;
     next_pass float8;
     ids uuid[];
+    chosen uuid[] := '{}';
     rooms jsonb := '{}';
     full_tenants text[] := '{}';
     passed text[] := '{}';
@@ -188,6 +189,7 @@ BEGIN
                     FROM jobs j
                     WHERE j.queue = p_queue AND j.priority = lane.priority
                       AND j.tenant = lane.tenant AND j.state = 'queued'
+                      AND j.id <> ALL (chosen)
                     ORDER BY j.created_at, j.id
                     LIMIT k
                     FOR UPDATE SKIP LOCKED
@@ -196,11 +198,8 @@ BEGIN
             WHERE h.run;
         END IF;
 
-        n := 0;
-        IF ids IS NOT NULL THEN
-            RETURN QUERY SELECT * FROM claim_jobs(ids, p_worker, p_lease_s, p_stage);
-            GET DIAGNOSTICS n = ROW_COUNT;
-        END IF;
+        n := coalesce(cardinality(ids), 0);
+        chosen := chosen || coalesce(ids, '{}');
         IF n > 0 THEN
             taken := taken + n;
             UPDATE tenant_lanes SET pass = pass + n::float8 / lane.weight
@@ -214,7 +213,10 @@ BEGIN
         END IF;
     END LOOP;
 
+    -- One claim for all that were chosen (locked as queued above: each is claimed): the
+    -- triggers of a claim run once a statement, not once a pick.
     IF taken > 0 THEN
+        RETURN QUERY SELECT * FROM claim_jobs(chosen, p_worker, p_lease_s, p_stage);
         PERFORM set_config('doclane.claim', 'claimed', false);
     ELSIF saw_work OR EXISTS (SELECT 1 FROM tenant_lanes WHERE queue = p_queue AND queued > 0) THEN
         PERFORM set_config('doclane.claim', 'capped', false);
