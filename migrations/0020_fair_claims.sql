@@ -57,7 +57,8 @@ $$;
 -- as many as keep it the smallest pass, never more than its tenant's room; the lane's pass
 -- advances by 1/weight a job. A tenant without room has its lanes passed over, and loses its
 -- turn (its pass advances as if served), so a capped tenant neither blocks the rotation nor
--- banks credit to spend when room frees.
+-- banks credit to spend when room frees; a paused tenant's lanes are not read at all, and a
+-- lane that comes back far behind the others is clamped up to them when it is next picked.
 --
 -- With a key (p_keyed: a round's companions), only never-tried small file jobs like the key
 -- are taken, and only from lanes whose oldest jobs are such: a lane whose head does not match
@@ -86,6 +87,7 @@ DECLARE
     n integer;
     room integer;
     next_pass float8;
+    top_pass float8;
     ids uuid[];
     chosen uuid[] := '{}';
     rooms jsonb := '{}';
@@ -124,6 +126,29 @@ BEGIN
         END IF;
         EXIT WHEN NOT found_lane;
         saw_work := true;
+
+        -- No credit: a lane out of the rotation for a while (its tenant paused, then resumed)
+        -- kept its pass while the others' advanced. Served lanes stay within one stride (at
+        -- most 1: weights are >= 1) of each other, so a lane further behind the furthest one
+        -- is clamped up to the smallest pass among those within a stride of it: it rejoins
+        -- the rotation at its place, not with a burst of claims until it catches up. Wherever
+        -- the credit came from (a resume, a raised cap, a new lane started beside a paused
+        -- one), this is where it would be spent, so this is where it is cancelled.
+        SELECT o.pass INTO top_pass
+        FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
+        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
+          AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+        ORDER BY o.pass DESC
+        LIMIT 1;
+        IF FOUND AND lane.pass < top_pass - 1.000001 THEN
+            SELECT min(o.pass) INTO lane.pass
+            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
+              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+              AND o.pass >= top_pass - 1.000001;
+            UPDATE tenant_lanes SET pass = lane.pass
+            WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+        END IF;
 
         room := NULL;
         IF lane.max_running IS NOT NULL THEN

@@ -214,3 +214,28 @@ def test_a_round_takes_companions_by_rotation_within_each_tenants_room(
     assert {j.id for j in [claim.lead, *claim.companions] if j.tenant == "b"} == {
         j.id for j in b[:5]
     }
+
+
+def test_a_resumed_tenant_rejoins_the_rotation_without_a_burst(
+    store: JobStore, raw: psycopg.Connection
+) -> None:
+    """A paused tenant's lane keeps its pass while the others' advance: resumed, it must take
+    its turn among them at once, not every claim until it has caught up."""
+    tenant(raw, "p", cap=0)
+    for name in ("p", tenant(raw, "a"), tenant(raw, "b")):
+        backlog(raw, name, 60)
+    message = raw.execute("SELECT id FROM jobs WHERE tenant = 'a' LIMIT 1").fetchone()[0]  # type: ignore[index]
+    assert set(next_tenants(store, message, 40)) == {"a", "b"}, "nothing of a paused tenant"
+
+    # a new lane starts at the smallest pass of the lanes with work: the paused one's, far back
+    backlog(raw, tenant(raw, "n"), 20)
+    tenant(raw, "p", cap=None)  # resumed, as `doclane tenants set p --max-running none` does
+    taken = next_tenants(store, message, 16)
+    for start in range(0, 16, 4):
+        assert sorted(taken[start : start + 4]) == ["a", "b", "n", "p"], taken
+    raised = tenant(raw, "q", cap=0)  # the same through a cap raised from 0, with a weight
+    backlog(raw, raised, 20)
+    next_tenants(store, message, 12)
+    tenant(raw, "q", weight=2, cap=5)
+    taken = next_tenants(store, message, 6)  # weights 1:1:1:1:2
+    assert set(taken) == {"a", "b", "n", "p", "q"} and taken.count("q") in (2, 3), taken
