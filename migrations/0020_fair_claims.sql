@@ -325,6 +325,7 @@ DECLARE
     room integer;
     n integer;
     paid bigint;
+    queued_ bigint;
 BEGIN
     FOR debt IN
         SELECT d.queue, d.owed FROM queue_debts d WHERE d.owed > 0 ORDER BY d.queue
@@ -353,8 +354,16 @@ BEGIN
             left_ := left_ - n;
             paid := paid + n;
         END LOOP;
-        IF paid > 0 THEN
-            UPDATE queue_debts SET owed = owed - paid WHERE queue_debts.queue = debt.queue;
+        -- A debt beyond the queue's queued jobs is no message's due: a round's claim takes
+        -- several jobs for one message, and their own messages, finding only capped work, were
+        -- owed too. Such a surplus would only publish messages that find nothing, and count
+        -- as messages in the lost-message sweep, so it is dropped, as the broker drops a
+        -- message whose claim finds the queue empty.
+        SELECT coalesce(sum(l.queued), 0) INTO queued_ FROM tenant_lanes l
+        WHERE l.queue = debt.queue AND l.queued > 0;
+        IF paid > 0 OR debt.owed > queued_ THEN
+            UPDATE queue_debts SET owed = least(owed - paid, greatest(queued_ - paid, 0))
+            WHERE queue_debts.queue = debt.queue;
         END IF;
     END LOOP;
 END

@@ -239,3 +239,23 @@ def test_a_resumed_tenant_rejoins_the_rotation_without_a_burst(
     tenant(raw, "q", weight=2, cap=5)
     taken = next_tenants(store, message, 6)  # weights 1:1:1:1:2
     assert set(taken) == {"a", "b", "n", "p", "q"} and taken.count("q") in (2, 3), taken
+
+
+def test_owed_messages_beyond_the_queued_jobs_are_dropped_when_repaid(
+    store: JobStore, raw: psycopg.Connection, job_factory: Callable[..., Job]
+) -> None:
+    """A round takes several jobs for one message, so more messages can find only paused work
+    than there are paused jobs: what is owed beyond the queue's queued jobs is no message's."""
+    tenant(raw, "p", cap=0)
+    jobs = [own(raw, job_factory(), "p") for _ in range(2)]
+    for _ in range(5):
+        assert store.attempts.claim_next(jobs[0].id, "w", lease_s=60).found == "capped"
+    assert store.operations.owed_by_queue() == {QUEUE: 5}
+    publisher = RecordingPublisher()
+    assert repay_owed(store.operations, publisher) == 0
+    assert store.operations.owed_by_queue() == {QUEUE: 2}, "at most a message per queued job"
+
+    tenant(raw, "p", cap=None)
+    assert repay_owed(store.operations, publisher) == 2
+    assert store.operations.owed_by_queue() == {}
+    assert {m.job_id for m in publisher.messages} == {j.id for j in jobs}
