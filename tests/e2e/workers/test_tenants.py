@@ -1,0 +1,184 @@
+"""Tenants through real worker processes (migration 0020): a running cap held across processes,
+through a kill -9 and the reconciler's requeue; a pause that claims nothing and loses nothing;
+owed messages repaid by the workers and by the reconciler.
+
+How many of a tenant's jobs run at once is measured in PostgreSQL, exactly: a trigger the test
+installs records, after every job that starts running, the tenant's count of running jobs.
+The trigger locks the tenant's row before it counts (as the claim does), so claimers that
+would both start a job of the tenant are ordered there and the second one's count, taken after
+the first committed, includes the first's job: two claims that each thought there was room for
+one would show as one over the cap, whichever path claimed them (lone, round, batch).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from pipeline.jobs import EventKind, Job, JobState
+from pipeline.reconciler.owed import repay_owed
+from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
+from tests.fixtures.brokers import Broker
+from tests.fixtures.fake_server import FakeServer
+from tests.fixtures.processes import parent_of
+from tests.fixtures.samples import write_mixed
+from tests.fixtures.waiting import wait_for
+from tests.fixtures.workers import Cluster
+
+PEAK_WATCH = """
+CREATE TABLE running_peaks (tenant text PRIMARY KEY, peak integer NOT NULL);
+CREATE FUNCTION record_running_peak() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    running integer;
+BEGIN
+    PERFORM 1 FROM tenants WHERE name = NEW.tenant FOR NO KEY UPDATE;
+    SELECT count(*) INTO running FROM jobs WHERE tenant = NEW.tenant AND state = 'running';
+    INSERT INTO running_peaks AS p VALUES (NEW.tenant, running)
+    ON CONFLICT (tenant) DO UPDATE SET peak = greatest(p.peak, excluded.peak);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER jobs_record_running_peak AFTER UPDATE ON jobs FOR EACH ROW
+    WHEN (NEW.state = 'running' AND OLD.state IS DISTINCT FROM 'running')
+    EXECUTE FUNCTION record_running_peak();
+"""
+
+
+@pytest.fixture
+def peaks(raw_sql: psycopg.Connection) -> Callable[[], dict[str, int]]:
+    """Installs the trigger; returns the peak of running jobs seen per tenant."""
+    raw_sql.execute(PEAK_WATCH)
+
+    def read() -> dict[str, int]:
+        return dict(raw_sql.execute("SELECT tenant, peak FROM running_peaks").fetchall())  # type: ignore[arg-type]
+
+    return read
+
+
+def tenant(raw: psycopg.Connection, name: str, cap: int | None) -> None:
+    raw.execute(
+        "INSERT INTO tenants (name, max_running) VALUES (%s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET max_running = excluded.max_running",
+        (name, cap),
+    )
+
+
+def submitted_as(
+    cluster: Cluster, raw: psycopg.Connection, name: str, paths: Sequence[Path]
+) -> list[UUID]:
+    """Jobs submitted and then made ``name``'s (the submission's ``--tenant`` is lane
+    `tenancy`'s; the lanes' triggers follow the move). No worker may run yet."""
+    ids = cluster.submit([str(p) for p in paths]).job_ids
+    assert len(ids) == len(paths)
+    raw.execute("UPDATE jobs SET tenant = %s WHERE id = ANY(%s)", (name, ids))
+    return ids
+
+
+def owed(raw: psycopg.Connection) -> int:
+    (total,) = raw.execute("SELECT coalesce(sum(owed), 0) FROM queue_debts").fetchone()  # type: ignore[misc]
+    return int(total)
+
+
+def never_claimed(cluster: Cluster, job_ids: Sequence[UUID]) -> bool:
+    return all(
+        job.state is JobState.QUEUED
+        and job.attempt == 0
+        and not any(
+            e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.RUNNING
+            for e in cluster.store.reads.events(job.id)
+        )
+        for job in cluster.jobs(job_ids)
+    )
+
+
+def running_in(cluster: Cluster, job_ids: Sequence[UUID], worker_pid: int) -> list[Job]:
+    """The jobs running in a pool process of the worker ``worker_pid`` (leases: ``host:pid``)."""
+    return [
+        job
+        for job in cluster.jobs(job_ids)
+        if job.state is JobState.RUNNING
+        and job.lease_owner
+        and parent_of(int(job.lease_owner.rsplit(":", 1)[1])) == worker_pid
+    ]
+
+
+def test_two_workers_racing_on_a_running_cap_never_exceed_it_through_a_kill(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    raw_sql: psycopg.Connection,
+    peaks: Callable[[], dict[str, int]],
+    tmp_path: Path,
+) -> None:
+    """Six pool processes in two workers, a tenant capped at 2 with 16 jobs and another
+    tenant's 8 beside it: never more than 2 of the capped tenant's running, also while the
+    first worker lies killed (its jobs' leases run out, the reconciler requeues them), and
+    every job ends with exactly one result."""
+    cluster = make_cluster(redis_broker, fake_server.url)
+    fake_server.configure(delay_s=0.25, delay_tools=[CONVERT])
+    tenant(raw_sql, "capped", 2)
+    capped = submitted_as(cluster, raw_sql, "capped", write_mixed(tmp_path / "c", 16))
+    free = cluster.submit([str(p) for p in write_mixed(tmp_path / "f", 8, start=100)]).job_ids
+
+    first = cluster.start_worker(concurrency=3, beat=False)
+    cluster.start_worker(concurrency=3)  # with the reconciler's beat
+    victim = wait_for(
+        lambda: running_in(cluster, capped, first.pid),
+        timeout=60,
+        message="a capped job running in the first worker",
+    )[0]
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(30)
+
+    jobs = cluster.wait_terminal([*capped, *free], timeout=180)
+    assert_one_result_set(cluster, jobs)
+    requeued = [
+        e
+        for e in cluster.store.reads.events(victim.id)
+        if e.kind is EventKind.STATE_CHANGE and e.to_state is JobState.QUEUED and e.attempt >= 1
+    ]
+    assert requeued, "the killed worker's job came back through the reconciler"
+    seen = peaks()
+    assert seen["capped"] == 2, f"the cap was reached, never passed: {seen}\n{cluster.logs()}"
+    assert seen["default"] >= 2, seen
+
+
+def test_a_paused_tenant_is_never_claimed_while_others_run_and_resumed_loses_nothing(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    raw_sql: psycopg.Connection,
+    peaks: Callable[[], dict[str, int]],
+    tmp_path: Path,
+) -> None:
+    cluster = make_cluster(redis_broker, fake_server.url)
+    tenant(raw_sql, "paused", 0)
+    paused = submitted_as(cluster, raw_sql, "paused", write_mixed(tmp_path / "p", 10))
+    others = cluster.submit([str(p) for p in write_mixed(tmp_path / "o", 6, start=100)]).job_ids
+    cluster.start_worker(concurrency=2)  # with the reconciler's beat
+
+    done = cluster.wait_terminal(others, timeout=120)
+    assert [j.state for j in done] == [JobState.SUCCEEDED] * len(others)
+    # The paused tenant's messages were claims on their queue: they served the others' jobs,
+    # and the rest found only paused work and were owed, not looped through the broker.
+    wait_for(lambda: owed(raw_sql) > 0, timeout=30, message="messages owed to the queue")
+    assert never_claimed(cluster, paused)
+    assert "paused" not in peaks()
+    for _ in range(2):  # the sweeps leave paused work alone (it waits for room, not a message)
+        report = cluster.cli_json("reconcile")
+        assert not {*report["republished"], *report["lost_messages"]} & {str(i) for i in paused}
+    assert never_claimed(cluster, paused)
+
+    # Resumed as `doclane tenants set paused --max-running none` does: the limit lifted, then
+    # the repay hook publishes what was owed.
+    tenant(raw_sql, "paused", None)
+    repay_owed(cluster.store.operations, cluster.publisher())
+    jobs = cluster.wait_terminal(paused, timeout=120)
+    assert_one_result_set(cluster, jobs)
+    assert owed(raw_sql) == 0
