@@ -182,3 +182,50 @@ def test_a_paused_tenant_is_never_claimed_while_others_run_and_resumed_loses_not
     jobs = cluster.wait_terminal(paused, timeout=120)
     assert_one_result_set(cluster, jobs)
     assert owed(raw_sql) == 0
+
+
+def test_a_capped_tenants_owed_messages_are_repaid_by_the_worker_as_its_jobs_end(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    raw_sql: psycopg.Connection,
+    tmp_path: Path,
+) -> None:
+    """No reconciler runs: each message that found the tenant at its cap of 1 was owed, and
+    only the worker's repayment after each end brings the next job's message back."""
+    cluster = make_cluster(redis_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
+    fake_server.configure(delay_s=0.2, delay_tools=[CONVERT])
+    tenant(raw_sql, "one", 1)
+    capped = submitted_as(cluster, raw_sql, "one", write_mixed(tmp_path / "c", 6))
+    worker = cluster.start_worker(concurrency=2, beat=False)
+
+    jobs = cluster.wait_terminal(capped, timeout=120)
+    assert_one_result_set(cluster, jobs)
+    assert "owed message(s) published" in worker.log(), "the other slot's messages were owed"
+    assert owed(raw_sql) == 0
+
+
+def test_owed_messages_are_repaid_by_a_reconciler_pass_once_a_tenant_has_room(
+    make_cluster: Callable[..., Cluster],
+    redis_broker: Broker,
+    fake_server: FakeServer,
+    raw_sql: psycopg.Connection,
+    tmp_path: Path,
+) -> None:
+    """A pause lifted without the repay hook (a change by hand in psql): the next reconciler
+    pass publishes what was owed, and the worker converts every job once."""
+    cluster = make_cluster(redis_broker, fake_server.url)
+    tenant(raw_sql, "later", 0)
+    paused = submitted_as(cluster, raw_sql, "later", write_mixed(tmp_path / "p", 5))
+    cluster.start_worker(concurrency=2, beat=False)
+    wait_for(lambda: owed(raw_sql) == len(paused), timeout=60, message="every message owed")
+    publisher = cluster.publisher()
+    assert all(publisher.waiting(job.queue) == 0 for job in cluster.jobs(paused)), "none loops"
+    assert never_claimed(cluster, paused)
+
+    raw_sql.execute("UPDATE tenants SET max_running = NULL WHERE name = 'later'")
+    report = cluster.cli_json("reconcile")
+    assert report["repaid_owed_messages"] == len(paused)
+    jobs = cluster.wait_terminal(paused, timeout=120)
+    assert_one_result_set(cluster, jobs)
+    assert owed(raw_sql) == 0
