@@ -152,6 +152,7 @@ CREATE FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, 
     AS $$
 DECLARE
     lane record;
+    best record;
     found_lane boolean;
     taken integer := 0;
     k integer;
@@ -179,21 +180,26 @@ BEGIN
         FOR UPDATE OF l SKIP LOCKED;
         found_lane := FOUND;
         IF NOT found_lane AND NOT waited AND taken = 0 THEN
+            -- Every lane with work and room is held by other claimers: wait for the best one
+            -- (its count and pass read again once it is ours).
             waited := true;
-            BEGIN
-                SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
-                FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
-                WHERE l.queue = p_queue AND l.queued > 0
-                  AND (t.max_running IS NULL OR t.max_running > 0)
-                  AND l.tenant <> ALL (full_tenants)
-                  AND (l.tenant || '/' || l.priority) <> ALL (passed)
-                ORDER BY l.priority DESC, l.pass
-                LIMIT 1
-                FOR UPDATE OF l;
-                found_lane := FOUND;
-            EXCEPTION WHEN deadlock_detected THEN
-                found_lane := false;
-            END;
+            SELECT b.priority, b.tenant INTO best FROM live_lanes b
+            WHERE b.queue = p_queue AND b.tenant <> ALL (full_tenants)
+              AND (b.tenant || '/' || b.priority) <> ALL (passed)
+            ORDER BY b.priority DESC, b.pass
+            LIMIT 1;
+            IF FOUND THEN
+                BEGIN
+                    SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+                    FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+                    WHERE l.queue = p_queue AND l.priority = best.priority
+                      AND l.tenant = best.tenant AND l.queued > 0
+                    FOR UPDATE OF l;
+                    found_lane := FOUND;
+                EXCEPTION WHEN deadlock_detected THEN
+                    found_lane := false;
+                END;
+            END IF;
         END IF;
         EXIT WHEN NOT found_lane;
         saw_work := true;
@@ -205,17 +211,13 @@ BEGIN
         -- the rotation at its place, not with a burst of claims until it catches up. Wherever
         -- the credit came from (a resume, a raised cap, a new lane started beside a paused
         -- one), this is where it would be spent, so this is where it is cancelled.
-        SELECT o.pass INTO top_pass
-        FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-          AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+        SELECT o.pass INTO top_pass FROM live_lanes o
+        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
         ORDER BY o.pass DESC
         LIMIT 1;
         IF FOUND AND lane.pass < top_pass - 1.000001 THEN
-            SELECT min(o.pass) INTO lane.pass
-            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT min(o.pass) INTO lane.pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
               AND o.pass >= top_pass - 1.000001;
             UPDATE tenant_lanes SET pass = lane.pass
             WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
@@ -246,10 +248,8 @@ BEGIN
             k := least(k, room);
         END IF;
         IF k > 1 THEN  -- as many as keep this lane the next: up to the pass of the one after it
-            SELECT o.pass INTO next_pass
-            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT o.pass INTO next_pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
               AND o.tenant <> ALL (full_tenants)
             ORDER BY o.pass
             LIMIT 1;
@@ -921,10 +921,8 @@ BEGIN
         left_ := least(debt.owed, p_limit);
         paid := 0;
         FOR lane IN
-            SELECT l.priority, l.tenant, l.queued, t.max_running
-            FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
-            WHERE l.queue = debt.queue AND l.queued > 0
-              AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT l.priority, l.tenant, l.queued FROM live_lanes l
+            WHERE l.queue = debt.queue
             ORDER BY l.priority DESC, l.pass
         LOOP
             EXIT WHEN left_ <= 0;
@@ -1200,6 +1198,70 @@ CREATE TABLE public.job_state_transitions (
 COMMENT ON TABLE public.job_state_transitions IS 'The legal job state transitions; jobs_guard_update() refuses every other change of state.';
 
 --
+-- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenant_lanes (
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    tenant text NOT NULL,
+    queued bigint DEFAULT 0 NOT NULL,
+    pass double precision DEFAULT 0 NOT NULL,
+    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
+);
+
+--
+-- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
+
+--
+-- Name: tenants; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenants (
+    name text NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    max_running integer,
+    max_queued integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
+    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
+    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+--
+-- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
+
+--
+-- Name: live_lanes; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.live_lanes AS
+ SELECT l.queue,
+    l.priority,
+    l.tenant,
+    l.queued,
+    l.pass,
+    t.weight,
+    t.max_running
+   FROM (public.tenant_lanes l
+     JOIN public.tenants t ON ((t.name = l.tenant)))
+  WHERE ((l.queued > 0) AND ((t.max_running IS NULL) OR (t.max_running > 0)));
+
+--
+-- Name: VIEW live_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON VIEW public.live_lanes IS 'Lanes with work of tenants not paused, with their weight and cap (migration 0020).';
+
+--
 -- Name: queue_debts; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1282,48 +1344,6 @@ CREATE TABLE public.schema_migrations (
     applied_at timestamp with time zone DEFAULT now() NOT NULL,
     duration_ms integer NOT NULL
 );
-
---
--- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.tenant_lanes (
-    queue text NOT NULL,
-    priority smallint NOT NULL,
-    tenant text NOT NULL,
-    queued bigint DEFAULT 0 NOT NULL,
-    pass double precision DEFAULT 0 NOT NULL,
-    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
-);
-
---
--- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
-
---
--- Name: tenants; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.tenants (
-    name text NOT NULL,
-    weight integer DEFAULT 1 NOT NULL,
-    max_running integer,
-    max_queued integer,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
-    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
-    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
-    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
-);
-
---
--- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
 
 --
 -- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -

@@ -27,6 +27,18 @@ COMMENT ON TABLE queue_debts IS
     'Messages acknowledged by claims that found only capped work (migration 0020), to be '
     'published again when a tenant has room.';
 
+-- The lanes the fair order reads: with work, of tenants not paused, with their tenant's weight
+-- and cap. For reads only: a locking clause on a view locks every table in it, and a claim must
+-- lock a lane, never its tenant's row that way (submissions' key checks would wait on it), so
+-- the claim's one locking read of the next lane names the tables itself.
+CREATE VIEW live_lanes AS
+SELECT l.queue, l.priority, l.tenant, l.queued, l.pass, t.weight, t.max_running
+FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+WHERE l.queued > 0 AND (t.max_running IS NULL OR t.max_running > 0);
+
+COMMENT ON VIEW live_lanes IS
+    'Lanes with work of tenants not paused, with their weight and cap (migration 0020).';
+
 -- How many more of a tenant's jobs may run now (NULL: no cap). With p_lock, the tenant's row
 -- is locked first and the count is a later statement: exact under concurrent claimers, who
 -- wait for each other here. Without, a cheap look that may only be out of date (a claim uses
@@ -81,6 +93,7 @@ CREATE FUNCTION claim_fair(
 RETURNS SETOF jobs LANGUAGE plpgsql AS $$
 DECLARE
     lane record;
+    best record;
     found_lane boolean;
     taken integer := 0;
     k integer;
@@ -108,21 +121,26 @@ BEGIN
         FOR UPDATE OF l SKIP LOCKED;
         found_lane := FOUND;
         IF NOT found_lane AND NOT waited AND taken = 0 THEN
+            -- Every lane with work and room is held by other claimers: wait for the best one
+            -- (its count and pass read again once it is ours).
             waited := true;
-            BEGIN
-                SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
-                FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
-                WHERE l.queue = p_queue AND l.queued > 0
-                  AND (t.max_running IS NULL OR t.max_running > 0)
-                  AND l.tenant <> ALL (full_tenants)
-                  AND (l.tenant || '/' || l.priority) <> ALL (passed)
-                ORDER BY l.priority DESC, l.pass
-                LIMIT 1
-                FOR UPDATE OF l;
-                found_lane := FOUND;
-            EXCEPTION WHEN deadlock_detected THEN
-                found_lane := false;
-            END;
+            SELECT b.priority, b.tenant INTO best FROM live_lanes b
+            WHERE b.queue = p_queue AND b.tenant <> ALL (full_tenants)
+              AND (b.tenant || '/' || b.priority) <> ALL (passed)
+            ORDER BY b.priority DESC, b.pass
+            LIMIT 1;
+            IF FOUND THEN
+                BEGIN
+                    SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+                    FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+                    WHERE l.queue = p_queue AND l.priority = best.priority
+                      AND l.tenant = best.tenant AND l.queued > 0
+                    FOR UPDATE OF l;
+                    found_lane := FOUND;
+                EXCEPTION WHEN deadlock_detected THEN
+                    found_lane := false;
+                END;
+            END IF;
         END IF;
         EXIT WHEN NOT found_lane;
         saw_work := true;
@@ -134,17 +152,13 @@ BEGIN
         -- the rotation at its place, not with a burst of claims until it catches up. Wherever
         -- the credit came from (a resume, a raised cap, a new lane started beside a paused
         -- one), this is where it would be spent, so this is where it is cancelled.
-        SELECT o.pass INTO top_pass
-        FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-          AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+        SELECT o.pass INTO top_pass FROM live_lanes o
+        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
         ORDER BY o.pass DESC
         LIMIT 1;
         IF FOUND AND lane.pass < top_pass - 1.000001 THEN
-            SELECT min(o.pass) INTO lane.pass
-            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT min(o.pass) INTO lane.pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
               AND o.pass >= top_pass - 1.000001;
             UPDATE tenant_lanes SET pass = lane.pass
             WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
@@ -175,10 +189,8 @@ BEGIN
             k := least(k, room);
         END IF;
         IF k > 1 THEN  -- as many as keep this lane the next: up to the pass of the one after it
-            SELECT o.pass INTO next_pass
-            FROM tenant_lanes o JOIN tenants t ON t.name = o.tenant
-            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.queued > 0
-              AND o.tenant <> lane.tenant AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT o.pass INTO next_pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
               AND o.tenant <> ALL (full_tenants)
             ORDER BY o.pass
             LIMIT 1;
@@ -334,10 +346,8 @@ BEGIN
         left_ := least(debt.owed, p_limit);
         paid := 0;
         FOR lane IN
-            SELECT l.priority, l.tenant, l.queued, t.max_running
-            FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
-            WHERE l.queue = debt.queue AND l.queued > 0
-              AND (t.max_running IS NULL OR t.max_running > 0)
+            SELECT l.priority, l.tenant, l.queued FROM live_lanes l
+            WHERE l.queue = debt.queue
             ORDER BY l.priority DESC, l.pass
         LOOP
             EXIT WHEN left_ <= 0;

@@ -85,6 +85,14 @@ def owed(raw: psycopg.Connection) -> int:
     return int(total)
 
 
+def end_once_owing_nothing(
+    cluster: Cluster, raw: psycopg.Connection, job_ids: Sequence[UUID]
+) -> None:
+    """Every job ends succeeded with exactly one result, and nothing stays owed."""
+    assert_one_result_set(cluster, cluster.wait_terminal(job_ids, timeout=120))
+    assert owed(raw) == 0
+
+
 def never_claimed(cluster: Cluster, job_ids: Sequence[UUID]) -> bool:
     return all(
         job.state is JobState.QUEUED
@@ -179,9 +187,7 @@ def test_a_paused_tenant_is_never_claimed_while_others_run_and_resumed_loses_not
     # the repay hook publishes what was owed.
     tenant(raw_sql, "paused", None)
     repay_owed(cluster.store.operations, cluster.publisher())
-    jobs = cluster.wait_terminal(paused, timeout=120)
-    assert_one_result_set(cluster, jobs)
-    assert owed(raw_sql) == 0
+    end_once_owing_nothing(cluster, raw_sql, paused)
 
 
 def test_a_capped_tenants_owed_messages_are_repaid_by_the_worker_as_its_jobs_end(
@@ -199,10 +205,8 @@ def test_a_capped_tenants_owed_messages_are_repaid_by_the_worker_as_its_jobs_end
     capped = submitted_as(cluster, raw_sql, "one", write_mixed(tmp_path / "c", 6))
     worker = cluster.start_worker(concurrency=2, beat=False)
 
-    jobs = cluster.wait_terminal(capped, timeout=120)
-    assert_one_result_set(cluster, jobs)
+    end_once_owing_nothing(cluster, raw_sql, capped)
     assert "owed message(s) published" in worker.log(), "the other slot's messages were owed"
-    assert owed(raw_sql) == 0
 
 
 def test_owed_messages_are_repaid_by_a_reconciler_pass_once_a_tenant_has_room(
@@ -226,6 +230,4 @@ def test_owed_messages_are_repaid_by_a_reconciler_pass_once_a_tenant_has_room(
     raw_sql.execute("UPDATE tenants SET max_running = NULL WHERE name = 'later'")
     report = cluster.cli_json("reconcile")
     assert report["repaid_owed_messages"] == len(paused)
-    jobs = cluster.wait_terminal(paused, timeout=120)
-    assert_one_result_set(cluster, jobs)
-    assert owed(raw_sql) == 0
+    end_once_owing_nothing(cluster, raw_sql, paused)
