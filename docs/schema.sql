@@ -144,6 +144,191 @@ COMMENT ON COLUMN public.jobs.slices_total IS 'Slices this job was split into (N
 COMMENT ON COLUMN public.jobs.slices_done IS 'Slices of this job that have succeeded.';
 
 --
+-- Name: claim_fair(text, integer, text, double precision, text, boolean, boolean, text, jsonb, text[], bigint, uuid); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean DEFAULT true, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[], p_small_below bigint DEFAULT NULL::bigint, p_prefer uuid DEFAULT NULL::uuid) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+    best record;
+    found_lane boolean;
+    taken integer := 0;
+    k integer;
+    n integer;
+    room integer;
+    next_pass float8;
+    top_pass float8;
+    ids uuid[];
+    chosen uuid[] := '{}';
+    rooms jsonb := '{}';
+    full_tenants text[] := '{}';
+    passed text[] := '{}';
+    waited boolean := NOT p_wait;
+    saw_work boolean := false;
+BEGIN
+    WHILE taken < p_limit LOOP
+        SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+        FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+        WHERE l.queue = p_queue AND l.queued > 0
+          AND (t.max_running IS NULL OR t.max_running > 0)
+          AND l.tenant <> ALL (full_tenants)
+          AND (l.tenant || '/' || l.priority) <> ALL (passed)
+        ORDER BY l.priority DESC, l.pass
+        LIMIT 1
+        FOR UPDATE OF l SKIP LOCKED;
+        found_lane := FOUND;
+        IF NOT found_lane AND NOT waited AND taken = 0 THEN
+            -- Every lane with work and room is held by other claimers: wait for the best one
+            -- (its count and pass read again once it is ours).
+            waited := true;
+            SELECT b.priority, b.tenant INTO best FROM live_lanes b
+            WHERE b.queue = p_queue AND b.tenant <> ALL (full_tenants)
+              AND (b.tenant || '/' || b.priority) <> ALL (passed)
+            ORDER BY b.priority DESC, b.pass
+            LIMIT 1;
+            IF FOUND THEN
+                BEGIN
+                    SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
+                    FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
+                    WHERE l.queue = p_queue AND l.priority = best.priority
+                      AND l.tenant = best.tenant AND l.queued > 0
+                    FOR UPDATE OF l;
+                    found_lane := FOUND;
+                EXCEPTION WHEN deadlock_detected THEN
+                    found_lane := false;
+                END;
+            END IF;
+        END IF;
+        EXIT WHEN NOT found_lane;
+        saw_work := true;
+
+        -- No credit: a lane out of the rotation for a while (its tenant paused, then resumed)
+        -- kept its pass while the others' advanced. Served lanes stay within one stride (at
+        -- most 1: weights are >= 1) of each other, so a lane further behind the furthest one
+        -- is clamped up to the smallest pass among those within a stride of it: it rejoins
+        -- the rotation at its place, not with a burst of claims until it catches up. Wherever
+        -- the credit came from (a resume, a raised cap, a new lane started beside a paused
+        -- one), this is where it would be spent, so this is where it is cancelled.
+        SELECT o.pass INTO top_pass FROM live_lanes o
+        WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
+        ORDER BY o.pass DESC
+        LIMIT 1;
+        IF FOUND AND lane.pass < top_pass - 1.000001 THEN
+            SELECT min(o.pass) INTO lane.pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
+              AND o.pass >= top_pass - 1.000001;
+            UPDATE tenant_lanes SET pass = lane.pass
+            WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+        END IF;
+
+        room := NULL;
+        IF lane.max_running IS NOT NULL THEN
+            IF rooms ? lane.tenant THEN
+                room := (rooms ->> lane.tenant)::integer;
+            ELSE
+                -- a look first: a full tenant is passed over without waiting for its row
+                room := tenant_room(lane.tenant, false);
+                IF room > 0 THEN
+                    room := tenant_room(lane.tenant, true);
+                END IF;
+                rooms := rooms || jsonb_build_object(lane.tenant, room);
+            END IF;
+            IF coalesce(room, 1) <= 0 THEN
+                full_tenants := full_tenants || lane.tenant;
+                UPDATE tenant_lanes SET pass = pass + 1.0 / lane.weight
+                WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+                CONTINUE;
+            END IF;
+        END IF;
+
+        k := p_limit - taken;
+        IF room IS NOT NULL THEN
+            k := least(k, room);
+        END IF;
+        IF k > 1 THEN  -- as many as keep this lane the next: up to the pass of the one after it
+            SELECT o.pass INTO next_pass FROM live_lanes o
+            WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
+              AND o.tenant <> ALL (full_tenants)
+            ORDER BY o.pass
+            LIMIT 1;
+            IF FOUND THEN
+                k := least(k, greatest(1, ceil((next_pass - lane.pass) * lane.weight)::integer));
+            END IF;
+        END IF;
+
+        ids := NULL;
+        IF p_prefer IS NOT NULL AND taken = 0 THEN
+            -- The message's own job when it is as old as its lane's head: jobs submitted in
+            -- one transaction share their created_at, and among equals the broker's order
+            -- (the submission's) is as fair as any.
+            SELECT ARRAY[j.id] INTO ids FROM jobs j
+            WHERE j.id = p_prefer AND j.state = 'queued' AND j.queue = p_queue
+              AND j.priority = lane.priority AND j.tenant = lane.tenant
+              AND j.created_at = (SELECT h.created_at FROM jobs h
+                                  WHERE h.queue = p_queue AND h.priority = lane.priority
+                                    AND h.tenant = lane.tenant AND h.state = 'queued'
+                                  ORDER BY h.created_at, h.id LIMIT 1)
+            FOR UPDATE SKIP LOCKED;
+        END IF;
+        IF ids IS NULL THEN
+            SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
+            FROM (
+                SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
+                FROM (
+                    SELECT j.id, j.created_at,
+                           (NOT p_keyed OR (j.attempt = 0 AND j.source_kind = 'file'
+                                            AND j.profile = p_profile AND j.options = p_options
+                                            AND j.formats = p_formats
+                                            AND j.size_bytes < p_small_below)) AS ok
+                    FROM jobs j
+                    WHERE j.queue = p_queue AND j.priority = lane.priority
+                      AND j.tenant = lane.tenant AND j.state = 'queued'
+                      AND j.id <> ALL (chosen)
+                    ORDER BY j.created_at, j.id
+                    LIMIT k
+                    FOR UPDATE SKIP LOCKED
+                ) w
+            ) h
+            WHERE h.run;
+        END IF;
+
+        n := coalesce(cardinality(ids), 0);
+        chosen := chosen || coalesce(ids, '{}');
+        IF n > 0 THEN
+            taken := taken + n;
+            UPDATE tenant_lanes SET pass = pass + n::float8 / lane.weight
+            WHERE queue = p_queue AND priority = lane.priority AND tenant = lane.tenant;
+            IF room IS NOT NULL THEN
+                rooms := rooms || jsonb_build_object(lane.tenant, room - n);
+            END IF;
+        END IF;
+        IF n < k THEN  -- nothing more to take from this lane in this claim
+            passed := passed || (lane.tenant || '/' || lane.priority);
+        END IF;
+    END LOOP;
+
+    -- One claim for all that were chosen (locked as queued above: each is claimed): the
+    -- triggers of a claim run once a statement, not once a pick.
+    IF taken > 0 THEN
+        RETURN QUERY SELECT * FROM claim_jobs(chosen, p_worker, p_lease_s, p_stage);
+        PERFORM set_config('doclane.claim', 'claimed', false);
+    ELSIF saw_work OR EXISTS (SELECT 1 FROM tenant_lanes WHERE queue = p_queue AND queued > 0) THEN
+        PERFORM set_config('doclane.claim', 'capped', false);
+    ELSE
+        PERFORM set_config('doclane.claim', 'empty', false);
+    END IF;
+END
+$$;
+
+--
+-- Name: FUNCTION claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid) IS 'Up to p_limit jobs of a queue in fair order (migration 0020): lanes by priority and pass, FIFO within a lane, each tenant within its running cap; optionally only jobs like a key.';
+
+--
 -- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -171,6 +356,59 @@ $$;
 --
 
 COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
+
+--
+-- Name: claim_next(uuid, text, double precision, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    named record;
+    lead jobs;
+BEGIN
+    SELECT queue, state, next_attempt_at INTO named FROM jobs WHERE id = p_job_id;
+    IF NOT FOUND THEN
+        PERFORM set_config('doclane.claim', 'empty', false);
+        RETURN;
+    END IF;
+    IF named.state = 'retrying' THEN
+        IF named.next_attempt_at > now() THEN
+            PERFORM set_config('doclane.claim', 'wait', false);
+            RETURN;
+        END IF;
+        PERFORM set_config('doclane.reason', 'due: back in its tenant''s line', true);
+        UPDATE jobs SET state = 'queued'
+        WHERE id = p_job_id AND state = 'retrying'
+          AND (next_attempt_at IS NULL OR next_attempt_at <= now());
+        PERFORM set_config('doclane.reason', '', true);
+    END IF;
+    SELECT * INTO lead FROM claim_fair(named.queue, 1, p_worker, p_lease_s, 'validating',
+                                       p_prefer => p_job_id);
+    IF lead.id IS NULL THEN
+        IF current_setting('doclane.claim') = 'capped' THEN
+            INSERT INTO queue_debts AS d (queue, owed) VALUES (named.queue, 1)
+            ON CONFLICT (queue) DO UPDATE SET owed = d.owed + 1;
+        END IF;
+        RETURN;
+    END IF;
+    RETURN NEXT lead;
+    IF p_limit > 1 AND lead.attempt = 1 AND lead.source_kind = 'file'
+       AND lead.size_bytes < p_small_below THEN
+        RETURN QUERY SELECT * FROM claim_fair(
+            lead.queue, p_limit - 1, p_worker, p_lease_s, 'validating', false, true,
+            lead.profile, lead.options, lead.formats, p_small_below);
+        PERFORM set_config('doclane.claim', 'claimed', false);
+    END IF;
+END
+$$;
+
+--
+-- Name: FUNCTION claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) IS 'A message''s claim (migration 0020): its retrying job rejoins its lane when due, then the fair order''s next job and, with p_limit > 1, its round''s companions; an empty claim of capped work owes its message to the queue.';
 
 --
 -- Name: finish_attempt(uuid, integer, text[], text[], jsonb, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
@@ -661,6 +899,62 @@ END;
 $$;
 
 --
+-- Name: take_owed(integer); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.take_owed(p_limit integer) RETURNS TABLE(id uuid, queue text, priority smallint)
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    debt record;
+    lane record;
+    left_ bigint;
+    room integer;
+    n integer;
+    paid bigint;
+    queued_ bigint;
+BEGIN
+    FOR debt IN
+        SELECT d.queue, d.owed FROM queue_debts d WHERE d.owed > 0 ORDER BY d.queue
+        FOR UPDATE SKIP LOCKED
+    LOOP
+        left_ := least(debt.owed, p_limit);
+        paid := 0;
+        FOR lane IN
+            SELECT l.priority, l.tenant, l.queued FROM live_lanes l
+            WHERE l.queue = debt.queue
+            ORDER BY l.priority DESC, l.pass
+        LOOP
+            EXIT WHEN left_ <= 0;
+            room := tenant_room(lane.tenant, false);
+            n := least(left_, lane.queued, coalesce(room, left_))::integer;
+            CONTINUE WHEN n <= 0;
+            RETURN QUERY
+                SELECT j.id, j.queue, j.priority FROM jobs j
+                WHERE j.queue = debt.queue AND j.priority = lane.priority
+                  AND j.tenant = lane.tenant AND j.state = 'queued'
+                ORDER BY j.created_at, j.id
+                LIMIT n;
+            GET DIAGNOSTICS n = ROW_COUNT;
+            left_ := left_ - n;
+            paid := paid + n;
+        END LOOP;
+        -- A debt beyond the queue's queued jobs is no message's due: a round's claim takes
+        -- several jobs for one message, and their own messages, finding only capped work, were
+        -- owed too. Such a surplus would only publish messages that find nothing, and count
+        -- as messages in the lost-message sweep, so it is dropped, as the broker drops a
+        -- message whose claim finds the queue empty.
+        SELECT coalesce(sum(l.queued), 0) INTO queued_ FROM tenant_lanes l
+        WHERE l.queue = debt.queue AND l.queued > 0;
+        IF paid > 0 OR debt.owed > queued_ THEN
+            UPDATE queue_debts SET owed = least(owed - paid, greatest(queued_ - paid, 0))
+            WHERE queue_debts.queue = debt.queue;
+        END IF;
+    END LOOP;
+END
+$$;
+
+--
 -- Name: tenant_lane_add(text, smallint, text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -740,6 +1034,31 @@ BEGIN
         PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
     END IF;
     RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_room(text, boolean); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_room(p_tenant text, p_lock boolean) RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    cap integer;
+    running integer;
+BEGIN
+    IF p_lock THEN
+        SELECT max_running INTO cap FROM tenants WHERE name = p_tenant FOR NO KEY UPDATE;
+    ELSE
+        SELECT max_running INTO cap FROM tenants WHERE name = p_tenant;
+    END IF;
+    IF cap IS NULL THEN
+        RETURN NULL;
+    END IF;
+    SELECT count(*) INTO running
+    FROM (SELECT 1 FROM jobs WHERE tenant = p_tenant AND state = 'running' LIMIT cap) r;
+    RETURN greatest(cap - running, 0);
 END
 $$;
 
@@ -879,6 +1198,86 @@ CREATE TABLE public.job_state_transitions (
 COMMENT ON TABLE public.job_state_transitions IS 'The legal job state transitions; jobs_guard_update() refuses every other change of state.';
 
 --
+-- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenant_lanes (
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    tenant text NOT NULL,
+    queued bigint DEFAULT 0 NOT NULL,
+    pass double precision DEFAULT 0 NOT NULL,
+    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
+);
+
+--
+-- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
+
+--
+-- Name: tenants; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenants (
+    name text NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    max_running integer,
+    max_queued integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
+    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
+    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+--
+-- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
+
+--
+-- Name: live_lanes; Type: VIEW; Schema: public; Owner: -
+--
+
+CREATE VIEW public.live_lanes AS
+ SELECT l.queue,
+    l.priority,
+    l.tenant,
+    l.queued,
+    l.pass,
+    t.weight,
+    t.max_running
+   FROM (public.tenant_lanes l
+     JOIN public.tenants t ON ((t.name = l.tenant)))
+  WHERE ((l.queued > 0) AND ((t.max_running IS NULL) OR (t.max_running > 0)));
+
+--
+-- Name: VIEW live_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON VIEW public.live_lanes IS 'Lanes with work of tenants not paused, with their weight and cap (migration 0020).';
+
+--
+-- Name: queue_debts; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.queue_debts (
+    queue text NOT NULL,
+    owed bigint DEFAULT 0 NOT NULL,
+    CONSTRAINT queue_debts_owed_check CHECK ((owed >= 0))
+);
+
+--
+-- Name: TABLE queue_debts; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.queue_debts IS 'Messages acknowledged by claims that found only capped work (migration 0020), to be published again when a tenant has room.';
+
+--
 -- Name: result_expiries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -947,48 +1346,6 @@ CREATE TABLE public.schema_migrations (
 );
 
 --
--- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.tenant_lanes (
-    queue text NOT NULL,
-    priority smallint NOT NULL,
-    tenant text NOT NULL,
-    queued bigint DEFAULT 0 NOT NULL,
-    pass double precision DEFAULT 0 NOT NULL,
-    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
-);
-
---
--- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
-
---
--- Name: tenants; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.tenants (
-    name text NOT NULL,
-    weight integer DEFAULT 1 NOT NULL,
-    max_running integer,
-    max_queued integer,
-    created_at timestamp with time zone DEFAULT now() NOT NULL,
-    updated_at timestamp with time zone DEFAULT now() NOT NULL,
-    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
-    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
-    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
-    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
-);
-
---
--- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
-
---
 -- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1045,6 +1402,13 @@ ALTER TABLE ONLY public.job_state_transitions
 
 ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
+
+--
+-- Name: queue_debts queue_debts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.queue_debts
+    ADD CONSTRAINT queue_debts_pkey PRIMARY KEY (queue);
 
 --
 -- Name: result_expiries result_expiries_pkey; Type: CONSTRAINT; Schema: public; Owner: -

@@ -12,11 +12,13 @@ from __future__ import annotations
 import typer
 
 from pipeline.jobs import Tenant, check_tenant_name
+from pipeline.reconciler.owed import repay_owed
 from pipeline.store import JobStore
 from pipeline.store.tenants import UNSET
 
 from .output import AS_JSON, echo_json, render_tenants, shown_limit, usage_error
 from .store_access import open_store
+from .wiring import celery_publisher
 
 app = typer.Typer(add_completion=False, help="Tenants: weights, running caps, queue quotas.")
 
@@ -60,11 +62,13 @@ def set_tenant(
             )
         except ValueError as exc:
             usage_error(str(exc), as_json)
-        _wake_tenant(store, tenant)
+        repaid = _wake_tenant(store)
     if as_json:
-        echo_json({"ok": True, "tenant": tenant.model_dump(mode="json")})
+        echo_json({"ok": True, "tenant": tenant.model_dump(mode="json"), "repaid": repaid})
         return
     typer.echo(_tenant_line(tenant))
+    if repaid:
+        typer.echo(f"{repaid} owed message(s) published: its queued jobs are claimed now")
 
 
 @app.command("list")
@@ -79,15 +83,21 @@ def list_tenants(as_json: bool = AS_JSON) -> None:
     typer.echo(render_tenants(figures), nl=False)
 
 
-def _wake_tenant(store: JobStore, tenant: Tenant) -> None:
-    """Room may have opened for ``tenant`` (a cap raised, a pause ended): the messages its
-    capped jobs were owed are to be published now rather than at the reconciler's next pass.
-
-    The call site of the fair claim's repay hook (``repay_owed(store.operations, publisher)``,
-    lane ``claims``), wired at the merge. Until then it does nothing: the tenant's jobs still
-    run once room opens, at the latest when the reconciler republishes them.
-    """
-    del store, tenant
+def _wake_tenant(store: JobStore) -> int:
+    """Room may have opened (a cap raised, a pause ended, a weight changed): the messages that
+    claims finding only capped work were owed are published now (``repay_owed``), rather than
+    at the reconciler's next pass. How many were; a broker that cannot be reached is no
+    reason to fail a change that is already committed: the reconciler repays them then."""
+    try:
+        with celery_publisher() as publisher:
+            return repay_owed(store.operations, publisher)
+    except Exception as exc:  # the broker's client raises many kinds; none undoes the change
+        typer.echo(
+            f"warning: the owed messages could not be published now ({exc}); "
+            "the reconciler's next pass publishes them",
+            err=True,
+        )
+        return 0
 
 
 def _limit(text: str | None, option: str) -> int | None:

@@ -34,7 +34,11 @@ class Outcome:
     countdown_s: float | None = None
     #: False for an E309 retry (the attempt was refunded) and for database trouble.
     attempt_spent: bool = True
+    #: The job's next attempt already has a message of its own (a job that another job's
+    #: message claimed): the message that was given is done with.
+    message_sent: bool = False
 
     @property
     def retry(self) -> bool:
-        return self.kind is OutcomeKind.RETRY
+        """Whether the message that was given must come back after ``countdown_s``."""
+        return self.kind is OutcomeKind.RETRY and not self.message_sent

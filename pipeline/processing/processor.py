@@ -49,11 +49,13 @@ from pipeline.processing.failures import (
     FailurePolicy,
     after_reset,
     lost,
+    publish_next_attempt,
     uncharged_retry,
 )
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import keep_lease
 from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.owed import OwedMessages
 from pipeline.processing.rounds import RoundRunner
 from pipeline.processing.runner import Claim, Runner, SharingRunner, log_claimed
 from pipeline.processing.settings import ProcessingSettings
@@ -79,6 +81,13 @@ from pipeline.support.waits import half_jitter
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")
 
+#: Why a message's claim took nothing, as its log line says it.
+NOTHING_CLAIMED = {
+    "empty": "no job waits in its queue",
+    "capped": "the queue's waiting jobs are all of tenants paused or at their running cap; "
+    "the message is owed to the queue",
+}
+
 
 class JobProcessor:
     """Runs one job attempt per call; one per worker process (it is thread-safe but unshared)."""
@@ -102,6 +111,9 @@ class JobProcessor:
         self.store = store
         self.runner = runner
         self.settings = settings
+        self.publisher = publisher
+        #: Owed messages repaid after a capped tenant's job ends (:mod:`.owed`).
+        self.owed = OwedMessages(store, publisher)
         path_map = source_settings.path_mapper()
         sources = SourcePreparer(source_settings, path_map, downloader)
         failures = FailurePolicy(store, settings)
@@ -165,11 +177,9 @@ class JobProcessor:
 
     # ---- the one entry point ------------------------------------------------------------------
     def process(self, job_id: UUID) -> Outcome:
-        """Run one attempt of ``job_id``; never raises for anything a job can run into."""
+        """Run one attempt of the job the fair order gives for ``job_id``'s message (often
+        another job of its queue); never raises for anything a job can run into."""
         with job_context(str(job_id)):
-            if self.rounds is not None and self.rounds.remembers_end_of(job_id):
-                log.debug("nothing to claim: a round of this process ended the job")
-                return Outcome(OutcomeKind.SKIPPED, job_id)
             refusing_s = self.runner.refusing_for()
             if refusing_s > 0:
                 return self._wait_for_circuits(job_id, refusing_s)
@@ -180,17 +190,29 @@ class JobProcessor:
                 return uncharged_retry(job_id, None, exc, half_jitter(self.settings.db_retry_s))
             if claim.wait_s:
                 return _not_due(claim.job_id, claim.wait_s)
-            if claim.job is None and not claim.companions:
-                log.info("nothing to claim (finished, cancelled, unknown or running elsewhere)")
+            if claim.job is None:
+                log.info("nothing to claim: %s", NOTHING_CLAIMED.get(claim.found, claim.found))
                 return Outcome(OutcomeKind.SKIPPED, job_id)
+        lead = claim.job
+        with job_context(str(lead.id)):  # logs and spans name the job claimed, not the message's
+            log_claimed(lead)
             runner, claim = self._fit(claim)
-            return runner.run(claim)
+            outcome = runner.run(claim)
+            self.owed.after(claim)
+            return self._answer(job_id, lead, outcome)
 
     def _claim_alone(self, job_id: UUID) -> Claim:
-        job, wait_s = self.store.claim_or_wait(job_id, self.worker_id, self.settings.lease_s)
-        if job is not None:
-            log_claimed(job)
-        return Claim(job_id, job, wait_s=wait_s)
+        taken = self.store.claim_next(job_id, self.worker_id, self.settings.lease_s)
+        return Claim(job_id, taken.lead, wait_s=taken.wait_s, found=taken.found)
+
+    def _answer(self, job_id: UUID, lead: Job, outcome: Outcome) -> Outcome:
+        """The outcome for the glue, which retries the message it was given: a job other than
+        the message's own that must be tried again gets a message of its own instead (the
+        message names the job whose due time brings it back into its lane)."""
+        if not outcome.retry or lead.id == job_id or self.publisher is None:
+            return outcome
+        publish_next_attempt(self.publisher, lead, outcome)
+        return replace(outcome, message_sent=True)
 
     def _fit(self, claim: Claim) -> tuple[Runner, Claim]:
         """The runner that fits what was claimed: the round its claim took, else the first

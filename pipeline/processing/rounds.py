@@ -2,12 +2,12 @@
 
 Against a server that converts a small document in milliseconds, a job at a time spends more on
 its own bookkeeping (a claim, a commit that waits for the disk, Celery's hand-off) than on the
-conversion. A round spreads that over many jobs. A message's claim takes, in the same statement,
-up to ``DOCLANE_ROUND_MAX_DOCS - 1`` more due jobs that can share the round (same queue,
-profile, options and formats; small, never-tried file jobs; SKIP LOCKED, so two workers never
-wait for each other's rows): with its own job when that job was claimed now for its first try,
-or without it when its job is running elsewhere or ended (a companion's message, typically: it
-starts a round of the jobs like it that are still due, instead of finding nothing to do).
+conversion. A round spreads that over many jobs. A message's claim (a claim right on its queue)
+takes, in the same statement, the fair order's next job and, when that is a never-tried small
+file job, up to ``DOCLANE_ROUND_MAX_DOCS - 1`` companions that can share its round (same queue,
+profile, options and formats; small, never-tried file jobs), by the same rotation across
+tenants (each tenant within its running cap; SKIP LOCKED, so two workers never wait for each
+other's rows).
 
 A round is continuous. Its documents are converted on the process's round threads, as many at
 a time as its servers really run at once (:mod:`.concurrency`: docling-mcp one, docling-rs-mcp
@@ -31,12 +31,10 @@ reconciler requeues them, and since every write is fenced by its attempt nothing
 twice; a requeued job has been tried, so it goes alone next time (only never-tried jobs share a
 round).
 
-A job taken into a round leaves its broker message behind: that message later finds its job
-taken and starts a round of its own if jobs like it are due, or finds nothing. When it comes to
-the process whose round ended that job (succeeded or failed: final states, which the database
-never lets change), it is acknowledged without a round trip. A job of the round that ends
-retrying gets a message of its own through the publisher; the outcome of the message's own job
-goes back to the glue.
+A job taken into a round leaves its broker message behind: a claim right on the queue like any
+other, which later takes the next job in fair order, or finds nothing. A job of the round that
+ends retrying gets a message of its own through the publisher; the outcome of the round's lead
+goes back to the processor.
 
 docling-mcp's directory tool (:mod:`.batching`) is a different bargain: one call for many
 documents, which a server without concurrency needs, at the price of proving each result's key.
@@ -58,7 +56,7 @@ from pipeline.jobs import Job
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.failures import FailurePolicy, publish_next_attempt
 from pipeline.processing.outcomes import Outcome, OutcomeKind
-from pipeline.processing.runner import Claim, log_claimed
+from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
@@ -67,10 +65,6 @@ from pipeline.support.logs import job_context
 from pipeline.support.tracing import job_span, jobs_span
 
 log = logging.getLogger("doclane.processor")
-
-#: How many of the jobs its rounds ended a process remembers, to acknowledge their messages
-#: without asking the database (a few seconds of rounds at the rates of an instant server).
-REMEMBERED = 4096
 
 #: A converted document's results wait at most this long for others to share their commit
 #: (they go sooner when half the round's room is converted, or when nothing else is in flight).
@@ -140,14 +134,6 @@ class RoundRunner:
         self.concurrency = concurrency
         self._threads: ThreadPoolExecutor | None = None
         self._thread_count = 0
-        #: Jobs this process's rounds ended (succeeded or failed for good), oldest first.
-        self._ended_here: dict[UUID, None] = {}
-
-    def remembers_end_of(self, job_id: UUID) -> bool:
-        """Whether a round of this process stored ``job_id``'s end: a job that succeeded or
-        failed never changes again (the database refuses it), so its message has nothing to
-        do, and needs no round trip to find that out."""
-        return job_id in self._ended_here
 
     @property
     def room(self) -> int:
@@ -164,18 +150,16 @@ class RoundRunner:
         )
 
     def claim(self, job_id: UUID) -> Claim:
-        """A message's claim with its round's (``Attempts.claim_round_of``): the job if it
-        could be claimed, its companions, and how long the job still waits to be due."""
-        job, companions, wait_s = self.store.claim_round_of(
+        """A message's claim with its round's (``Attempts.claim_next``): the fair order's next
+        job, its companions by the same rotation, or how long the message's job still waits."""
+        taken = self.store.claim_next(
             job_id,
             self.worker_id,
             self.settings.lease_s,
-            limit=self.room - 1,
+            limit=self.room,
             small_below=SMALL_BELOW_BYTES,
         )
-        if job is not None:
-            log_claimed(job)
-        return Claim(job_id, job, companions, wait_s)
+        return Claim(job_id, taken.lead, taken.companions, taken.wait_s, taken.found)
 
     def claim_companions(self, lead: Job, limit: int | None = None) -> list[Job]:
         """Up to ``limit`` (the round's room but one) due jobs that can share ``lead``'s round."""
@@ -319,10 +303,6 @@ class RoundRunner:
     def _finish(self, member: _Member, outcome: Outcome) -> None:
         member.outcome = outcome
         member.attempt.keeper.stop()
-        if outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.FAILED):
-            self._ended_here[outcome.job_id] = None
-            if len(self._ended_here) > REMEMBERED:
-                del self._ended_here[next(iter(self._ended_here))]
         if not member.lead:
             publish_next_attempt(self.publisher, member.attempt.job, outcome)
 

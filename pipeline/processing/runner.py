@@ -26,16 +26,17 @@ log = logging.getLogger("doclane.processor")
 class Claim:
     """What a message's claim took."""
 
-    #: The job the message names.
+    #: The job the message names: its claim right is on that job's queue.
     job_id: UUID
-    #: That job, claimed for this attempt; None when it could not be (ended, running elsewhere,
-    #: unknown, or not due yet).
+    #: The job the fair order gave, claimed for this attempt (often not the message's own);
+    #: None when nothing could be (no queued job, only capped tenants', or not due yet).
     job: Job | None
-    #: Due jobs claimed to run with it (or, when ``job`` is None, without it: a round of the
-    #: jobs like it).
+    #: Due jobs claimed to run with it (a round's companions, a batch's).
     companions: list[Job] = field(default_factory=list)
     #: How long the job still waits to be due, when the message came early.
     wait_s: float | None = None
+    #: What the claim found (``NextClaim.found``): claimed, empty, capped or wait.
+    found: str = "claimed"
 
     def lead(self) -> Job:
         """The claimed job, for a runner that cannot run without it (alone, a batch)."""

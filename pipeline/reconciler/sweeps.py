@@ -27,6 +27,13 @@ pass does three sweeps, each a bounded batch that is safe to run from several pr
    claim). A queue with a batch or more of messages waiting is left to sweep 2 (a backlog: its
    lost messages are republished once it drains), which also bounds this sweep's reading.
 
+4. messages owed to the queues (a claim that found only jobs of tenants paused or at their
+   running cap was acknowledged, and its queue owed one) are published for the tenants that
+   have room again: kills, cancels, lease expiries and changed caps free room without a job's
+   end in a worker, which repays the rest (:mod:`.owed`). Sweeps 2 and 3 leave alone the jobs
+   of tenants paused or at their cap (they wait for room, not for a message), and sweep 3
+   counts a queue's owed messages with the broker's.
+
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
 left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
 older than ``DOCLANE_RESULT_RETENTION`` (their jobs keep their rows and history and say
@@ -49,6 +56,7 @@ from errors import ResultStoreUnavailable
 from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
+from pipeline.reconciler.owed import repay_owed
 from pipeline.store import JobStore
 from pipeline.submission.publishing import publish_all
 
@@ -64,6 +72,8 @@ class ReconcileReport:
     #: retrying ones overdue by the same short threshold.
     lost: list[UUID] = field(default_factory=list)
     publish_failures: dict[UUID, str] = field(default_factory=dict)
+    #: Owed messages published: tenants paused or at their cap had room again.
+    repaid: int = 0
     #: Queues skipped by the stale sweep: messages were still waiting in them.
     busy_queues: list[str] = field(default_factory=list)
     #: Scratch folders and partial downloads of attempts that no longer run, removed.
@@ -76,7 +86,12 @@ class ReconcileReport:
     @property
     def changed(self) -> bool:
         return bool(
-            self.requeued or self.failed or self.republished or self.lost or self.publish_failures
+            self.requeued
+            or self.failed
+            or self.republished
+            or self.lost
+            or self.publish_failures
+            or self.repaid
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,6 +102,7 @@ class ReconcileReport:
             "lost_messages": [str(i) for i in self.lost],
             "publish_failures": {str(k): v for k, v in self.publish_failures.items()},
             "busy_queues": list(self.busy_queues),
+            "repaid_owed_messages": self.repaid,
             "swept": [str(p) for p in self.swept],
             "orphan_objects": list(self.orphans),
             "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
@@ -113,8 +129,9 @@ def _lost_queued(
     lost: list[UUID] = []
     judged = [q for q, depth in depths.items() if depth is not None and depth < cfg.reconcile_batch]
     threshold = timedelta(seconds=cfg.reconcile_lost_after_s)
+    owed = store.operations.owed_by_queue() if judged else {}
     for queue in judged:
-        waiting = depths[queue] or 0
+        waiting = (depths[queue] or 0) + owed.get(queue, 0)
         lost += store.operations.lost_queued(
             queue, waiting=waiting, older_than=threshold, limit=cfg.reconcile_batch
         )
@@ -164,6 +181,7 @@ def reconcile_once(
     expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)
+    report.repaid = repay_owed(store.operations, publisher)
     depths = _queue_depths(publisher)
     busy = [queue for queue, depth in depths.items() if depth]
     stale = store.operations.stale_queued(

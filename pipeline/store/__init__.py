@@ -10,7 +10,7 @@ refusals are :mod:`pipeline.store.refusals`' exceptions.
 from __future__ import annotations
 
 from pipeline.store.admin import AdminStore, JobFilter
-from pipeline.store.attempts import Attempts
+from pipeline.store.attempts import Attempts, NextClaim
 from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import (
     apply_migrations,
@@ -41,6 +41,7 @@ __all__ = [
     "MigrationError",
     "MigrationState",
     "MigrationStatus",
+    "NextClaim",
     "Operations",
     "Reads",
     "StorePool",

@@ -12,6 +12,7 @@ results, are one statement each (migration 0009's functions). Results are writte
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -20,6 +21,8 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
+from pipeline.queues import JobMessage
+from pipeline.store.debts import take_owed
 from pipeline.store.finishing import ResultWriter, insert_calls
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
@@ -51,6 +54,22 @@ def _round_params(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class NextClaim:
+    """What a message's claim took (:meth:`Attempts.claim_next`)."""
+
+    #: The job the fair order gave, claimed; None when nothing was.
+    lead: Job | None
+    #: Its round's companions, claimed with it (by priority, then age).
+    companions: list[Job]
+    #: ``claimed``; ``empty`` (no queued job in the queue); ``capped`` (queued jobs, but only
+    #: of tenants paused or at their running cap: the message is owed to the queue); ``wait``
+    #: (the message's job is retrying and not yet due).
+    found: str
+    #: How long the message's job still waits, when ``found`` is ``wait``.
+    wait_s: float | None = None
+
+
 def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
     jobs = [Job.model_validate(row) for row in rows]
     return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
@@ -72,20 +91,40 @@ class Attempts:
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self.pool.fetch_job("claiming a job", query("claim_job"), params)
 
-    def claim_or_wait(
-        self, job_id: UUID, worker: str, lease_s: float
-    ) -> tuple[Job | None, float | None]:
-        """:meth:`claim`, and when nothing was claimed :meth:`seconds_until_due`, in one round
-        trip: a round's companions each leave a message that finds nothing to claim, and
-        that message must cost as little as it can."""
-        params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
+    def claim_next(
+        self,
+        job_id: UUID,
+        worker: str,
+        lease_s: float,
+        *,
+        limit: int = 1,
+        small_below: int = 0,
+    ) -> NextClaim:
+        """A message's claim (sql/jobs.sql ``claim_next``): the message naming ``job_id`` is a
+        claim right on its queue, and takes the fair order's next job, which may be another
+        (a retrying ``job_id`` that is due rejoins its tenant's lane first; one not yet due
+        is not claimed, and the wait comes back). With ``limit`` > 1, up to ``limit - 1``
+        companions like the lead (a round's). What the claim found and the wait are read in
+        the same round trip, so a message that finds nothing costs one round trip."""
+        params = {
+            "job_id": job_id,
+            "worker": worker,
+            "lease_s": float(lease_s),
+            "limit": limit,
+            "small_below": small_below,
+        }
         with self.pool.connection("claiming a job") as conn, conn.pipeline():
-            claim = conn.cursor(row_factory=dict_row).execute(query("claim_job"), params)
-            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
-            row, wait = claim.fetchone(), due.fetchone()
-        if row is not None:
-            return Job.model_validate(row), None
-        return None, float(wait[0]) if wait else None
+            claim = conn.cursor(row_factory=dict_row).execute(query("claim_next"), params)
+            found = conn.cursor().execute(query("claim_outcome"), {"job_id": job_id})
+            rows, outcome = claim.fetchall(), found.fetchone()
+        jobs = [Job.model_validate(row) for row in rows]
+        said, wait = (outcome[0], outcome[1]) if outcome else ("empty", None)
+        return NextClaim(
+            lead=jobs[0] if jobs else None,
+            companions=sorted(jobs[1:], key=lambda job: (-job.priority, job.created_at)),
+            found=said or "empty",
+            wait_s=float(wait) if wait is not None and not jobs else None,
+        )
 
     def claim_companions(
         self,
@@ -97,12 +136,16 @@ class Attempts:
         small_below: int,
         choose: Callable[[list[dict[str, Any]]], list[UUID]],
     ) -> list[Job]:
-        """Claim due jobs that can share ``lead``'s batch (see sql/batches.sql).
+        """Claim due jobs that can share ``lead``'s batch (see sql/batches.sql): its tenant's,
+        within the tenant's running cap.
 
         ``choose`` picks among at most ``candidates`` locked rows (id, source_uri, size_bytes,
         content_sha256), in priority order; each chosen job is claimed as ``claim`` would.
         """
-        params = _like_params(lead, limit=candidates, small_below=small_below)
+        params = {
+            **_like_params(lead, limit=candidates, small_below=small_below),
+            "tenant": lead.tenant,
+        }
         with self.pool.connection("claiming a batch") as conn, conn.transaction():
             cur = conn.cursor(row_factory=dict_row)
             chosen = choose(cur.execute(query("batch_candidates"), params).fetchall())
@@ -110,6 +153,7 @@ class Attempts:
                 return []
             claim = {"job_ids": chosen, "worker": worker, "lease_s": float(lease_s)}
             rows = cur.execute(query("claim_batch_members"), claim).fetchall()
+            cur.execute(query("advance_lanes"), {"job_ids": [row["id"] for row in rows]})
         order = {job_id: n for n, job_id in enumerate(chosen)}
         return sorted((Job.model_validate(r) for r in rows), key=lambda j: order[j.id])
 
@@ -122,34 +166,14 @@ class Attempts:
         rows = self.pool.fetch_rows("claiming a round", query("claim_round"), params)
         return _in_round_order(rows)
 
-    def claim_round_of(
-        self, job_id: UUID, worker: str, lease_s: float, *, limit: int, small_below: int
-    ) -> tuple[Job | None, list[Job], float | None]:
-        """:meth:`claim_or_wait` and the round's claim in one round trip and one commit
-        (sql/rounds.sql, ``claim_round_of``): the job if it could be claimed, up to ``limit``
-        companions in priority order (also when the job itself is running elsewhere or ended),
-        and how long the job still waits when it is a retrying job not yet due."""
-        params = {
-            "job_id": job_id,
-            "worker": worker,
-            "lease_s": float(lease_s),
-            "limit": limit,
-            "small_below": small_below,
-        }
-        with self.pool.connection("claiming a round") as conn, conn.pipeline():
-            claim = conn.cursor(row_factory=dict_row).execute(query("claim_round_of"), params)
-            due = conn.cursor().execute(query("seconds_until_due"), {"job_id": job_id})
-            rows, wait = claim.fetchall(), due.fetchone()
-        lead: Job | None = None
-        companions: list[Job] = []
-        for row in rows:
-            if row.pop("round_lead"):
-                lead = Job.model_validate(row)
-            else:
-                companions.append(Job.model_validate(row))
-        companions.sort(key=lambda job: (-job.priority, job.created_at))
-        waits = float(wait[0]) if wait and lead is None else None
-        return lead, companions, waits
+    def take_owed(self, limit: int) -> list[JobMessage]:
+        """Messages owed to the queues that may be published now (:func:`.debts.take_owed`)."""
+        return take_owed(self.pool, limit)
+
+    def capped_tenants(self) -> frozenset[str]:
+        """The tenants with a running cap: the end of one of their jobs may free room."""
+        rows = self.pool.fetch_rows("reading tenants' caps", query("capped_tenants"), {})
+        return frozenset(row["name"] for row in rows)
 
     def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
         """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""

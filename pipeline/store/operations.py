@@ -16,6 +16,8 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Cancellation, ExpiredLeases, Job, JobState
+from pipeline.queues import JobMessage
+from pipeline.store.debts import owed_by_queue, take_owed
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
 
@@ -112,6 +114,14 @@ class Operations:
         }
         with self.pool.connection("finding jobs whose message was lost") as conn:
             return [r[0] for r in conn.execute(query("take_lost_queued"), params)]
+
+    def take_owed(self, limit: int) -> list[JobMessage]:
+        """Messages owed to the queues that may be published now (:mod:`.debts`)."""
+        return take_owed(self.pool, limit)
+
+    def owed_by_queue(self) -> dict[str, int]:
+        """The messages each queue is owed (:mod:`.debts`)."""
+        return owed_by_queue(self.pool)
 
     def expire_results(self, cutoff: datetime, *, limit: int) -> list[tuple[UUID, str]]:
         """The retention sweep's batch: up to ``limit`` results created before ``cutoff``

@@ -1,6 +1,10 @@
 -- Batches: a worker that claimed a small file job takes more due jobs that can share its call
 -- to the server's directory tool. Each taken job gets its own claim (attempt, lease) from the
--- same function claim_job calls; their broker messages later find nothing to claim.
+-- same function claim_job calls; their broker messages later claim the next job in fair order.
+-- A batch is one tenant's (the lead's, which the fair order chose): its companions are that
+-- tenant's jobs, no more than its running cap leaves room for (its row locked, then counted:
+-- exact under concurrent claimers, as the fair claim is, migration 0020), and its lanes' passes
+-- advance by every job the batch took, so the tenant waits its turn for as many rotations.
 
 -- name: batch_candidates
 -- Never-tried queued file jobs of the same queue, profile, options and formats, small enough,
@@ -11,8 +15,9 @@ FROM jobs
 WHERE state = 'queued' AND attempt = 0 AND source_kind = 'file'
   AND queue = %(queue)s AND profile = %(profile)s AND options = %(options)s
   AND formats = %(formats)s::text[] AND size_bytes < %(small_below)s AND id <> %(lead)s
+  AND tenant = %(tenant)s
 ORDER BY priority DESC, created_at
-LIMIT %(limit)s
+LIMIT least(%(limit)s, coalesce(tenant_room(%(tenant)s, true), %(limit)s))
 FOR UPDATE SKIP LOCKED
 
 -- name: claim_batch_members
@@ -30,3 +35,13 @@ SET state = 'queued',
     lease_expires_at = NULL,
     stage = NULL
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+
+-- name: advance_lanes
+-- The passes of the lanes the batch's members came from, by a job each (migration 0020): the
+-- fair order's account of what the tenant was given.
+UPDATE tenant_lanes l
+SET pass = l.pass + c.n::float8 / t.weight
+FROM (SELECT queue, priority, tenant, count(*) AS n FROM jobs
+      WHERE id = ANY(%(job_ids)s::uuid[]) GROUP BY queue, priority, tenant) c
+JOIN tenants t ON t.name = c.tenant
+WHERE l.queue = c.queue AND l.priority = c.priority AND l.tenant = c.tenant

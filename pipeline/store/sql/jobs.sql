@@ -51,11 +51,27 @@ SELECT id, state FROM jobs
 WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancelled')
 
 -- name: claim_job
--- A new attempt (the fencing token) and a lease, by the one claim (migration 0012 says which
--- jobs may be claimed and what a claim writes); no row when the job may not be claimed now.
+-- This very job, a new attempt (the fencing token) and a lease, by the one claim (migration
+-- 0012 says which jobs may be claimed and what a claim writes); no row when the job may not be
+-- claimed now. Not the workers' claim (claim_next: the fair order, the tenants' caps): for
+-- tools and tests that mean one job.
 -- The attempt starts by validating its source: the stage is set here, a round trip fewer than
 -- a write of its own.
 SELECT * FROM claim_jobs(ARRAY[%(job_id)s]::uuid[], %(worker)s, %(lease_s)s, 'validating')
+
+-- name: claim_next
+-- A message's claim (migration 0020): the message is a claim right on its job's queue. Its job
+-- rejoins its lane when it is a retrying job now due; then the fair order's next job (not
+-- necessarily the message's), and with %(limit)s > 1 the round's companions; the lead first.
+SELECT * FROM claim_next(%(job_id)s, %(worker)s, %(lease_s)s, %(limit)s, %(small_below)s)
+
+-- name: claim_outcome
+-- What the claim just made on this connection found (claimed, empty, capped, wait) and, for a
+-- retrying job not yet due, how long it still waits: read in the same pipeline as the claim.
+SELECT current_setting('doclane.claim', true) AS outcome,
+       (SELECT greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8
+        FROM jobs
+        WHERE id = %(job_id)s AND state = 'retrying' AND next_attempt_at > now()) AS wait_s
 
 -- name: seconds_until_due
 -- How long a retrying job still waits (by the database's clock, the one claim_job reads).

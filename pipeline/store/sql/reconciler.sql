@@ -27,6 +27,9 @@ RETURNING j.id, j.state
 -- leaves them alone for another threshold, and notes it in their trail. %(queues)s (NULL: all)
 -- limits the sweep to queues the reconciler found empty in the broker, %(states)s (NULL: both)
 -- to one of the two states (the lost-message sweep takes retrying jobs on a shorter threshold).
+-- Jobs of tenants paused or at their running cap are left alone: they wait for room, not for a
+-- message (migration 0020: their messages were owed to the queue), so a paused tenant's million
+-- jobs cost no message churn.
 WITH stale AS (
     UPDATE jobs j
     SET updated_at = now()
@@ -37,6 +40,8 @@ WITH stale AS (
           AND (%(queues)s::text[] IS NULL OR queue = ANY(%(queues)s::text[]))
           AND greatest(next_attempt_at, updated_at)
               < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
+          AND tenant NOT IN (SELECT name FROM tenants
+                             WHERE max_running = 0 OR tenant_room(name, false) = 0)
         ORDER BY greatest(next_attempt_at, updated_at)
         LIMIT %(limit)s
         FOR UPDATE SKIP LOCKED
@@ -60,6 +65,8 @@ SELECT id FROM stale
 -- oldest first and a message still in line is more likely a younger job's. Retrying jobs are
 -- left to take_stale_waiting: their messages wait in the workers (a countdown), uncounted here.
 -- Taking them restarts their clock and notes it in their trail, as take_stale_waiting does.
+-- %(waiting)s counts the messages the queue is owed with the broker's (migration 0020), and jobs
+-- of tenants paused or at their cap are not counted: they wait for room, not for a message.
 WITH overdue AS (
     SELECT id, row_number() OVER (ORDER BY since, id) AS n, count(*) OVER () AS total
     FROM (
@@ -68,6 +75,8 @@ WITH overdue AS (
         WHERE state = 'queued' AND queue = %(queue)s
           AND greatest(next_attempt_at, updated_at)
               < coalesce(%(now)s::timestamptz, now()) - make_interval(secs => %(older_than_s)s)
+          AND tenant NOT IN (SELECT name FROM tenants
+                             WHERE max_running = 0 OR tenant_room(name, false) = 0)
         ORDER BY greatest(next_attempt_at, updated_at)
         LIMIT %(waiting)s::int + %(limit)s::int
     ) oldest
@@ -96,3 +105,16 @@ SELECT id FROM lost
 -- Which of these jobs are running, and in which attempt: a scratch folder of an attempt that is
 -- not running any more (finished, requeued, or its worker was killed) may be removed.
 SELECT id, attempt FROM jobs WHERE state = 'running' AND id = ANY(%(job_ids)s::uuid[])
+
+-- name: take_owed
+-- Owed messages to publish now (migration 0020's take_owed): the jobs to name, each queue's
+-- debt lowered by as many, in the transaction that returns them.
+SELECT id, queue, priority FROM take_owed(%(limit)s)
+
+-- name: owed_by_queue
+-- The messages each queue is owed: the lost-message sweep counts them with the broker's.
+SELECT queue, owed FROM queue_debts WHERE owed > 0
+
+-- name: capped_tenants
+-- Tenants with a running cap (or paused): the end of one of their jobs may free room.
+SELECT name FROM tenants WHERE max_running IS NOT NULL

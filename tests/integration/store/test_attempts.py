@@ -55,19 +55,22 @@ def test_a_retrying_job_can_be_claimed_again(
     assert claimed.started_at == job.started_at  # the job's first start is kept
 
 
-def test_claim_or_wait_claims_or_says_how_long_a_retrying_job_waits(
+def test_claim_next_claims_or_says_how_long_a_retrying_job_waits(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
-    """The processor's claim: one round trip whether it claims, finds the job taken, or finds
-    it waiting for its backoff."""
+    """The processor's claim: one round trip whether it claims, finds nothing, or finds its
+    job waiting for its backoff."""
     queued, running, waiting = (job_factory(s) for s in (JobState.QUEUED, JobState.RUNNING,
                                                          JobState.RETRYING))  # fmt: skip
-    claimed, wait = store.attempts.claim_or_wait(queued.id, "worker-a", lease_s=60)
-    assert claimed is not None and (claimed.id, claimed.attempt, wait) == (queued.id, 1, None)
-    assert store.attempts.claim_or_wait(running.id, "worker-a", lease_s=60) == (None, None)
+    taken = store.attempts.claim_next(queued.id, "worker-a", lease_s=60)
+    assert taken.lead is not None and (taken.lead.id, taken.lead.attempt) == (queued.id, 1)
+    assert (taken.found, taken.wait_s, taken.companions) == ("claimed", None, [])
+    nothing = store.attempts.claim_next(running.id, "worker-a", lease_s=60)
+    assert (nothing.lead, nothing.found, nothing.wait_s) == (None, "empty", None)
     assert store.reads.get_job(running.id) == running
-    nothing, wait = store.attempts.claim_or_wait(waiting.id, "worker-a", lease_s=60)
-    assert nothing is None and wait is not None and wait > 0
+    early = store.attempts.claim_next(waiting.id, "worker-a", lease_s=60)
+    assert early.lead is None and early.found == "wait"
+    assert early.wait_s is not None and early.wait_s > 0
     assert store.reads.get_job(waiting.id) == waiting, "a job not due is not claimed"
 
 
