@@ -9,19 +9,20 @@ profile, options and formats; small, never-tried file jobs), by the same rotatio
 tenants (each tenant within its running cap; SKIP LOCKED, so two workers never wait for each
 other's rows).
 
-A round is continuous. Its documents are converted on the process's round threads, as many at
-a time as its servers really run at once (:mod:`.concurrency`: docling-mcp one, docling-rs-mcp
-its ``--concurrency``; or ``DOCLANE_SERVER_CONCURRENCY``; over stdio as many requests in
-flight on the child's pipe, matched by id; over HTTP as many requests on the client's
-connection pool), each through the resilience layer as a lone job's unit, with
-whatever profile the server's tools select; a thread that finishes one starts the next at once.
-Meanwhile the round's own thread (the task's) stores the finished results in groups, each group
-one transaction (one commit, one wait for the disk), each result under its own fence, and, for
-up to ``DOCLANE_ROUND_MAX_S`` after the round started, claims more jobs like them as room frees
-(in the same transaction as the group it follows), so the threads do not idle through a claim,
-a commit or Celery's hand-off between rounds. A
-round never holds more than ``DOCLANE_ROUND_MAX_DOCS`` jobs at once (claimed and not yet
-stored): what a killed worker leaves to the reconciler.
+A round is continuous. Its documents are converted on the process's round threads, as many at a
+time as its servers really run at once (:mod:`.concurrency`: docling-mcp one, docling-rs-mcp
+its ``--concurrency``; or ``DOCLANE_SERVER_CONCURRENCY``; over stdio as many requests in flight
+on the child's pipe, matched by id; over HTTP as many requests on the client's connection
+pool); where that is one there is no round, its jobs go alone (one at a time a round gains
+nothing and adds its own steps). Each is converted through the resilience layer as a lone job's
+unit, with whatever profile the server's tools select; a thread that finishes one starts the
+next at once. Meanwhile the round's own thread (the task's) stores the finished results in
+groups, each group one transaction (one commit, one wait for the disk), each result under its
+own fence, and, for up to ``DOCLANE_ROUND_MAX_S`` after the round started, claims more jobs
+like them as room frees (in the same transaction as the group it follows), so the threads do
+not idle through a claim, a commit or Celery's hand-off between rounds. A round never holds
+more than ``DOCLANE_ROUND_MAX_DOCS`` jobs at once (claimed and not yet stored): what a killed
+worker leaves to the reconciler.
 
 Each job stays its own: its own claim, attempt, lease (kept by its own keeper on the process's
 timer thread), journal, cancel scope and outcome. A cancel reaches only that job's call; a
@@ -137,7 +138,13 @@ class RoundRunner:
 
     @property
     def room(self) -> int:
-        """The most jobs a round holds at once (claimed and not yet stored)."""
+        """The most jobs a round holds at once (claimed and not yet stored): 1, no round at
+        all, where the process's servers run one conversion at a time. Side by side is what a
+        round is for; one at a time it only adds its own steps, and through one docling-mcp a
+        round of 8 ran 0.91-0.99x the direct calls where jobs alone ran 1.02x
+        (docs/benchmarks.md, *Rounds fitted to the server*)."""
+        if self.settings.round_max_docs <= 1 or self.concurrency() <= 1:
+            return 1
         return self.settings.round_max_docs
 
     def may_lead(self, job: Job) -> bool:

@@ -64,9 +64,11 @@ class ProcessingSettings(Section):
     #: file jobs in all (its own included, when it may be claimed) that can share a round
     #: (same queue, profile, options and formats); the process converts them concurrently,
     #: stores their results in groups, one transaction each, and claims more as room frees.
-    #: A round never holds more than this many jobs at once (1 turns rounds off). Where the
-    #: server offers docling-mcp's directory tool and a cache folder is shared, a batch is
-    #: tried first (``DOCLANE_BATCH_MAX_DOCS``).
+    #: A round never holds more than this many jobs at once (1 turns rounds off), and there is
+    #: none where the servers run one conversion at a time (``DOCLANE_SERVER_CONCURRENCY``,
+    #: below, fitted or set, is 1): one at a time a round gains nothing. Where the server
+    #: offers docling-mcp's directory tool and a cache folder is shared, a batch is tried
+    #: first (``DOCLANE_BATCH_MAX_DOCS``).
     round_max_docs: int = Field(default=8, ge=1)
     #: How long a round keeps claiming more jobs as room frees; then it finishes what it holds
     #: and the process takes its next message (other queues, priorities, a warm shutdown wait
