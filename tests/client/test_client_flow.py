@@ -1,20 +1,103 @@
-"""The issue's snippet, sync and async, against a real API, worker and MCP server."""
+"""The issue's snippet, blocking and async, against a real API, worker and MCP server: uploads
+and sources, ``wait``, results whole and streamed, cancel, retry, listing with filters and pages.
+"""
 
 from __future__ import annotations
 
-from doclane_client import JobState
+import warnings
+from pathlib import Path
+
+import pytest
+from doclane_client import Client, JobState, WrongState
 
 from tests.client.conftest import Fleet
+from tests.fixtures.http_source import HttpSource
 
 
-def test_uploads_wait_and_results(fleet: Fleet) -> None:
-    paths = [fleet.document("report.md"), fleet.document("slides.md")]
-    with fleet.client() as dl:
-        jobs = dl.submit(paths, to=["md"])
-        assert [j.source for j in jobs] == [str(p) for p in paths] and not jobs.rejected
-        ended = list(dl.wait(jobs, timeout=120))
+def _documents(fleet: Fleet, http_source: HttpSource) -> tuple[list[Path], list[str]]:
+    """Two files to upload, and two sources: a URL the worker fetches, a path it reads."""
+    uploads = [fleet.document("report.md"), fleet.document("slides.md")]
+    http_source.serve("/x.md", b"# From the web\n\nFetched by the worker.\n",
+                      content_type="text/markdown")  # fmt: skip
+    on_server = fleet.document("shared.md", "# On the server\n\nRead where it lies.\n")
+    return uploads, [http_source.url("/x.md"), str(on_server)]
+
+
+def test_the_snippet_of_the_issue(fleet: Fleet, http_source: HttpSource) -> None:
+    uploads, sources = _documents(fleet, http_source)
+    fleet.start_worker()
+    with Client(fleet.url, token=fleet.tokens["submit"]) as dl:
+        jobs = dl.submit(uploads, to=["md"])  # uploads local files
+        jobs += dl.submit_sources(sources, to=["md"])
+        assert [j.source for j in jobs] == [*map(str, uploads), *sources] and not jobs.rejected
+        texts: dict[str, str] = {}
+        for job in dl.wait(jobs, timeout=120):  # yields each job as it ends, any order
+            assert job.state == "succeeded", (job.error_code, job.error_message)
+            texts[job.source_uri] = dl.result(job.id, "md")  # str
+            streamed = b"".join(dl.result_stream(job.id, "md"))
+            assert streamed.decode() == texts[job.source_uri]
+        assert len(texts) == 4
+    assert "Fetched by the worker" in texts[sources[0]]
+    assert "Read where it lies" in texts[sources[1]]
+    assert any("About report.md" in text for text in texts.values())
+
+
+@pytest.mark.anyio
+async def test_the_same_with_the_async_client(fleet: Fleet, http_source: HttpSource) -> None:
+    uploads, sources = _documents(fleet, http_source)
+    fleet.start_worker()
+    async with fleet.async_client("submit") as dl:
+        jobs = await dl.submit(uploads, to="md")
+        jobs += await dl.submit_sources(sources, to="md")
+        ended = [job async for job in dl.wait(jobs, timeout=120)]
         assert sorted(str(j.id) for j in ended) == sorted(j.id for j in jobs)
-        for job in ended:
-            assert job.state == JobState.SUCCEEDED, (job.error_code, job.error_message)
-            text = dl.result(job.id, "md")
-            assert "About" in text
+        assert {j.state for j in ended} == {JobState.SUCCEEDED}
+        text = await dl.result(jobs[2], "md")
+        assert "Fetched by the worker" in text
+        pieces = [piece async for piece in dl.result_stream(jobs[2].id, "md")]
+        assert b"".join(pieces).decode() == text
+        detail = await dl.job(jobs[0])
+        assert [r.format for r in detail.results] == ["md"]
+        stats = await dl.stats()
+        assert stats.jobs is not None and stats.jobs["succeeded"] == 4
+
+
+def test_cancel_retry_and_the_lists(fleet: Fleet) -> None:
+    """No worker: the jobs stay queued, so cancel and retry act on known states."""
+    with fleet.client() as dl:
+        jobs = dl.submit_sources([str(fleet.document(f"doc-{n}.md")) for n in range(5)])
+        first = jobs[0]
+        assert dl.cancel(first.id).state == JobState.CANCELLED
+        with pytest.raises(WrongState) as refused:
+            dl.cancel(first)
+        assert refused.value.status == 409 and refused.value.code == "wrong_state"
+        again = dl.retry(first)
+        assert again.action == "resubmitted" and str(again.retry_of) == first.id
+        assert str(again.job_id) != first.id
+
+        cancelled = list(dl.jobs(state="cancelled", since="1h"))
+        assert [str(j.id) for j in cancelled] == [first.id]
+        mine = list(dl.jobs(submission=jobs[0].submission_id))
+        assert sorted(str(j.id) for j in mine) == sorted(j.id for j in jobs)
+        assert [j.created_at for j in mine] == sorted((j.created_at for j in mine), reverse=True)
+        assert len(list(dl.jobs(limit=3))) == 3
+
+
+def test_paging(fleet: Fleet) -> None:
+    """``jobs()`` pages by keyset (``before``, the last job's ``created_at~id``, as the console
+    pages). An API that takes no cursor answers the first page again: the client stops there
+    with a warning instead of repeating jobs."""
+    with fleet.client() as dl:
+        made = dl.submit_sources([str(fleet.document(f"page-{n}.md")) for n in range(7)])
+        paging = "before" in {
+            p["name"]
+            for p in dl._http.get("/openapi.json").json()["paths"]["/v1/jobs"]["get"]["parameters"]
+        }
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            listed = [str(j.id) for j in dl.jobs(page_size=3)]
+    if paging:
+        assert sorted(listed) == sorted(j.id for j in made) and not caught
+    else:
+        assert len(listed) == 3 == len(set(listed))
+        assert "does not page" in str(caught[0].message)
