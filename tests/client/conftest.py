@@ -144,28 +144,54 @@ def fleet(
         api.stop()
 
 
-class Recording(httpx.BaseTransport):
-    """httpx's own transport, with each request and what became of it written down (and, for
-    the tests of answers the API cannot be made to give, some answers made up in front of it)."""
+class Recording(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """httpx's own transports (blocking and async), with each request and what became of it
+    written down; for the answers the API cannot be made to give here, some made up in front
+    of it (``made_up``, answered first, in order)."""
 
     def __init__(self, made_up: list[httpx.Response] | None = None) -> None:
         self.inner = httpx.HTTPTransport()
+        self.inner_async = httpx.AsyncHTTPTransport()
         self.made_up = list(made_up or [])
         #: (method, path, status or the transport error's name, time.monotonic() at the answer)
         self.log: list[tuple[str, str, int | str, float]] = []
 
+    def _made_up(self, request: httpx.Request) -> httpx.Response | None:
+        if not self.made_up:
+            return None
+        answer = self.made_up.pop(0)
+        self._note(request, answer.status_code)
+        return answer
+
+    def _note(self, request: httpx.Request, outcome: int | str) -> None:
+        self.log.append((request.method, request.url.path, outcome, monotonic()))
+
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if self.made_up:
-            answer = self.made_up.pop(0)
-            self.log.append((request.method, request.url.path, answer.status_code, monotonic()))
+        answer = self._made_up(request)
+        if answer is not None:
             return answer
         try:
             response = self.inner.handle_request(request)
         except httpx.TransportError as exc:
-            self.log.append((request.method, request.url.path, type(exc).__name__, monotonic()))
+            self._note(request, type(exc).__name__)
             raise
-        self.log.append((request.method, request.url.path, response.status_code, monotonic()))
+        self._note(request, response.status_code)
+        return response
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        answer = self._made_up(request)
+        if answer is not None:
+            return answer
+        try:
+            response = await self.inner_async.handle_async_request(request)
+        except httpx.TransportError as exc:
+            self._note(request, type(exc).__name__)
+            raise
+        self._note(request, response.status_code)
         return response
 
     def close(self) -> None:
         self.inner.close()
+
+    async def aclose(self) -> None:
+        await self.inner_async.aclose()

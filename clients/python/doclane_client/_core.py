@@ -38,7 +38,7 @@ import httpx
 import tenacity
 
 from doclane_client._version import __version__
-from doclane_client.errors import DoclaneError, QuotaExceeded, error_for
+from doclane_client.errors import DoclaneError, QuotaExceeded, Unavailable, error_for
 
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
@@ -151,7 +151,12 @@ class Core:
         state = tenacity.RetryCallState(retrying, fn=None, args=(), kwargs={})
         attempt: Send | None = first
         while True:
-            action = retrying.iter(retry_state=state)
+            try:
+                action = retrying.iter(retry_state=state)
+            except httpx.TransportError as exc:  # retried as far as the policy goes, or unsafe
+                raise Unavailable(
+                    "unreachable", f"{type(exc).__name__}: {exc}", retryable=True
+                ) from exc
             if isinstance(action, tenacity.DoAttempt):
                 try:
                     outcome = yield (attempt or send())

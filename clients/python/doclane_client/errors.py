@@ -14,7 +14,7 @@ about it; the code says exactly what happened::
     ├── InvalidInput             400, 413 (E103), 415, 422 (E1xx, E305, invalid_request)
     ├── WrongState               409: not possible in the job's state (cancel a finished job)
     ├── QuotaExceeded            429 (E115): come back after ``retry_after`` seconds
-    ├── Unavailable              503, 502, or no answer at all: transient, retried first
+    ├── Unavailable              503, 502, or no answer (code "unreachable"): retried first
     ├── ServerError              500 (E399) and other answers the client cannot place
     ├── JobFailed                a job ended failed or cancelled (its own code and message)
     └── WaitTimeout              ``wait`` ran out of time (also a ``TimeoutError``)
