@@ -127,6 +127,8 @@ def fleet(
     fleet_env: dict[str, str],
 ) -> Iterator[Fleet]:
     cluster = make_cluster(redis_broker, fake_server.url, **fleet_env)
+    if "DOCLING_MCP_COMMAND" in fleet_env:  # a stdio child is the server: no origin
+        del cluster.env["DOCLING_MCP_ORIGIN"]
     tokens = {role: secrets.token_urlsafe(16) for role in ROLES}
     listed = ",".join(f"{role}-client:{role}:{token}" for role, token in tokens.items())
     api_env = {

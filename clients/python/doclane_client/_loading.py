@@ -68,7 +68,10 @@ class LoadSpec:
 
 
 def load(core: Core, spec: LoadSpec, polling: Polling) -> Feed[Loaded]:
-    asked = Asked(to=spec.to, options=spec.options)
+    # Chunks name the document's items (``#/texts/3``), not pages: the Docling JSON beside
+    # them says on which pages each item lies.
+    formats = ["chunks", "json"] if spec.to == "chunks" else ["md"]
+    asked = Asked(to=formats, options=spec.options)
     submission = yield from submit_any(core, spec.items, asked)
     for refused in submission.rejected:
         _failed(spec, InvalidInput(refused.code, f"{refused.source}: {refused.message}"))
@@ -81,20 +84,24 @@ def load(core: Core, spec: LoadSpec, polling: Polling) -> Feed[Loaded]:
                 continue
             detail = yield from get_job(core, job.id)
             answer = yield from result(core, job.id, spec.to)
+            document: Any = None
+            if spec.to == "chunks":
+                document = json.loads((yield from result(core, job.id, "json")).content)
             base = _metadata(detail, given[str(job.id)], spec.to)
-            for record in records(answer.content.decode("utf-8"), spec.to, base):
+            for record in records(answer.content.decode("utf-8"), spec.to, base, document):
                 yield Emit(record)
 
 
-def records(text: str, fmt: LoadFormat, base: dict[str, Any]) -> list[Loaded]:
-    """The result's records: the whole text, or one per chunk of a chunks result."""
+def records(text: str, fmt: LoadFormat, base: dict[str, Any], document: Any = None) -> list[Loaded]:
+    """The result's records: the whole text, or one per chunk of a chunks result (with the
+    pages its items lie on, looked up in the Docling ``document`` when there is one)."""
     if fmt == "md":
         return [Loaded(text, dict(base))]
     chunks = _chunk_list(json.loads(text))
     found = []
     for index, chunk in enumerate(chunks):
         metadata = {**base, "chunk_index": index}
-        pages = sorted(_pages(chunk))
+        pages = sorted(_pages(chunk.get("doc_items") or [], document))
         if pages:
             metadata["pages"] = pages
         headings = chunk.get("headings") or (chunk.get("meta") or {}).get("headings")
@@ -116,19 +123,29 @@ def _chunk_list(document: Any) -> list[dict[str, Any]]:
     raise DoclaneError("bad_result", "the chunks result holds no list of chunk records")
 
 
-def _pages(value: Any) -> set[int]:
-    """Every page number (``page_no``) the chunk's item references carry, however nested."""
+def _pages(items: list[Any], document: Any) -> set[int]:
+    """The pages (``prov[].page_no``) of the Docling items a chunk names, by JSON pointer
+    (``"#/texts/3"``, or ``{"$ref": ...}``); none without the document."""
     found: set[int] = set()
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "page_no" and isinstance(item, int):
-                found.add(item)
-            else:
-                found |= _pages(item)
-    elif isinstance(value, list):
-        for item in value:
-            found |= _pages(item)
+    for item in items:
+        pointer = item.get("$ref") if isinstance(item, dict) else item
+        node = _resolve(document, pointer) if isinstance(pointer, str) else None
+        for prov in (node or {}).get("prov") or []:
+            if isinstance(prov, dict) and isinstance(prov.get("page_no"), int):
+                found.add(prov["page_no"])
     return found
+
+
+def _resolve(document: Any, pointer: str) -> dict[str, Any] | None:
+    node = document
+    for part in pointer.removeprefix("#").strip("/").split("/"):
+        if isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
+            return None
+    return node if isinstance(node, dict) else None
 
 
 def _metadata(detail: JobDetail, source: str, fmt: str) -> dict[str, Any]:
