@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
 
 import anyio
 import httpx
@@ -117,10 +117,12 @@ class _Methods:
         return Stats.model_validate((yield from self.core.json(Send("GET", "/v1/stats"))))
 
 
-def _asked(
-    to: Formats, priority: int, options: dict[str, Any] | None, webhook: str | None
-) -> Asked:
-    return Asked(to=to, priority=priority, options=options, webhook=webhook)
+class SubmitOptions(TypedDict, total=False):
+    """What a submission may ask besides its sources and formats (the API's fields)."""
+
+    priority: int
+    options: dict[str, Any] | None
+    webhook: str | None
 
 
 class Client(_Methods):
@@ -155,53 +157,34 @@ class Client(_Methods):
             return exc
 
     def _run(self, plan: Plan[T]) -> T:
-        end = _End[T]()
-        for _ in self._feed(plan, end):
-            pass
-        return end.value
+        steps = _Steps[T](plan)
+        for effect in steps:
+            assert not isinstance(effect, Emit)  # a plan hands nothing on: it ends with a value
+            steps.outcome = self._perform(effect)
+        return steps.value
 
-    def _feed(self, feed: Feed[T] | Plan[Any], end: _End[Any] | None = None) -> Iterator[T]:
-        """The feed's items as it emits them, carrying out every other effect; a plan's value
-        is left in ``end``."""
-        with _closing(feed):
-            outcome: Any = None
-            while True:
-                try:
-                    effect = feed.send(outcome)
-                except StopIteration as done:
-                    if end is not None:
-                        end.value = done.value
-                    return
+    def _feed(self, feed: Feed[T]) -> Iterator[T]:
+        """The feed's items as it emits them, carrying out every other effect."""
+        with _Steps[None](feed) as steps:
+            for effect in steps:
                 if isinstance(effect, Emit):
-                    outcome = None
                     yield effect.item
                 else:
-                    outcome = self._perform(effect)
+                    steps.outcome = self._perform(effect)
 
     # ---- the API -----------------------------------------------------------------------
     def submit(
-        self,
-        paths: Iterable[PathOrSource],
-        to: Formats = "md",
-        *,
-        priority: int = 0,
-        options: dict[str, Any] | None = None,
-        webhook: str | None = None,
+        self, paths: Iterable[PathOrSource], to: Formats = "md", **asked: Unpack[SubmitOptions]
     ) -> Submission:
-        """Upload local files, one job each."""
-        return self._run(self._submit(paths, _asked(to, priority, options, webhook)))
+        """Upload local files, one job each (``priority``, ``options``, ``webhook``: the API's
+        fields)."""
+        return self._run(self._submit(paths, Asked(to, **asked)))
 
     def submit_sources(
-        self,
-        sources: Iterable[str],
-        to: Formats = "md",
-        *,
-        priority: int = 0,
-        options: dict[str, Any] | None = None,
-        webhook: str | None = None,
+        self, sources: Iterable[str], to: Formats = "md", **asked: Unpack[SubmitOptions]
     ) -> Submission:
         """Sources the server fetches: URLs, s3:// keys and prefixes, paths it can read."""
-        return self._run(self._submit_sources(sources, _asked(to, priority, options, webhook)))
+        return self._run(self._submit_sources(sources, Asked(to, **asked)))
 
     def wait(self, jobs: Iterable[JobRef], timeout: float | None = None) -> Iterator[Job]:
         """Each job as it ends (succeeded, failed or cancelled), in the order they end."""
@@ -280,53 +263,30 @@ class AsyncClient(_Methods):
             return exc
 
     async def _run(self, plan: Plan[T]) -> T:
-        end = _End[T]()
-        async for _ in self._feed(plan, end):
-            pass
-        return end.value
+        steps = _Steps[T](plan)
+        for effect in steps:
+            assert not isinstance(effect, Emit)
+            steps.outcome = await self._perform(effect)
+        return steps.value
 
-    async def _feed(
-        self, feed: Feed[T] | Plan[Any], end: _End[Any] | None = None
-    ) -> AsyncIterator[T]:
-        with _closing(feed):
-            outcome: Any = None
-            while True:
-                try:
-                    effect = feed.send(outcome)
-                except StopIteration as done:
-                    if end is not None:
-                        end.value = done.value
-                    return
+    async def _feed(self, feed: Feed[T]) -> AsyncIterator[T]:
+        with _Steps[None](feed) as steps:
+            for effect in steps:
                 if isinstance(effect, Emit):
-                    outcome = None
                     yield effect.item
                 else:
-                    outcome = await self._perform(effect)
+                    steps.outcome = await self._perform(effect)
 
     # ---- the API -----------------------------------------------------------------------
     async def submit(
-        self,
-        paths: Iterable[PathOrSource],
-        to: Formats = "md",
-        *,
-        priority: int = 0,
-        options: dict[str, Any] | None = None,
-        webhook: str | None = None,
+        self, paths: Iterable[PathOrSource], to: Formats = "md", **asked: Unpack[SubmitOptions]
     ) -> Submission:
-        return await self._run(self._submit(paths, _asked(to, priority, options, webhook)))
+        return await self._run(self._submit(paths, Asked(to, **asked)))
 
     async def submit_sources(
-        self,
-        sources: Iterable[str],
-        to: Formats = "md",
-        *,
-        priority: int = 0,
-        options: dict[str, Any] | None = None,
-        webhook: str | None = None,
+        self, sources: Iterable[str], to: Formats = "md", **asked: Unpack[SubmitOptions]
     ) -> Submission:
-        return await self._run(
-            self._submit_sources(sources, _asked(to, priority, options, webhook))
-        )
+        return await self._run(self._submit_sources(sources, Asked(to, **asked)))
 
     def wait(self, jobs: Iterable[JobRef], timeout: float | None = None) -> AsyncIterator[Job]:
         return self._feed(self._wait(jobs, timeout))
@@ -365,20 +325,31 @@ class AsyncClient(_Methods):
         return self._feed(self._load(items, asked))
 
 
-class _End(Generic[T]):
-    """Where a driver leaves a plan's value (a plan is a feed that emits nothing)."""
+class _Steps(Generic[T]):
+    """A plan or feed, stepped by a driver: iterating gives its effects (and a feed's
+    :class:`Emit`) one by one, each sent the ``outcome`` the driver left for it; a plan's value
+    ends in ``value``. As a context manager, it closes the generator when the driver is left
+    early (a ``break`` out of ``wait``), and with it any file an upload had open."""
 
     value: T
 
+    def __init__(self, steps: Plan[T] | Feed[Any]) -> None:
+        self.steps = steps
+        self.outcome: Any = None
 
-class _closing:
-    """Close a feed when its iterator is left early (a ``break``): its open files with it."""
+    def __iter__(self) -> Self:
+        return self
 
-    def __init__(self, feed: Feed[Any]) -> None:
-        self.feed = feed
+    def __next__(self) -> Effect | Emit[Any]:
+        outcome, self.outcome = self.outcome, None
+        try:
+            return self.steps.send(outcome)
+        except StopIteration as done:
+            self.value = done.value
+            raise StopIteration from None
 
-    def __enter__(self) -> None:
-        return None
+    def __enter__(self) -> Self:
+        return self
 
     def __exit__(self, *exc: object) -> None:
-        self.feed.close()
+        self.steps.close()
