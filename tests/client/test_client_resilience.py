@@ -4,11 +4,14 @@ address answers again), blocking and async."""
 
 from __future__ import annotations
 
+import email.utils
 import threading
+import time
 
 import httpx
 import pytest
 from doclane_client import Job, JobState, Unavailable
+from doclane_client._core import retry_after_s
 
 from tests.client.conftest import Fleet, Recording
 from tests.client.test_client_errors import _error
@@ -106,3 +109,13 @@ def test_a_post_cut_off_mid_answer_is_not_sent_again(fleet: Fleet) -> None:
 
     with fleet.client(transport=cut) as dl:
         assert dl.stats().jobs is not None  # a GET goes through the same transport untouched
+
+
+def test_retry_after_as_seconds_or_as_a_date() -> None:
+    def after(value: str) -> float | None:
+        return retry_after_s(httpx.Response(429, headers={"Retry-After": value}))
+
+    assert after("7") == 7.0 and after("0.5") == 0.5 and after("-3") == 0.0
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 28 <= (after(later) or 0) <= 31
+    assert after("soon") is None and retry_after_s(httpx.Response(429)) is None

@@ -21,6 +21,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Generic, Self, TypedDict, TypeVar, Unpack
+from uuid import UUID
 
 import anyio
 import httpx
@@ -96,8 +97,8 @@ class _Methods:
     def _wait(self, jobs: Iterable[JobRef], timeout: float | None) -> Feed[Job]:
         return plans.wait(self.core, Waiter(jobs, timeout, self.polling))
 
-    def _jobs(self, limit: int | None, page_size: int, filters: dict[str, Any]) -> Feed[Job]:
-        return plans.list_jobs(self.core, filters, limit, page_size)
+    def _jobs(self, limit: int | None, page_size: int, filters: JobFilters) -> Feed[Job]:
+        return plans.list_jobs(self.core, dict(filters), limit, page_size)
 
     def _text(self, job: JobRef, fmt: str) -> Plan[str]:
         response = yield from plans.result(self.core, job, fmt)
@@ -115,6 +116,16 @@ class _Methods:
 
     def _stats(self) -> Plan[Stats]:
         return Stats.model_validate((yield from self.core.json(Send("GET", "/v1/stats"))))
+
+
+class JobFilters(TypedDict, total=False):
+    """``jobs()``'s filters, as ``GET /v1/jobs`` takes them (every one optional)."""
+
+    state: str
+    error_code: str
+    since: str
+    queue: str
+    submission: str | UUID
 
 
 class SubmitOptions(TypedDict, total=False):
@@ -194,7 +205,7 @@ class Client(_Methods):
         return self._run(plans.get_job(self.core, job))
 
     def jobs(
-        self, *, limit: int | None = None, page_size: int = 200, **filters: Any
+        self, *, limit: int | None = None, page_size: int = 200, **filters: Unpack[JobFilters]
     ) -> Iterator[Job]:
         """Jobs newest first, paging through (filters: state, error_code, since, queue,
         submission)."""
@@ -295,7 +306,7 @@ class AsyncClient(_Methods):
         return await self._run(plans.get_job(self.core, job))
 
     def jobs(
-        self, *, limit: int | None = None, page_size: int = 200, **filters: Any
+        self, *, limit: int | None = None, page_size: int = 200, **filters: Unpack[JobFilters]
     ) -> AsyncIterator[Job]:
         return self._feed(self._jobs(limit, page_size, filters))
 
