@@ -99,7 +99,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
         assert row is not None
         marks = {"finished_before": row[0], "events_before": row[1]}
         stats_cases: dict[str, tuple[str, dict[str, Any]]] = {
-            "counts in flight": ("count_in_flight", {}),
+            "counts in flight": ("count_in_flight", {"tenant": None}),
             "all-time totals (rollup + since mark)": ("finished_totals", marks),
             "failures by code, last hour": (
                 "failures_by_error_code",

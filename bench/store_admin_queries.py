@@ -71,7 +71,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             )
         ]
         cases: list[tuple[str, str, dict[str, Any]]] = [
-            ("counts in flight (queued/running/retrying)", "count_in_flight", {}),
+            ("counts in flight (queued/running/retrying)", "count_in_flight", {"tenant": None}),
             (
                 "outcomes finished in the last hour",
                 "count_finished_since",
@@ -119,7 +119,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
             (
                 "dedup lookup of 100 hashes",
                 "find_succeeded_by_content",
-                {"hashes": hashes, "engine": None},
+                {"hashes": hashes, "engine": None, "tenants": ["default"]},
             ),
         ]
         report["queries"] = {

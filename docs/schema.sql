@@ -64,6 +64,7 @@ CREATE TABLE public.jobs (
     slices_total integer,
     slices_done integer DEFAULT 0 NOT NULL,
     trace_context jsonb,
+    tenant text DEFAULT 'default'::text NOT NULL,
     CONSTRAINT jobs_attempt_check CHECK ((attempt >= 0)),
     CONSTRAINT jobs_check CHECK (((attempts_spent >= 0) AND (attempts_spent <= attempt))),
     CONSTRAINT jobs_check1 CHECK (((slices_done >= 0) AND (slices_done <= COALESCE(slices_total, 0)))),
@@ -205,6 +206,19 @@ BEGIN
     FROM unnest(p_formats, p_contents) AS r(format, content);
     RETURN wanted;
 END;
+$$;
+
+--
+-- Name: inherit_tenant(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.inherit_tenant() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    SELECT p.tenant INTO NEW.tenant FROM jobs p WHERE p.id = NEW.parent_id;
+    RETURN NEW;
+END
 $$;
 
 --
@@ -479,6 +493,37 @@ END;
 $$;
 
 --
+-- Name: recount_tenant_lanes(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.recount_tenant_lanes() RETURNS integer
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    changed integer;
+BEGIN
+    WITH actual AS (
+        SELECT queue, priority, tenant, count(*) AS n FROM jobs
+        WHERE state = 'queued' GROUP BY queue, priority, tenant
+    ), fixed AS (
+        INSERT INTO tenant_lanes AS l (queue, priority, tenant, queued)
+        SELECT queue, priority, tenant, n FROM actual
+        ON CONFLICT (queue, priority, tenant) DO UPDATE SET queued = excluded.queued
+        WHERE l.queued <> excluded.queued
+        RETURNING 1
+    ), emptied AS (
+        UPDATE tenant_lanes l SET queued = 0
+        WHERE l.queued <> 0 AND NOT EXISTS (
+            SELECT 1 FROM actual a
+            WHERE a.queue = l.queue AND a.priority = l.priority AND a.tenant = l.tenant)
+        RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM fixed) + (SELECT count(*) FROM emptied) INTO changed;
+    RETURN changed;
+END
+$$;
+
+--
 -- Name: result_engine(); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -613,6 +658,89 @@ BEGIN
      ORDER BY run.n
     RETURNING id;
 END;
+$$;
+
+--
+-- Name: tenant_lane_add(text, smallint, text, bigint); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lane_add(p_queue text, p_priority smallint, p_tenant text, p_n bigint) RETURNS void
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF p_n < 0 THEN
+        -- Fewer: the lane exists (its jobs were counted in). An upsert would check its
+        -- would-be new row, a negative count, before finding the conflict.
+        UPDATE tenant_lanes SET queued = queued + p_n
+         WHERE queue = p_queue AND priority = p_priority AND tenant = p_tenant;
+        RETURN;
+    END IF;
+    INSERT INTO tenant_lanes AS l (queue, priority, tenant, queued, pass)
+    VALUES (p_queue, p_priority, p_tenant, p_n,
+            coalesce((SELECT min(o.pass) FROM tenant_lanes o
+                       WHERE o.queue = p_queue AND o.priority = p_priority AND o.queued > 0), 0))
+    ON CONFLICT (queue, priority, tenant) DO UPDATE
+    SET queued = l.queued + excluded.queued,
+        pass = CASE WHEN l.queued = 0 THEN greatest(l.pass, excluded.pass) ELSE l.pass END;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_deleted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_deleted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+BEGIN
+    FOR lane IN
+        SELECT queue, priority, tenant, count(*) AS n FROM deleted
+        WHERE state = 'queued' GROUP BY queue, priority, tenant ORDER BY queue, priority, tenant
+    LOOP
+        PERFORM tenant_lane_add(lane.queue, lane.priority, lane.tenant, -lane.n);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_inserted(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_inserted() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    lane record;
+BEGIN
+    FOR lane IN
+        SELECT queue, priority, tenant, count(*) AS n FROM inserted
+        WHERE state = 'queued' GROUP BY queue, priority, tenant ORDER BY queue, priority, tenant
+    LOOP
+        PERFORM tenant_lane_add(lane.queue, lane.priority, lane.tenant, lane.n);
+    END LOOP;
+    RETURN NULL;
+END
+$$;
+
+--
+-- Name: tenant_lanes_count_updated(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.tenant_lanes_count_updated() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF OLD.state = 'queued' THEN
+        PERFORM tenant_lane_add(OLD.queue, OLD.priority, OLD.tenant, -1);
+    END IF;
+    IF NEW.state = 'queued' THEN
+        PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
+    END IF;
+    RETURN NULL;
+END
 $$;
 
 --
@@ -819,6 +947,48 @@ CREATE TABLE public.schema_migrations (
 );
 
 --
+-- Name: tenant_lanes; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenant_lanes (
+    queue text NOT NULL,
+    priority smallint NOT NULL,
+    tenant text NOT NULL,
+    queued bigint DEFAULT 0 NOT NULL,
+    pass double precision DEFAULT 0 NOT NULL,
+    CONSTRAINT tenant_lanes_queued_check CHECK ((queued >= 0))
+);
+
+--
+-- Name: TABLE tenant_lanes; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenant_lanes IS 'A tenant''s queued jobs of one queue and priority: their count and the lane''s pass (migration 0019); kept by triggers on jobs.';
+
+--
+-- Name: tenants; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.tenants (
+    name text NOT NULL,
+    weight integer DEFAULT 1 NOT NULL,
+    max_running integer,
+    max_queued integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT tenants_max_queued_check CHECK ((max_queued >= 0)),
+    CONSTRAINT tenants_max_running_check CHECK ((max_running >= 0)),
+    CONSTRAINT tenants_name_check CHECK ((name ~ '^[a-z0-9][a-z0-9._-]{0,62}$'::text)),
+    CONSTRAINT tenants_weight_check CHECK (((weight >= 1) AND (weight <= 1000)))
+);
+
+--
+-- Name: TABLE tenants; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.tenants IS 'Who shares the fleet (migration 0019): each job''s owner, its weight, running cap and queue quota.';
+
+--
 -- Name: webhook_deliveries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -905,6 +1075,20 @@ ALTER TABLE ONLY public.schema_migrations
     ADD CONSTRAINT schema_migrations_pkey PRIMARY KEY (version);
 
 --
+-- Name: tenant_lanes tenant_lanes_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenant_lanes
+    ADD CONSTRAINT tenant_lanes_pkey PRIMARY KEY (queue, priority, tenant);
+
+--
+-- Name: tenants tenants_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenants
+    ADD CONSTRAINT tenants_pkey PRIMARY KEY (name);
+
+--
 -- Name: webhook_deliveries webhook_deliveries_one_per_receiver; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -973,6 +1157,12 @@ CREATE INDEX jobs_error_code_idx ON public.jobs USING btree (error_code, updated
 CREATE INDEX jobs_finished_idx ON public.jobs USING btree (finished_at DESC) INCLUDE (state, error_code) WHERE (finished_at IS NOT NULL);
 
 --
+-- Name: jobs_lane_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_lane_idx ON public.jobs USING btree (queue, priority, tenant, created_at, id) WHERE (state = 'queued'::text);
+
+--
 -- Name: jobs_lease_expiry_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1003,6 +1193,18 @@ CREATE INDEX jobs_state_created_idx ON public.jobs USING btree (state, created_a
 CREATE INDEX jobs_submission_idx ON public.jobs USING btree (submission_id, created_at DESC) WHERE (submission_id IS NOT NULL);
 
 --
+-- Name: jobs_tenant_created_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_tenant_created_idx ON public.jobs USING btree (tenant, created_at DESC);
+
+--
+-- Name: jobs_tenant_running_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_tenant_running_idx ON public.jobs USING btree (tenant) WHERE (state = 'running'::text);
+
+--
 -- Name: jobs_waiting_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1019,6 +1221,12 @@ CREATE INDEX results_created_at_idx ON public.results USING btree (created_at);
 --
 
 CREATE INDEX results_object_uri_idx ON public.results USING btree (object_uri) WHERE (object_uri IS NOT NULL);
+
+--
+-- Name: tenant_lanes_next_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX tenant_lanes_next_idx ON public.tenant_lanes USING btree (queue, priority DESC, pass) WHERE (queued > 0);
 
 --
 -- Name: webhook_deliveries_dead_idx; Type: INDEX; Schema: public; Owner: -
@@ -1045,6 +1253,24 @@ CREATE TRIGGER job_events_append_only BEFORE DELETE OR UPDATE ON public.job_even
 CREATE TRIGGER job_events_no_truncate BEFORE TRUNCATE ON public.job_events FOR EACH STATEMENT EXECUTE FUNCTION public.job_events_refuse_change();
 
 --
+-- Name: jobs jobs_count_lanes_deleted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_deleted AFTER DELETE ON public.jobs REFERENCING OLD TABLE AS deleted FOR EACH STATEMENT EXECUTE FUNCTION public.tenant_lanes_count_deleted();
+
+--
+-- Name: jobs jobs_count_lanes_inserted; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_inserted AFTER INSERT ON public.jobs REFERENCING NEW TABLE AS inserted FOR EACH STATEMENT EXECUTE FUNCTION public.tenant_lanes_count_inserted();
+
+--
+-- Name: jobs jobs_count_lanes_updated; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_count_lanes_updated AFTER UPDATE ON public.jobs FOR EACH ROW WHEN ((((old.state = 'queued'::text) OR (new.state = 'queued'::text)) AND ((old.state IS DISTINCT FROM new.state) OR (old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority) OR (old.tenant IS DISTINCT FROM new.tenant)))) EXECUTE FUNCTION public.tenant_lanes_count_updated();
+
+--
 -- Name: jobs jobs_guard_insert; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1055,6 +1281,12 @@ CREATE TRIGGER jobs_guard_insert BEFORE INSERT ON public.jobs FOR EACH ROW EXECU
 --
 
 CREATE TRIGGER jobs_guard_update BEFORE UPDATE ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.jobs_guard_update();
+
+--
+-- Name: jobs jobs_inherit_tenant; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_inherit_tenant BEFORE INSERT ON public.jobs FOR EACH ROW WHEN ((new.parent_id IS NOT NULL)) EXECUTE FUNCTION public.inherit_tenant();
 
 --
 -- Name: jobs jobs_inherit_trace_context; Type: TRIGGER; Schema: public; Owner: -
@@ -1125,6 +1357,13 @@ ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES public.jobs(id);
 
 --
+-- Name: jobs jobs_tenant_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.jobs
+    ADD CONSTRAINT jobs_tenant_fkey FOREIGN KEY (tenant) REFERENCES public.tenants(name);
+
+--
 -- Name: result_expiries result_expiries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1137,6 +1376,13 @@ ALTER TABLE ONLY public.result_expiries
 
 ALTER TABLE ONLY public.results
     ADD CONSTRAINT results_job_id_fkey FOREIGN KEY (job_id) REFERENCES public.jobs(id);
+
+--
+-- Name: tenant_lanes tenant_lanes_tenant_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.tenant_lanes
+    ADD CONSTRAINT tenant_lanes_tenant_fkey FOREIGN KEY (tenant) REFERENCES public.tenants(name) ON DELETE CASCADE;
 
 --
 -- Name: webhook_deliveries webhook_deliveries_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -20,7 +20,9 @@ runtime, E4xx store) and the catalog's
     │   ├── ObjectNotFound        E111  s3://: no such bucket or key
     │   ├── ObjectAccessDenied    E112  s3://: the credentials are refused
     │   ├── ResultsExpired        E113  the results were deleted by retention
-    │   └── SignInThrottled       E114  console: too many failed sign-ins (429)
+    │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
+    │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
+    │   └── UnknownTenant         E116  no tenant of this name
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -136,9 +138,11 @@ from errors._tree import (
     SourceTooLarge,
     SourceUnavailable,
     StoreError,
+    TenantQueueFull,
     Unauthorized,
     UnexpectedError,
     UnknownJsonRpcError,
+    UnknownTenant,
     UnknownTool,
     UnsupportedFormat,
     UrlRefused,
@@ -189,9 +193,11 @@ __all__ = [
     "SourceUnavailable",
     "Stage",
     "StoreError",
+    "TenantQueueFull",
     "Unauthorized",
     "UnexpectedError",
     "UnknownJsonRpcError",
+    "UnknownTenant",
     "UnknownTool",
     "UnsupportedFormat",
     "UrlRefused",

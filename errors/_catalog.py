@@ -106,6 +106,24 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E115",
+        "tenant queue full",
+        "The tenant already has as many jobs waiting as its quota allows; this document was not "
+        "queued.",
+        "Submit it again once some of the tenant's jobs have started (the API's 429 says when in "
+        "Retry-After), or ask an operator to raise the quota (doclane tenants set NAME "
+        "--max-queued N).",
+        retryable=True,
+    ),
+    CatalogEntry(
+        "E116",
+        "unknown tenant",
+        "No tenant of this name exists; nothing was submitted.",
+        "Check the name (doclane tenants list), or have an operator make it "
+        "(doclane tenants set NAME).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",

@@ -173,6 +173,19 @@ class SignInThrottled(InputError):
     code = "E114"
 
 
+class TenantQueueFull(InputError):
+    """A document past its tenant's quota of queued jobs (``max_queued``): not queued; worth
+    submitting again once the tenant's queue has drained (``retry_after``, when known)."""
+
+    code = "E115"
+
+
+class UnknownTenant(InputError):
+    """A submission names a tenant no operator made: refused whole, before any job is made."""
+
+    code = "E116"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

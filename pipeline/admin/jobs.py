@@ -18,7 +18,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from errors import JobNotFound, MissingCapability, entry
+from errors import JobNotFound, MissingCapability, UnknownTenant, entry
 from pipeline.jobs import (
     ConversionOptions,
     Formats,
@@ -150,14 +150,18 @@ def retry_failed(
     error_code: str | None = None,
     since: datetime | None = None,
     limit: int = 1000,
+    tenant: str | None = None,
 ) -> list[RetryOutcome]:
-    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``).
+    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``;
+    of ``tenant`` alone, when given).
 
     A failed slice is left alone: its document failed with it, and resubmitting the document
     converts it again (a slice resubmitted on its own would be a few pages, nobody's result).
     """
     failed = store.admin.list_jobs(
-        JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
+        JobFilter(
+            state=JobState.FAILED, error_code=error_code, since=since, tenant=tenant, limit=limit
+        )
     )
     return _resubmit(store, publisher, [job for job in failed if job.parent_id is None])
 
@@ -167,11 +171,13 @@ class _Group:
     formats: tuple[str, ...]
     priority: int
     options: dict[str, Any]
+    tenant: str
     jobs: list[Job] = field(default_factory=list)
 
 
 def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[RetryOutcome]:
-    """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options."""
+    """Submit the jobs' sources again, one ``enqueue`` per set of formats/priority/options and
+    tenant (a retried job stays its tenant's, under its quota)."""
     # Here, not at the top: listing and reading jobs (doclane jobs, stats, the API's GETs) need
     # none of submission's source checks and HTTP client.
     from pipeline.submission import enqueue
@@ -179,10 +185,9 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     masker = process_masker()
     groups: dict[tuple[Any, ...], _Group] = {}
     for job in jobs:
-        key = (job.formats, job.priority, repr(sorted(job.options.items())))
-        groups.setdefault(key, _Group(job.formats, job.priority, dict(job.options))).jobs.append(
-            job
-        )
+        key = (job.formats, job.priority, repr(sorted(job.options.items())), job.tenant)
+        group = _Group(job.formats, job.priority, dict(job.options), job.tenant)
+        groups.setdefault(key, group).jobs.append(job)
     outcomes: dict[UUID, RetryOutcome] = {}
     for group in groups.values():
         by_source: dict[str, list[Job]] = defaultdict(list)
@@ -195,10 +200,14 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
             Formats.from_stored(group.formats),
             ConversionOptions.from_stored(group.options),
             group.priority,
+            tenant=group.tenant,
         )
         try:
             submission = enqueue(asked, publisher=publisher, store=store, masker=masker)
-        except MissingCapability as refused:  # no configured server can: the group stays put
+        except (
+            MissingCapability,
+            UnknownTenant,
+        ) as refused:  # no configured server can: the group stays put
             for old in group.jobs:
                 outcomes[old.id] = RetryOutcome(
                     retry_of=old.id, action="refused", code=refused.code, message=refused.message

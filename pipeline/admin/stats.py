@@ -27,7 +27,7 @@ from pipeline.admin.fleet import (
 )
 from pipeline.admin.heartbeats import WorkerInfo
 from pipeline.admin.settings import AdminSettings
-from pipeline.jobs import JobState
+from pipeline.jobs import JobState, TenantFigures
 from pipeline.queues import SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.outbox import WebhookOutbox
@@ -100,6 +100,9 @@ class Stats(BaseModel):
     #: Completion webhooks not delivered yet: ``pending`` (not tried yet, or being sent),
     #: ``failed`` (tried and failed, still being retried), ``dead`` (gave up).
     webhooks: dict[str, int] | None = None
+    #: Each tenant's jobs: queued and running now, succeeded, failed and cancelled over the last
+    #: hour, finished per minute over the last five (a tenant's token: its own only).
+    tenants: list[TenantFigures] | None = None
     #: Parts that could not be asked ("database", "broker", "redis", "workers"), and why.
     unreachable: dict[str, str] = {}
 
@@ -111,6 +114,7 @@ class _JobFigures(BaseModel):
     batches: Batches
     failures: list[Failures]
     webhooks: dict[str, int]
+    tenants: list[TenantFigures]
 
 
 def collect_stats(
@@ -143,6 +147,21 @@ def collect_stats(
         queues=answers.get("broker"),
         workers=answers.get("workers"),
         webhooks=figures.webhooks if figures else None,
+        tenants=figures.tenants if figures else None,
+        unreachable=unreachable,
+    )
+
+
+def tenant_stats(store: JobStore, tenant: str, *, settings: AdminSettings) -> Stats:
+    """What a tenant's token is shown for ``GET /v1/stats``: its own figures, and nothing of
+    the fleet's sums, the queues or the workers (they would tell it about the others' work)."""
+    answers, unreachable = run_parts(
+        {"database": lambda: store.tenants.figures(tenant)}, deadline_s=settings.stats_deadline_s
+    )
+    return Stats(
+        at=datetime.now(UTC),
+        conversion_window_s=settings.percentile_window_s,
+        tenants=answers.get("database"),
         unreachable=unreachable,
     )
 
@@ -235,6 +254,7 @@ def _job_figures(store: JobStore, window_s: float) -> _JobFigures:
         batches=batches_since(store, datetime.now(UTC) - timedelta(hours=1)),
         failures=failures,
         webhooks=webhook_counts(store),
+        tenants=store.tenants.figures(),
     )
 
 
@@ -299,5 +319,6 @@ __all__ = [
     "collect_stats",
     "fleet_parts",
     "run_parts",
+    "tenant_stats",
     "webhook_counts",
 ]

@@ -11,6 +11,9 @@ so this package, like the rest of ``pipeline``, never imports Celery.
 
 from __future__ import annotations
 
+import logging
+
+from errors import PipelineError
 from pipeline.api.app import create_app
 from pipeline.api.context import ApiContext
 from pipeline.settings.api import ApiSettings
@@ -19,8 +22,14 @@ __all__ = ["ApiContext", "ApiSettings", "create_app", "serve"]
 
 
 def serve(ctx: ApiContext) -> None:
-    """Run the API on uvicorn at the context's host and port until interrupted."""
+    """Make the tokens' tenants that do not exist yet, then run the API on uvicorn at the
+    context's host and port until interrupted."""
     import uvicorn
+
+    try:
+        ctx.store.tenants.ensure(t.tenant for t in ctx.settings.tokens() if t.tenant)
+    except PipelineError as exc:  # the database down: serve anyway (readyz says so)
+        logging.getLogger("doclane.api").warning("tokens' tenants not made: %s", exc)
 
     uvicorn.run(
         create_app(ctx),

@@ -2,7 +2,10 @@
 
 Everything but ``/healthz``, ``/readyz``, ``/metrics`` and the status page ``/`` asks for
 ``Authorization: Bearer <token>``, a token whose role allows the request (``pipeline.api.auth``:
-read for GETs, submit for ``POST /v1/jobs``, admin for cancel and retry). Handlers that touch
+read for GETs, submit for ``POST /v1/jobs``, admin for cancel and retry). A token of a tenant
+submits as it, and sees its jobs only: another tenant's job is answered exactly as a job that
+does not exist (404, E108), in lists, reads, results, cancel and retry; with the submit role it
+may cancel and retry its own. Handlers that touch
 PostgreSQL or the broker are plain functions, which FastAPI runs in its thread pool; the upload
 is async because it streams the request body into the inbox as it arrives.
 """
@@ -30,11 +33,14 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
-from pipeline.api.auth import TokenRoles
+from pipeline.admin.jobs import no_job
+from pipeline.admin.stats import tenant_stats
+from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import ErrorResponse, install_handlers
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
+from pipeline.api.quota import quota_retry_after
 from pipeline.api.results import stream_result
 from pipeline.api.submit import (
     OPTION_FIELDS,
@@ -45,20 +51,21 @@ from pipeline.api.submit import (
     submit_json,
     submit_upload,
 )
-from pipeline.jobs import FORMATS_PATTERN, Job, JobState
+from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": why}
     for code, why in {
         400: "malformed request",
         401: "no or wrong bearer token",
-        403: "the token's role does not allow this request (E109)",
+        403: "the token's role does not allow this request, or names another tenant (E109)",
         404: "no such job (E108), or no such result",
         409: "not possible in the job's state",
         410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
-        422: "invalid parameters, or every source refused (E1xx)",
+        422: "invalid parameters, every source refused (E1xx), or no such tenant (E116)",
+        429: "every source refused for the tenant's queue quota (E115); see Retry-After",
         500: "a bug (E399)",
         502: "a server answered with an error",
         503: "the database, broker or a server is unreachable (E401, E302 ...)",
@@ -93,6 +100,7 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "file": {"type": "string", "format": "binary"},
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
+                    "tenant": {"type": "string", "pattern": TENANT_PATTERN},
                     **OPTION_FIELDS,
                 },
             }
@@ -124,6 +132,16 @@ def _stats(ctx: ApiContext) -> Stats:
     return collect_stats(ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
 
+def _own(ctx: ApiContext, caller: Caller, job_id: UUID) -> None:
+    """E108 (404) unless the caller sees this job: a tenant's token, another tenant's job is
+    answered exactly as one that does not exist. A token of no tenant sees every job."""
+    if caller.tenant is None:
+        return
+    job = ctx.store.reads.get_job(job_id)
+    if job is None or not caller.sees(job.tenant):
+        raise no_job(job_id)
+
+
 def _v1(ctx: ApiContext) -> APIRouter:
     """The token-protected API: submitting, the jobs, the fleet's figures; every route needs a
     token with the read role at least, and some more (``access.require``)."""
@@ -131,7 +149,7 @@ def _v1(ctx: ApiContext) -> APIRouter:
     v1 = APIRouter(prefix="/v1", dependencies=[Depends(access.require("read"))], responses=_ERRORS)
     v1.include_router(_submission(ctx, access))
     v1.include_router(_jobs(ctx, access))
-    v1.include_router(_figures(ctx))
+    v1.include_router(_figures(ctx, access))
     return v1
 
 
@@ -141,21 +159,25 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
 
     @router.post(
         "/jobs",
-        dependencies=[Depends(access.require("submit"))],
         status_code=202,
         response_model=SubmitResponse,
         openapi_extra={"requestBody": _SUBMIT_BODY},
     )
-    async def submit(request: Request) -> Response:
+    async def submit(
+        request: Request,
+        caller: Caller = Depends(access.require("submit")),  # noqa: B008
+    ) -> Response:
         """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind == "application/json":
-            answer = await submit_json(request, ctx)
+            answer = await submit_json(request, ctx, caller)
         elif kind == "multipart/form-data":
-            answer = await submit_upload(request, ctx)
+            answer = await submit_upload(request, ctx, caller)
         else:
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        return submission_response(answer)
+        return submission_response(
+            answer, retry_after=lambda refused: quota_retry_after(ctx.store, answer.tenant, refused)
+        )
 
     return router
 
@@ -163,6 +185,7 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
 def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """The jobs once submitted: listed, read, their results, cancelled, retried."""
     router = APIRouter()
+    read = access.require("read")
 
     @router.get("/jobs", response_model=JobList)
     def jobs(
@@ -176,9 +199,18 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         submission: Annotated[
             UUID | None, Query(description="The jobs of one submission (its submission_id).")
         ] = None,
+        tenant: Annotated[
+            str | None,
+            Query(pattern=TENANT_PATTERN, description="The jobs of one tenant."),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+        caller: Caller = Depends(read),  # noqa: B008
     ) -> JobList:
-        """Jobs matching every given filter, newest first."""
+        """Jobs matching every given filter, newest first (a tenant's token: its own only)."""
+        if caller.tenant is not None:
+            if tenant is not None and tenant != caller.tenant:
+                return JobList(jobs=[])  # another tenant's jobs do not exist for it
+            tenant = caller.tenant
         try:
             moment = parse_since(since) if since is not None else None
         except (ValueError, OverflowError) as exc:
@@ -189,52 +221,62 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             since=moment,
             queue=queue,
             submission=submission,
+            tenant=tenant,
             limit=limit,
         )
         return JobList(jobs=list_jobs(ctx.store, filters))
 
     @router.get("/jobs/{job_id}", response_model=JobDetail)
-    def job(job_id: UUID) -> JobDetail:
+    def job(job_id: UUID, caller: Caller = Depends(read)) -> JobDetail:  # noqa: B008
         """A job: state, stage, attempts, its error explained, results and history."""
-        return job_detail(ctx.store, job_id)
+        detail = job_detail(ctx.store, job_id)
+        if not caller.sees(detail.job.tenant):
+            raise no_job(job_id)
+        return detail
 
     @router.get(
         "/jobs/{job_id}/result/{fmt}",
         response_class=StreamingResponse,
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
     )
-    def result(job_id: UUID, fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")]) -> Response:
+    def result(
+        job_id: UUID,
+        fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")],
+        caller: Caller = Depends(read),  # noqa: B008
+    ) -> Response:
         """One result of a succeeded job, streamed from the result store as stored."""
+        _own(ctx, caller, job_id)
         return stream_result(ctx.store, job_id, fmt)
 
-    @router.post(
-        "/jobs/{job_id}/cancel",
-        response_model=JobOut,
-        dependencies=[Depends(access.require("admin"))],
-    )
-    def cancel(job_id: UUID) -> JobOut:
-        """Cancel a queued, waiting (its slices with it), retrying or running job."""
+    change = access.changer()
+
+    @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
+    def cancel(job_id: UUID, caller: Caller = Depends(change)) -> JobOut:  # noqa: B008
+        """Cancel a queued, waiting (its slices with it), retrying or running job (admin; a
+        tenant's submit token, its own jobs)."""
+        _own(ctx, caller, job_id)
         return JobOut(job=cancel_job(ctx.store, job_id))
 
-    @router.post(
-        "/jobs/{job_id}/retry",
-        response_model=RetryOutcome,
-        dependencies=[Depends(access.require("admin"))],
-    )
-    def retry(job_id: UUID) -> RetryOutcome:
-        """A waiting job now; a failed or cancelled one as a new job."""
+    @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
+    def retry(job_id: UUID, caller: Caller = Depends(change)) -> RetryOutcome:  # noqa: B008
+        """A waiting job now; a failed or cancelled one as a new job, its tenant's (admin; a
+        tenant's submit token, its own jobs)."""
+        _own(ctx, caller, job_id)
         return retry_job(ctx.store, ctx.publisher, job_id)
 
     return router
 
 
-def _figures(ctx: ApiContext) -> APIRouter:
+def _figures(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """``GET /stats``: the fleet's figures, as ``doclane stats --json`` prints them."""
     router = APIRouter()
 
     @router.get("/stats", response_model=Stats)
-    def stats_endpoint() -> Stats:
-        """What ``doclane stats --json`` prints."""
+    def stats_endpoint(caller: Caller = Depends(access.require("read"))) -> Stats:  # noqa: B008
+        """What ``doclane stats --json`` prints; a tenant's token gets its own tenant's figures
+        only (the fleet's sums would tell it about the other tenants' work)."""
+        if caller.tenant is not None:
+            return tenant_stats(ctx.store, caller.tenant, settings=ctx.admin)
         return _stats(ctx)
 
     return router

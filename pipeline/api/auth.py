@@ -34,13 +34,24 @@ _BEARER = HTTPBearer(
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The token a request came with, by its name and role."""
+    """The token a request came with, by its name and role, and the tenant it speaks for
+    (None: every tenant)."""
 
     name: str
     role: Role
+    tenant: str | None = None
 
     def may(self, role: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
+
+    def sees(self, tenant: str) -> bool:
+        """Whether a job of ``tenant`` exists for this caller (else it is answered 404)."""
+        return self.tenant is None or self.tenant == tenant
+
+    def may_change(self) -> bool:
+        """Whether it may cancel and retry (the jobs it sees): an admin, or a tenant's token
+        with the submit role (its own jobs are its to manage)."""
+        return self.may("admin") or (self.tenant is not None and self.may("submit"))
 
 
 class TokenRoles:
@@ -49,8 +60,9 @@ class TokenRoles:
 
     def __init__(self, tokens: Sequence[ApiToken]) -> None:
         self._known = [
-            (_digest(t.token.get_secret_value()), Caller(t.name, t.role)) for t in tokens
+            (_digest(t.token.get_secret_value()), Caller(t.name, t.role, t.tenant)) for t in tokens
         ]
+        self._required: dict[Role, Callable[[Caller], Caller]] = {}
 
     def caller(
         self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
@@ -65,7 +77,14 @@ class TokenRoles:
         return found
 
     def require(self, role: Role) -> Callable[[Caller], Caller]:
-        """A dependency: the caller, when its token's role allows ``role``'s requests."""
+        """A dependency: the caller, when its token's role allows ``role``'s requests. One
+        function a role, so that a route's own ``Depends(require(role))`` is the router's, and
+        FastAPI checks the token once a request."""
+        if role not in self._required:
+            self._required[role] = self._require(role)
+        return self._required[role]
+
+    def _require(self, role: Role) -> Callable[[Caller], Caller]:
 
         # A default, not Annotated: annotations are strings here, and FastAPI resolves them in
         # the module's globals, where ``self`` is not.
@@ -75,6 +94,20 @@ class TokenRoles:
                     f"the token {caller.name!r} has the role {caller.role}; this request needs "
                     f"{role}",
                     detail={"token": caller.name, "role": caller.role, "needs": role},
+                )
+            return caller
+
+        return allowed
+
+    def changer(self) -> Callable[[Caller], Caller]:
+        """A dependency: the caller, when it may cancel and retry (:meth:`Caller.may_change`)."""
+
+        def allowed(caller: Caller = Depends(self.caller)) -> Caller:  # noqa: B008
+            if not caller.may_change():
+                raise RoleForbidden(
+                    f"the token {caller.name!r} has the role {caller.role}; this request needs "
+                    "admin (or submit, for a token of a tenant)",
+                    detail={"token": caller.name, "role": caller.role, "needs": "admin"},
                 )
             return caller
 

@@ -8,6 +8,12 @@ rollups of migration 0007 plus the rows since their mark: a few index scans, che
 jobs. Breakers and the workers' heartbeats come from Redis and queue depths from the broker,
 like ``doclane stats``; a part that cannot be read is left out of the scrape and
 ``doclane_up{part}`` says so.
+
+Per tenant (``tenant`` label: tenants are made by operators, so the label's values are bounded):
+jobs queued and running now, jobs finished over the last hour by outcome, the finishing rate
+and each tenant's limits. These are families of their own beside the fleet's (whose series keep
+their labels, so dashboards and alerts on them are unchanged), and gauges: the all-time sums
+come from rollups kept without a tenant.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from prometheus_client.registry import Collector
 
 from pipeline.admin import Fleet, run_parts
 from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
-from pipeline.jobs import JobState
+from pipeline.jobs import JobState, TenantFigures
 from pipeline.queues import JOB_QUEUES
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal, Percentiles
@@ -131,6 +137,7 @@ class FleetCollector(Collector):
             _webhooks(webhook_counts(self.store)),
             *_event_metrics(events, bounds),
             _republished(events),
+            *_tenants(self.store.tenants.figures()),
         ]
 
 
@@ -218,6 +225,47 @@ def _republished(events: list[EventTotal]) -> Metric:
     )
     republished.add_metric([], float(sum(e.events for e in events if e.kind == "note")))
     return republished
+
+
+def _tenants(figures: list[TenantFigures]) -> list[Metric]:
+    jobs = GaugeMetricFamily(
+        "doclane_tenant_jobs", "A tenant's jobs queued and running now.", labels=["tenant", "state"]
+    )
+    finished = GaugeMetricFamily(
+        "doclane_tenant_finished_last_hour",
+        "A tenant's jobs that finished in the last hour, by outcome.",
+        labels=["tenant", "outcome"],
+    )
+    rate = GaugeMetricFamily(
+        "doclane_tenant_finished_per_minute",
+        "A tenant's jobs finished per minute over the last five minutes.",
+        labels=["tenant"],
+    )
+    limits = GaugeMetricFamily(
+        "doclane_tenant_limit",
+        "A tenant's weight, max_running and max_queued (a limit not set is absent; "
+        "max_running 0: paused).",
+        labels=["tenant", "limit"],
+    )
+    for f in figures:
+        name = f.tenant.name
+        jobs.add_metric([name, "queued"], float(f.queued))
+        jobs.add_metric([name, "running"], float(f.running))
+        for outcome, n in (
+            ("succeeded", f.succeeded),
+            ("failed", f.failed),
+            ("cancelled", f.cancelled),
+        ):
+            finished.add_metric([name, outcome], float(n))
+        rate.add_metric([name], f.per_minute)
+        limits.add_metric([name, "weight"], float(f.tenant.weight))
+        for limit, value in (
+            ("max_running", f.tenant.max_running),
+            ("max_queued", f.tenant.max_queued),
+        ):
+            if value is not None:
+                limits.add_metric([name, limit], float(value))
+    return [jobs, finished, rate, limits]
 
 
 def _breakers(states: list[Any]) -> list[Metric]:

@@ -10,13 +10,21 @@ refusal's and whose detail is the whole answer, each refused source with its cod
 
 An upload is stored into the inbox's uploads folder first (``pipeline.api.uploads``), then
 submitted as that file; the answer names it by its file name, never by its path on the server.
+
+Whose jobs they are: a token of a tenant submits as that tenant, always; a ``tenant`` field
+naming another is refused (403, E109) rather than ignored, so a client that thinks it may choose
+learns at once that it may not. A token of no tenant may name any tenant that exists (E116
+otherwise), ``default`` when it names none. When every source was refused for the tenant's
+queue quota (E115), the answer is 429 with ``Retry-After`` (``pipeline.api.quota``).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+from collections.abc import Callable
 from typing import Annotated, Any
 from uuid import uuid4
 
@@ -27,11 +35,27 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field, ValidationError, field_validator
 from starlette.exceptions import HTTPException
 
-from errors import EmptySource, MissingCapability, PipelineError, UrlRefused, entry
+from errors import (
+    EmptySource,
+    MissingCapability,
+    PipelineError,
+    RoleForbidden,
+    UnknownTenant,
+    UrlRefused,
+    entry,
+)
+from pipeline.api.auth import Caller
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
-from pipeline.jobs import DEFAULT_FORMATS, ConversionOptions, Formats, SubmissionRequest
+from pipeline.jobs import (
+    DEFAULT_FORMATS,
+    DEFAULT_TENANT,
+    TENANT_PATTERN,
+    ConversionOptions,
+    Formats,
+    SubmissionRequest,
+)
 from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
 from pipeline.submission import Submission, enqueue
@@ -75,6 +99,12 @@ class SubmitRequest(BaseModel):
         description="POST a signed event (Standard Webhooks) here when each job ends "
         "(default: the server's DOCLANE_WEBHOOK_URL).",
     )
+    tenant: str | None = Field(
+        default=None,
+        pattern=TENANT_PATTERN,
+        description="Whose jobs these are: a token of a tenant submits as it (naming another "
+        "is refused, 403); a token of no tenant may name any (default: default).",
+    )
 
     @field_validator("to", mode="before")
     @classmethod
@@ -84,9 +114,14 @@ class SubmitRequest(BaseModel):
             raise ValueError("to is text: output formats separated by commas")
         return value
 
-    def request(self) -> SubmissionRequest:
+    def request(self, tenant: str) -> SubmissionRequest:
         return SubmissionRequest(
-            self.sources, self.to, self.options, self.priority, webhook_url=self.webhook
+            self.sources,
+            self.to,
+            self.options,
+            self.priority,
+            webhook_url=self.webhook,
+            tenant=tenant,
         )
 
 
@@ -108,6 +143,8 @@ class RejectedOut(BaseModel):
 class SubmitResponse(BaseModel):
     #: ``GET /v1/jobs?submission=`` lists this submission's jobs.
     submission_id: str
+    #: Whose jobs they are.
+    tenant: str = DEFAULT_TENANT
     accepted: list[AcceptedOut]
     rejected: list[RejectedOut]
     skipped: dict[str, int]
@@ -115,7 +152,20 @@ class SubmitResponse(BaseModel):
     publish_failures: dict[str, str]
 
 
-async def submit_json(request: Request, ctx: ApiContext) -> SubmitResponse:
+def tenant_of(caller: Caller, asked: str | None) -> str:
+    """The tenant a submission is made as: the token's, when it has one (E109 for a request
+    that names another); else the one asked, or ``default``."""
+    if caller.tenant is None:
+        return asked or DEFAULT_TENANT
+    if asked is not None and asked != caller.tenant:
+        raise RoleForbidden(
+            f"the token {caller.name!r} submits as the tenant {caller.tenant!r} only",
+            detail={"token": caller.name, "tenant": caller.tenant, "asked": asked},
+        )
+    return caller.tenant
+
+
+async def submit_json(request: Request, ctx: ApiContext, caller: Caller) -> SubmitResponse:
     try:
         body: Any = json.loads(await request.body())
         asked = SubmitRequest.model_validate(body)
@@ -123,10 +173,11 @@ async def submit_json(request: Request, ctx: ApiContext) -> SubmitResponse:
         raise HTTPException(400, f"the body is not JSON: {exc}") from exc
     except ValidationError as exc:
         raise RequestValidationError(exc.errors()) from exc
-    return await run_in_threadpool(_enqueue, asked.request(), ctx)
+    tenant = tenant_of(caller, asked.tenant)
+    return await run_in_threadpool(_enqueue, asked.request(tenant), ctx)
 
 
-async def submit_upload(request: Request, ctx: ApiContext) -> SubmitResponse:
+async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> SubmitResponse:
     sources = ctx.sources
     length = request.headers.get("content-length")
     try:
@@ -145,6 +196,7 @@ async def submit_upload(request: Request, ctx: ApiContext) -> SubmitResponse:
         )
         return SubmitResponse(
             submission_id=str(uuid4()),
+            tenant=tenant_of(caller, None),
             accepted=[],
             rejected=[rejected],
             skipped={},
@@ -152,13 +204,13 @@ async def submit_upload(request: Request, ctx: ApiContext) -> SubmitResponse:
             publish_failures={},
         )
     try:
-        asked = _upload_request(upload)
+        asked = _upload_request(upload, caller)
     except (HTTPException, PipelineError):
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     try:
         answer = await run_in_threadpool(_enqueue, asked, ctx)
-    except (UrlRefused, MissingCapability):  # refused whole before any job was made
+    except (UrlRefused, MissingCapability, UnknownTenant):  # refused whole, no job made
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     if not answer.accepted:  # refused (e.g. E102): nothing will read the file
@@ -166,14 +218,32 @@ async def submit_upload(request: Request, ctx: ApiContext) -> SubmitResponse:
     return _named_by_file(answer, upload)
 
 
-def submission_response(answer: SubmitResponse) -> JSONResponse:
+def submission_response(
+    answer: SubmitResponse, *, retry_after: Callable[[int], int] | None = None
+) -> JSONResponse:
     """202 with the answer when a source was accepted or none was refused (an empty folder);
     when every source was refused, an error with the first refusal's code, and the answer (each
-    refused source with its code) as its detail."""
+    refused source with its code) as its detail: 429 when every one was refused for the
+    tenant's quota (E115), with ``Retry-After: retry_after(refused)`` seconds."""
     body = answer.model_dump(mode="json")
     if answer.accepted or not answer.rejected:
         return JSONResponse(body, status_code=202)
     first = answer.rejected[0]
+    if all(r.code == "E115" for r in answer.rejected):
+        seconds = retry_after(len(answer.rejected)) if retry_after else None
+        row = entry("E115")
+        refused = error_response(
+            429,
+            "E115",
+            row.title,
+            first.message,
+            row.action,
+            retryable=True,
+            detail={**body, "retry_after": seconds},
+        )
+        if seconds is not None:
+            refused.headers["Retry-After"] = str(seconds)
+        return refused
     row = entry(first.code)
     codes = sorted({r.code for r in answer.rejected})
     message = (
@@ -206,10 +276,14 @@ def _named_by_file(answer: SubmitResponse, upload: Upload) -> SubmitResponse:
     return answer
 
 
-def _upload_request(upload: Upload) -> SubmissionRequest:
-    """The upload's form fields, parsed: 422 for a bad ``to`` or priority, E110 for a bad
-    option."""
+def _upload_request(upload: Upload, caller: Caller) -> SubmissionRequest:
+    """The upload's form fields, parsed: 422 for a bad ``to``, priority or tenant, E110 for a
+    bad option, E109 for a tenant not the token's."""
     fields = upload.fields
+    asked_tenant = fields.get("tenant") or None
+    if asked_tenant is not None and not re.match(TENANT_PATTERN, asked_tenant):
+        raise HTTPException(422, f"not a tenant name: {asked_tenant!r}")
+    tenant = tenant_of(caller, asked_tenant)
     try:
         formats = Formats.parse(fields.get("to", "md"))
     except ValueError as exc:
@@ -222,7 +296,12 @@ def _upload_request(upload: Upload) -> SubmissionRequest:
     except ValueError as exc:
         raise HTTPException(422, f"priority must be an integer, not {exc}") from exc
     return SubmissionRequest(
-        [str(upload.path)], formats, options, priority, webhook_url=fields.get("webhook") or None
+        [str(upload.path)],
+        formats,
+        options,
+        priority,
+        webhook_url=fields.get("webhook") or None,
+        tenant=tenant,
     )
 
 
@@ -237,4 +316,4 @@ def _enqueue(asked: SubmissionRequest, ctx: ApiContext) -> SubmitResponse:
         webhook_settings=ctx.tree.webhooks,
         door=ctx.door,
     )
-    return SubmitResponse.model_validate(submission.to_dict())
+    return SubmitResponse.model_validate({**submission.to_dict(), "tenant": asked.tenant})

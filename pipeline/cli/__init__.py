@@ -31,6 +31,7 @@ _MODULES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("pipeline.cli.admin_commands", None, ("stats", "jobs", "api")),
     ("pipeline.cli.worker_commands", None, ("worker", "beat", "reconcile")),
     ("pipeline.cli.webhook_commands", None, ("webhooks",)),
+    ("pipeline.cli.tenant_commands", "tenants", ("tenants",)),
 )
 
 #: Settings the root and every module's commands are built with alike.

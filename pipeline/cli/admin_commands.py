@@ -15,10 +15,10 @@ from uuid import UUID
 import typer
 
 from pipeline.admin import Stats, collect_stats
-from pipeline.jobs import Job, JobState
+from pipeline.jobs import Job, JobState, check_tenant_name
 from pipeline.support import tracing
 
-from .output import AS_JSON, echo_json, usage_error
+from .output import AS_JSON, echo_json, render_tenants, usage_error
 from .settings import command_settings
 from .store_access import job_filter, open_store
 from .wiring import broker_fleet, celery_publisher, counted_fleet
@@ -120,6 +120,9 @@ def render_stats(s: Stats) -> str:
         lines.append(f"workers    {len(s.workers)} alive")
         for w in s.workers:
             lines.append(f"  {w.name}  concurrency {w.concurrency}  tasks done {w.tasks_done}")
+    if s.tenants:
+        lines.append("tenants")
+        lines.extend("  " + line for line in render_tenants(s.tenants).splitlines())
     return "\n".join(lines) + "\n"
 
 
@@ -138,6 +141,7 @@ def jobs(
     batch: str | None = typer.Option(
         None, "--batch", help="Only the jobs of one submission (the id `submit` prints)."
     ),
+    tenant: str | None = typer.Option(None, "--tenant", help="Only the jobs of this tenant."),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many."),
     as_json: bool = AS_JSON,
 ) -> None:
@@ -153,6 +157,11 @@ def jobs(
             filters = replace(filters, submission=UUID(batch))
         except ValueError:
             usage_error(f"not a submission id: {batch!r}", as_json)
+    if tenant is not None:
+        try:
+            filters = replace(filters, tenant=check_tenant_name(tenant))
+        except ValueError as exc:
+            usage_error(str(exc), as_json)
     with open_store(as_json) as store:
         found = list_jobs(store, filters)
     if as_json:
@@ -167,7 +176,7 @@ def jobs(
 def _job_line(job: Job) -> str:
     state = job.state.value + (f" ({job.error_code})" if job.error_code else "")
     created = job.created_at.isoformat(timespec="seconds")
-    return f"{job.id}  {state:<18} {job.queue:<15} {created}  {job.source_uri}"
+    return f"{job.id}  {state:<18} {job.queue:<15} {job.tenant:<12} {created}  {job.source_uri}"
 
 
 # ---- api ---------------------------------------------------------------------------------------

@@ -17,7 +17,15 @@ from uuid import UUID
 import typer
 
 from errors import PipelineError
-from pipeline.jobs import ConversionOptions, Formats, Job, JobEvent, JobState, SubmissionRequest
+from pipeline.jobs import (
+    ConversionOptions,
+    Formats,
+    Job,
+    JobEvent,
+    JobState,
+    SubmissionRequest,
+    check_tenant_name,
+)
 from pipeline.queues import PRIORITY_LEVELS
 from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
@@ -78,6 +86,12 @@ def submit(
         "--webhook",
         help="POST a signed event to this URL when each job ends (default: $DOCLANE_WEBHOOK_URL).",
     ),
+    tenant: str | None = typer.Option(
+        None,
+        "--tenant",
+        help="Whose jobs these are (default: $DOCLANE_TENANT, else default); it must exist "
+        "(doclane tenants list), and its --max-queued quota applies.",
+    ),
     as_json: bool = AS_JSON,
 ) -> None:
     """Submit documents for conversion; prints one job id per source (or why it was refused)."""
@@ -94,6 +108,11 @@ def submit(
         )
     except PipelineError as exc:
         fail(exc, as_json)
+    if tenant is not None:
+        try:
+            check_tenant_name(tenant)
+        except ValueError as exc:
+            usage_error(str(exc), as_json)
     tree = command_settings()
     asked = SubmissionRequest(
         sources,
@@ -102,6 +121,7 @@ def submit(
         priority,
         dedup=not no_dedup,
         webhook_url=webhook or tree.webhooks.webhook_url,
+        tenant=tenant or tree.submit.tenant,
     )
     tracing.configure("doclane-cli")  # each job's trace starts here (off without OTEL_*)
     with (

@@ -15,6 +15,7 @@ import typer
 
 if TYPE_CHECKING:
     from errors import PipelineError
+    from pipeline.jobs import TenantFigures
 
 #: ``--json`` of every command that prints one answer.
 AS_JSON = typer.Option(False, "--json", help="Print one JSON object.")
@@ -50,3 +51,26 @@ def usage_error(message: str, as_json: bool, *, code: int = 2) -> NoReturn:
     else:
         typer.echo(message, err=True)
     raise typer.Exit(code)
+
+
+def render_tenants(figures: list[TenantFigures]) -> str:
+    """The table of ``doclane tenants list`` and of ``doclane stats``' tenants."""
+    head = (
+        f"{'tenant':<20} {'weight':>6} {'max run':>8} {'max queue':>9} {'queued':>8} "
+        f"{'running':>7} {'ok 1h':>7} {'failed 1h':>9} {'per min':>8}"
+    )
+    lines = [head]
+    for f in figures:
+        t = f.tenant
+        running, queued = shown_limit(t.max_running), shown_limit(t.max_queued)
+        lines.append(
+            f"{t.name:<20} {t.weight:>6} {running:>8} {queued:>9} "
+            f"{f.queued:>8} {f.running:>7} {f.succeeded:>7} {f.failed:>9} {f.per_minute:>8.1f}"
+            + ("  paused" if t.paused else "")
+        )
+    return "\n".join(lines) + "\n"
+
+
+def shown_limit(limit: int | None) -> str:
+    """A tenant's limit as the tables show it: ``-`` for none."""
+    return "-" if limit is None else str(limit)

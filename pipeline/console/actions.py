@@ -1,6 +1,7 @@
 """What the console changes: cancel a job, retry one, retry a filtered set of failed jobs.
 
-Each needs a token with the admin role, as ``/v1/jobs/{id}/cancel|retry`` do, and is two steps,
+Each needs a token with the admin role (or, for cancel and retry, a tenant's token with the
+submit role, its own jobs), as ``/v1/jobs/{id}/cancel|retry`` do, and is two steps,
 as in Sidekiq's web UI: a link opens a page that says exactly what will happen, whose button
 posts the form (with the session's CSRF token); nothing changes on a GET. The work itself is
 ``pipeline.admin``'s, exactly what ``doclane cancel|retry`` and ``/v1/jobs/{id}/cancel|retry``
@@ -25,12 +26,18 @@ from pipeline.console.session import Session, Sessions, check_csrf
 BULK_RETRY_LIMIT = 1000
 
 
-async def _posted(request: Request, sessions: Sessions) -> tuple[Session, dict[str, str]]:
-    """The session and the form of a POST that changes something, its CSRF token checked."""
+async def _posted(
+    request: Request, sessions: Sessions, *, bulk: bool = False
+) -> tuple[Session, dict[str, str]]:
+    """The session and the form of a POST that changes something, its CSRF token checked, and
+    the token allowed to (a bulk retry: admin; one job's: :meth:`Session.require_change`)."""
     session = sessions.current(request)
     form = {k: str(v) for k, v in (await request.form()).items()}
     check_csrf(session, form.get("csrf"))
-    session.require("admin")
+    if bulk:
+        session.require("admin")
+    else:
+        session.require_change()
     return session, form
 
 
@@ -38,21 +45,24 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/jobs/{job_id}/{action}", include_in_schema=False)
     def confirm(request: Request, job_id: UUID, action: str) -> Response:
         session = sessions.current(request)
-        session.require("admin")
+        session.require_change()
         if action not in ("cancel", "retry"):
             return page("problem.html", 404, title="Not found", message=f"no action {action!r}")
+        session.require_job(ctx, job_id)
         job = ctx.store.reads.get_job(job_id)
         return page("confirm.html", session=session, job=job, job_id=job_id, action=action)
 
     @app.post("/jobs/{job_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, job_id: UUID) -> Response:
-        await _posted(request, sessions)
+        session, _ = await _posted(request, sessions)
+        await run_in_threadpool(session.require_job, ctx, job_id)
         await run_in_threadpool(cancel_job, ctx.store, job_id)
         return RedirectResponse(f"/console/jobs/{job_id}?done=cancelled", status_code=303)
 
     @app.post("/jobs/{job_id}/retry", include_in_schema=False)
     async def retry(request: Request, job_id: UUID) -> Response:
-        await _posted(request, sessions)
+        session, _ = await _posted(request, sessions)
+        await run_in_threadpool(session.require_job, ctx, job_id)
         outcome = await run_in_threadpool(retry_job, ctx.store, ctx.publisher, job_id)
         if outcome.action == "refused":
             why = f"{outcome.code}: {outcome.message}"
@@ -64,7 +74,12 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     def confirm_bulk(request: Request, error_code: str = "", since: str = "") -> Response:
         session = sessions.current(request)
         session.require("admin")
-        asked = ListQuery(state="failed", error_code=error_code.strip().upper(), since=since)
+        asked = ListQuery(
+            state="failed",
+            error_code=error_code.strip().upper(),
+            since=since,
+            tenant=session.caller.tenant or "",
+        )
         try:
             jobs = ctx.store.admin.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))
         except BadFilter as exc:
@@ -75,9 +90,10 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
 
     @app.post("/retry-failed", include_in_schema=False)
     async def bulk_retry(request: Request) -> Response:
-        session, form = await _posted(request, sessions)
+        session, form = await _posted(request, sessions, bulk=True)
         code, since = form.get("error_code", "").strip().upper(), form.get("since", "").strip()
-        asked = ListQuery(state="failed", error_code=code, since=since)
+        tenant = session.caller.tenant or ""  # a tenant's admin token: its own failed jobs
+        asked = ListQuery(state="failed", error_code=code, since=since, tenant=tenant)
         try:
             filters = asked.to_filter(limit=BULK_RETRY_LIMIT)
         except BadFilter as exc:
@@ -89,6 +105,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
                 error_code=filters.error_code,
                 since=filters.since,
                 limit=BULK_RETRY_LIMIT,
+                tenant=filters.tenant,
             )
         )
         return page("retried.html", session=session, asked=asked, outcomes=outcomes)

@@ -15,10 +15,11 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from pipeline.admin import JobFilter, parse_since
-from pipeline.jobs import Job, JobState
+from pipeline.jobs import TENANT_PATTERN, Job, JobState
 
 PAGE_SIZE = 50
 _CODE = re.compile(r"^E\d{3}$")
+_TENANT = re.compile(TENANT_PATTERN)
 
 
 class BadFilter(ValueError):
@@ -37,6 +38,8 @@ class ListQuery:
     before: str = ""
     #: A submission's id (``doclane submit`` prints it; a job's page links to it).
     submission: str = ""
+    #: A tenant's name (an admin's filter; a tenant's token lists its own jobs whatever it asks).
+    tenant: str = ""
 
     def to_filter(self, limit: int = PAGE_SIZE) -> JobFilter:
         """The store's filter; :class:`BadFilter` naming what is wrong."""
@@ -46,11 +49,14 @@ class ListQuery:
             raise BadFilter(f"no state {self.state!r}") from None
         if self.error_code and not _CODE.match(self.error_code):
             raise BadFilter(f"an error code looks like E101, not {self.error_code!r}")
+        if self.tenant and not _TENANT.match(self.tenant):
+            raise BadFilter(f"not a tenant name: {self.tenant[:70]!r}")
         return JobFilter(
             state=state,
             error_code=self.error_code or None,
             queue=self.queue or None,
             submission=_submission(self.submission) if self.submission else None,
+            tenant=self.tenant or None,
             since=_moment(self.since),
             until=_moment(self.until),
             before=_cursor(self.before) if self.before else None,

@@ -8,6 +8,7 @@ from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
 from pipeline.admin import JobDetail, job_detail, list_jobs
+from pipeline.admin.jobs import no_job
 from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery
@@ -29,9 +30,11 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         until: str = "",
         before: str = "",
         submission: str = "",
+        tenant: str = "",
         job: str = "",
     ) -> Response:
         session = sessions.current(request)
+        own = session.caller.tenant
         if job.strip():  # "go to a job": its id pasted into the search box
             return _go_to(job.strip())
         asked = ListQuery(
@@ -42,6 +45,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             until=until,
             before=before,
             submission=submission.strip().lower(),
+            tenant=own or tenant.strip().lower(),  # a tenant's token: its own, whatever it asks
         )
         try:
             found = list_jobs(ctx.store, asked.to_filter())
@@ -57,13 +61,16 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             next_page=asked.next_page(found),
             states=[s.value for s in JobState],
             queues=JOB_QUEUES,
-            counts=ctx.store.reads.count_in_flight(),
+            tenants=[] if own else [t.name for t in ctx.store.tenants.list_all()],
+            counts=ctx.store.reads.count_in_flight(own),
         )
 
     @app.get("/jobs/{job_id}", include_in_schema=False)
     def job(request: Request, job_id: UUID, done: str = "") -> Response:
         session = sessions.current(request)
         detail = job_detail(ctx.store, job_id)
+        if not session.caller.sees(detail.job.tenant):
+            raise no_job(job_id)
         markdown, too_large = _markdown(ctx, detail)
         return page(
             "job.html",
@@ -84,7 +91,7 @@ def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     def download(
         request: Request, job_id: UUID, fmt: str = Path(pattern=r"^[a-z]{1,10}$")
     ) -> Response:
-        sessions.current(request)
+        sessions.current(request).require_job(ctx, job_id)
         response = stream_result(ctx.store, job_id, fmt)
         # Saved, never shown here: an HTML result must not run in the console's origin.
         disposition = f'attachment; filename="{job_id}.{fmt}"'

@@ -16,6 +16,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from uuid import UUID
 
 from fastapi import Request, Response
 from fastapi.security import HTTPAuthorizationCredentials
@@ -23,6 +24,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
+from pipeline.admin.jobs import no_job
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
 from pipeline.settings.api import ROLES, Role
@@ -57,6 +59,25 @@ class Session:
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": role},
             )
 
+    def require_change(self) -> None:
+        """E109 unless the token may cancel and retry (admin; a tenant's submit token, its own
+        jobs), as the API's check says."""
+        if not self.caller.may_change():
+            raise RoleForbidden(
+                f"the token {self.caller.name!r} has the role {self.caller.role}; this needs "
+                "admin (or submit, for a token of a tenant)",
+                detail={"token": self.caller.name, "role": self.caller.role, "needs": "admin"},
+            )
+
+    def require_job(self, ctx: ApiContext, job_id: UUID) -> None:
+        """E108 (a 404 page) unless the signed-in token sees this job: a tenant's token, another
+        tenant's job is one that does not exist."""
+        if self.caller.tenant is None:
+            return
+        job = ctx.store.reads.get_job(job_id)
+        if job is None or not self.caller.sees(job.tenant):
+            raise no_job(job_id)
+
 
 def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
     """The console's one sign-in check: the API's own token check (``TokenRoles.caller``),
@@ -76,13 +97,20 @@ class Sessions:
         self._enabled = bool(tokens)  # no token: no one signs in, no cookie is valid
         # Never a token itself: a cookie must not be a way to test guesses of one. Every token
         # and role is in the key, so changing any of them ends every session.
-        known = sorted(f"{t.name}:{t.role}:{t.token.get_secret_value()}" for t in tokens)
+        known = sorted(
+            f"{t.name}:{t.role}:{t.tenant or ''}:{t.token.get_secret_value()}" for t in tokens
+        )
         key = hmac.new("\n".join(known).encode(), b"doclane console session", hashlib.sha256)
         self._signer = URLSafeTimedSerializer(key.hexdigest(), salt="doclane.console.session")
 
     def start(self, request: Request, response: Response, caller: Caller) -> Session:
         session = Session(csrf=secrets.token_urlsafe(24), caller=caller)
-        value = {"csrf": session.csrf, "name": caller.name, "role": caller.role}
+        value = {
+            "csrf": session.csrf,
+            "name": caller.name,
+            "role": caller.role,
+            "tenant": caller.tenant,
+        }
         response.set_cookie(
             COOKIE,
             self._signer.dumps(value),
@@ -108,7 +136,9 @@ class Sessions:
             raise SignInRequired from exc
         if not isinstance(data, dict) or data.get("role") not in ROLES:
             raise SignInRequired
-        return Session(csrf=str(data["csrf"]), caller=Caller(str(data["name"]), data["role"]))
+        tenant = data.get("tenant")
+        caller = Caller(str(data["name"]), data["role"], str(tenant) if tenant else None)
+        return Session(csrf=str(data["csrf"]), caller=caller)
 
 
 def check_csrf(session: Session, given: str | None) -> None:

@@ -61,19 +61,20 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind != "multipart/form-data":
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        answer = await submit_upload(request, ctx)
+        answer = await submit_upload(request, ctx, session.caller)
         return JSONResponse(answer.model_dump(mode="json"), 202, headers=SECURITY_HEADERS)
 
     @app.get("/live", include_in_schema=False)
     async def live(request: Request, ids: str = "") -> Response:
         """The states of the jobs a page shows, and the counts of waiting and running jobs."""
-        sessions.current(request)
+        caller = sessions.current(request).caller
         try:
             wanted = [UUID(i) for i in ids.split(",") if i][:MAX_LIVE_IDS]
         except ValueError as exc:
             raise HTTPException(422, "ids: job ids, comma-separated") from exc
         jobs = await run_in_threadpool(ctx.store.reads.get_jobs, wanted) if wanted else []
-        counts = await run_in_threadpool(ctx.store.reads.count_in_flight)
+        jobs = [j for j in jobs if caller.sees(j.tenant)]  # another tenant's: no such job
+        counts = await run_in_threadpool(ctx.store.reads.count_in_flight, caller.tenant)
         body = {
             "jobs": {
                 str(j.id): {

@@ -28,13 +28,26 @@ from pipeline.jobs.model import (
 )
 from pipeline.jobs.options import ConversionOptions
 from pipeline.jobs.request import SubmissionRequest
+from pipeline.jobs.tenants import (
+    DEFAULT_TENANT,
+    TENANT_PATTERN,
+    WEIGHT_MAX,
+    WEIGHT_MIN,
+    Tenant,
+    TenantFigures,
+    check_tenant_name,
+)
 
 __all__ = [
     "DEFAULT_FORMATS",
+    "DEFAULT_TENANT",
     "FORMATS_PATTERN",
     "KNOWN_FORMATS",
     "LEGAL_TRANSITIONS",
+    "TENANT_PATTERN",
     "TERMINAL_STATES",
+    "WEIGHT_MAX",
+    "WEIGHT_MIN",
     "Cancellation",
     "ConversionOptions",
     "CreatedJob",
@@ -50,4 +63,7 @@ __all__ = [
     "SourceKind",
     "Stage",
     "SubmissionRequest",
+    "Tenant",
+    "TenantFigures",
+    "check_tenant_name",
 ]

@@ -105,6 +105,7 @@ class NewJob(BaseModel):
     size_bytes: int | None = Field(default=None, ge=0)
     content_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     priority: int = Field(default=0, ge=JOB_PRIORITY_MIN, le=JOB_PRIORITY_MAX)
+    tenant: str = "default"
     max_attempts: int = Field(default=3, ge=1)
     #: Where the completion event goes (``pipeline.webhooks``); it may hold a token, so it is
     #: never dumped or printed, like ``source_fetch_uri``.
@@ -137,6 +138,7 @@ class Job(BaseModel):
     formats: tuple[str, ...]
     queue: str
     priority: int
+    tenant: str = "default"
     state: JobState
     stage: Stage | None
     attempt: int

@@ -31,3 +31,6 @@ class SubmissionRequest:
     dedup: bool = True
     #: Told when each new job ends (default ``DOCLANE_WEBHOOK_URL``).
     webhook_url: str | None = None
+    #: Whose jobs these are (``doclane tenants``): it must exist, and its ``max_queued`` bounds
+    #: how many are queued. A caller that speaks for a tenant (an API token with one) sets it.
+    tenant: str = "default"

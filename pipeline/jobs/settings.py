@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
+from pipeline.jobs.tenants import DEFAULT_TENANT, TENANT_PATTERN
 from pipeline.support.settings import Section
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -72,3 +73,6 @@ class SubmitSettings(Section):
     #: use the server's ``pages`` option, which the docling-rs profile has (docling-mcp fails
     #: them with E305).
     slice_pages: int = Field(default=0, ge=0)
+    #: The tenant ``doclane submit`` submits as when --tenant is not given (it must exist:
+    #: ``doclane tenants set NAME``). The API ignores it: there a token's tenant decides.
+    tenant: str = Field(default=DEFAULT_TENANT, pattern=TENANT_PATTERN)

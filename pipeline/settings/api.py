@@ -14,6 +14,11 @@ role        may
 ==========  ====================================================================
 
 The single ``DOCLANE_API_TOKEN`` of earlier releases is still read, as an ``admin`` token.
+
+A token may carry a tenant (the JSON form's ``"tenant"``): it submits as that tenant only, and
+sees and acts on that tenant's jobs only (any other job is 404, as one that does not exist);
+with the ``submit`` role it may also cancel and retry them. A token without one (the
+``name:role:token`` form) sees every tenant's jobs.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import NoDecode, SettingsConfigDict
 
+from pipeline.jobs.tenants import TENANT_PATTERN
 from pipeline.support.settings import Section
 
 Role = Literal["read", "submit", "admin"]
@@ -34,13 +40,15 @@ LEGACY_TOKEN_NAME = "DOCLANE_API_TOKEN"
 
 
 class ApiToken(BaseModel):
-    """One client's token: a name to tell it by (never the secret), its role, the secret."""
+    """One client's token: a name to tell it by (never the secret), its role, the secret, and
+    the tenant it speaks for (None: every tenant, as an operator)."""
 
     model_config = ConfigDict(frozen=True, hide_input_in_errors=True)
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
     role: Role
     token: SecretStr = Field(min_length=1)
+    tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
 
 
 class ApiSettings(Section):
@@ -56,8 +64,10 @@ class ApiSettings(Section):
     api_token: SecretStr | None = None
     #: Tokens with roles (read, submit, admin), comma-separated ``name:role:token``
     #: (``ci:submit:3f9a...,grafana:read:77c1...``; the name is what logs and answers show, never
-    #: the token), or a JSON list of ``{"name", "role", "token"}``. ``doclane api`` refuses to
-    #: start with neither this nor DOCLANE_API_TOKEN.
+    #: the token), or a JSON list of ``{"name", "role", "token"}`` objects, each with an optional
+    #: ``"tenant"``: such a token submits as that tenant and sees only its jobs (the API makes
+    #: the tenant at start if it does not exist). ``doclane api`` refuses to start with neither
+    #: this nor DOCLANE_API_TOKEN.
     api_tokens: Annotated[tuple[ApiToken, ...], NoDecode] = ()
     #: Seconds between refreshes of the status page.
     api_page_refresh_s: int = Field(default=5, ge=1)

@@ -27,6 +27,7 @@ from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore
 from pipeline.store.submissions import Submissions
+from pipeline.store.tenants import Tenants
 
 __all__ = [
     "AdminStore",
@@ -45,6 +46,7 @@ __all__ = [
     "StorePool",
     "StoreSettings",
     "Submissions",
+    "Tenants",
     "apply_migrations",
     "ensure_database",
     "mask_conninfo",

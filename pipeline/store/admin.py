@@ -81,6 +81,8 @@ class JobFilter:
     since: datetime | None = None
     #: The jobs of one submission (the id ``doclane submit`` prints).
     submission: UUID | None = None
+    #: The jobs of one tenant (jobs_tenant_created_idx).
+    tenant: str | None = None
     limit: int = 50
     until: datetime | None = None
     before: tuple[datetime, UUID] | None = None
@@ -247,5 +249,6 @@ def list_jobs_params(filters: JobFilter) -> dict[str, Any]:
         "before_at": filters.before[0] if filters.before else None,
         "before_id": filters.before[1] if filters.before else None,
         "submission": filters.submission,
+        "tenant": filters.tenant,
         "limit": filters.limit,
     }

@@ -20,12 +20,14 @@ COPY_JOB_TYPES = [
     *("int8", "text", "text"),  # size, sha256, profile
     *("jsonb", "text[]", "text", "int2", "int4"),  # options, formats, queue, priority, max
     *("text", "uuid", "jsonb"),  # webhook url, submission id, trace context
+    "text",  # tenant
 ]
 
 _json_dumps = partial(json.dumps, default=str, separators=(",", ":"))
 
-#: What dedup compares: content hash, profile, options (canonical JSON) and formats.
-DedupKey = tuple[str, str, str, tuple[str, ...]]
+#: What dedup compares: content hash, profile, options (canonical JSON), formats and tenant (a
+#: tenant is never answered with another tenant's job: it could not read it).
+DedupKey = tuple[str, str, str, tuple[str, ...], str]
 
 
 def counts_by_state(rows: list[dict[str, Any]], states: list[JobState]) -> dict[JobState, int]:
@@ -35,7 +37,13 @@ def counts_by_state(rows: list[dict[str, Any]], states: list[JobState]) -> dict[
 
 
 def dedup_key(spec: NewJob) -> DedupKey:
-    return (spec.content_sha256 or "", spec.profile, canonical_json(spec.options), spec.formats)
+    return (
+        spec.content_sha256 or "",
+        spec.profile,
+        canonical_json(spec.options),
+        spec.formats,
+        spec.tenant,
+    )
 
 
 def canonical_json(options: Mapping[str, Any]) -> str:
@@ -59,6 +67,7 @@ def copy_row(job_id: UUID, spec: NewJob) -> tuple[Any, ...]:
         spec.webhook_url,
         spec.submission_id,
         jsonb(spec.trace_context),
+        spec.tenant,
     )
 
 

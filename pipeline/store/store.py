@@ -9,7 +9,8 @@ shutdown) and sets the store's parts on it, each the writes or reads of one kind
 - ``operations`` (:class:`~pipeline.store.operations.Operations`): an operator's cancel and
   retry, the reconciler's sweeps;
 - ``reads`` (:class:`~pipeline.store.reads.Reads`): jobs, trails, results, counts;
-- ``admin`` (:class:`~pipeline.store.admin.AdminStore`): the admin views' sums and lists.
+- ``admin`` (:class:`~pipeline.store.admin.AdminStore`): the admin views' sums and lists;
+- ``tenants`` (:class:`~pipeline.store.tenants.Tenants`): who shares the fleet, and their limits.
 
 A caller is handed the part it uses (the worker's processor gets ``attempts``), so what it can
 do to the database is what its type says. The rules are the database's: only legal state
@@ -29,6 +30,7 @@ from pipeline.store.pool import PoolOptions, StorePool
 from pipeline.store.reads import Reads
 from pipeline.store.settings import StoreSettings
 from pipeline.store.submissions import Submissions
+from pipeline.store.tenants import Tenants
 
 
 class JobStore:
@@ -46,6 +48,7 @@ class JobStore:
         self.operations = Operations(self.pool)
         self.reads = Reads(self.pool)
         self.admin = AdminStore(self.pool)
+        self.tenants = Tenants(self.pool)
 
     @property
     def settings(self) -> StoreSettings:

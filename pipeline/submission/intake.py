@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
-from errors import DatabaseUnavailable
+from errors import DatabaseUnavailable, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import JobMessage, Publisher, queue_for
@@ -131,9 +131,11 @@ def enqueue(
 
     Before any job is made the whole submission is refused when ``door`` (by default the
     process's, :func:`~.door.admit`) finds that no configured server can give its
-    formats with its options (E305), or when its webhook (default ``DOCLANE_WEBHOOK_URL``,
+    formats with its options (E305), when its webhook (default ``DOCLANE_WEBHOOK_URL``,
     told when each new job ends, :mod:`pipeline.webhooks`) is an address the policy refuses
-    (E104).
+    (E104), or when its tenant does not exist (E116). A source past its tenant's quota of
+    queued jobs (``max_queued``) is refused alone with E115, like a source that fails its
+    checks: the sources before it within the quota are jobs.
     """
     sources_cfg = source_settings or SourceSettings.from_environment()
     webhook = (
@@ -159,6 +161,12 @@ def enqueue(
         shown=shown,
     )
     try:
+        if job_store.tenants.get(request.tenant) is None:
+            raise UnknownTenant(
+                f"no tenant {request.tenant!r} (doclane tenants list shows them; an operator "
+                "makes one with doclane tenants set)",
+                detail={"tenant": request.tenant},
+            )
         expansion = expand(
             [str(s) for s in request.sources], sources_cfg, cwd=cwd, on_item=chunks.add
         )
@@ -230,7 +238,7 @@ class _Chunks:
         traces = JobTraces([self.new_job(c) for c in candidates])
         specs = traces.specs
         try:
-            created = self.store.submissions.create_many(
+            admitted = self.store.submissions.admit(
                 specs, dedup=self.dedup, dedup_engine=self.dedup_engine
             )
         except DatabaseUnavailable as exc:
@@ -242,6 +250,16 @@ class _Chunks:
                 )
                 exc.detail = {**(exc.detail or {}), "jobs_made_before": before}
             raise
+        over = [c for c, made in zip(candidates, admitted, strict=True) if made is None]
+        for candidate in over:
+            self.submission.rejected.append(_over_quota(self.shown(candidate.source), specs[0]))
+        if over:
+            kept = [i for i, made in enumerate(admitted) if made is not None]
+            candidates = [candidates[i] for i in kept]
+            specs = [specs[i] for i in kept]
+        created = [made for made in admitted if made is not None]
+        if not created:
+            return
         messages = [
             JobMessage(job_id, spec.queue, priority=spec.priority)
             for spec, made in zip(specs, created, strict=True)
@@ -249,7 +267,7 @@ class _Chunks:
             for job_id in made.slice_ids or (made.job_id,)
         ]
         failed = self._publish(messages)
-        traces.end([made.job_id for made in created])
+        traces.end([made.job_id if made else None for made in admitted])
         self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
             self.submission.accepted.append(
@@ -285,6 +303,17 @@ class _Chunks:
         return failed
 
 
+def _over_quota(source: str, spec: NewJob) -> Rejected:
+    """A source refused because its tenant's queue is full (E115)."""
+    return Rejected(
+        source,
+        TenantQueueFull(
+            f"tenant {spec.tenant!r} has as many jobs queued as its quota (max_queued) allows; "
+            "submit this document again once some have started"
+        ),
+    )
+
+
 def _new_job(
     candidate: Candidate,
     request: SubmissionRequest,
@@ -307,6 +336,7 @@ def _new_job(
         size_bytes=info.size_bytes,
         content_sha256=info.sha256,
         priority=request.priority,
+        tenant=request.tenant,
         max_attempts=submit.max_attempts,
         webhook_url=webhook_url,
         submission_id=submission_id,

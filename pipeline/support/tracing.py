@@ -229,10 +229,14 @@ class JobTraces(Generic[SpecT]):
             self._spans.append(root)
             self.specs.append(spec.model_copy(update={"trace_context": _carrier_of(root)}))
 
-    def end(self, job_ids: Sequence[UUID]) -> None:
+    def end(self, job_ids: Sequence[UUID | None]) -> None:
+        """End each spec's span with its job's id; None (a spec that made no job: refused for
+        its tenant's quota) leaves its span unended, so it exports nothing."""
         if not self._spans:  # tracing off, or ended already
             return
         for root, job_id in zip(self._spans, job_ids, strict=True):
+            if job_id is None:
+                continue
             root.set_attribute(JOB_ID, str(job_id))
             root.end()
         self._spans = []

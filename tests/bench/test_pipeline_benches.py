@@ -77,3 +77,15 @@ def test_celery_floor_smoke() -> None:
     out = run_bench("celery_floor", "--smoke")
     assert out["tasks"] == 40 and set(out["ms_per_task"]) == {"1"}
     assert out["ms_per_task"]["1"] > 0
+
+
+def test_tenant_fairness_smoke() -> None:
+    out = run_bench("tenant_fairness", "--smoke")
+    assert [w["mode"] for w in out["fair_wait"]] == ["tenants", "one-tenant"]
+    for wait in out["fair_wait"]:
+        assert wait["small_wait_s"] > 0 and wait["alone_s"] > 0
+    assert [(r["mode"], r["jobs"]) for r in out["rate"]] == [
+        ("one-tenant", 20),
+        ("two-tenants", 20),
+    ]
+    assert out["two_over_one"] > 0

@@ -6,6 +6,7 @@
 SELECT state, count(*) AS jobs
 FROM jobs
 WHERE state IN ('queued', 'waiting', 'running', 'retrying')
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
 GROUP BY state
 
 -- name: oldest_queued
@@ -147,12 +148,13 @@ GROUP BY 1
 -- doclane jobs / GET /v1/jobs: any mix of filters, newest first. Sent unprepared, so each call
 -- is planned with its values and the unused filters fold away: state picks jobs_state_created_idx,
 -- queue jobs_queue_created_idx, error code jobs_error_code_created_idx (0016), submission
--- jobs_submission_idx (0014), none jobs_created_idx.
+-- jobs_submission_idx (0014), tenant jobs_tenant_created_idx (0019), none jobs_created_idx.
 -- The keyset cursor (before_at, before_id) is the previous page's last row: its created_at bound
 -- is what the index range scan starts from, the row comparison breaks ties (id orders them).
 SELECT * FROM jobs
 WHERE (%(state)s::text IS NULL OR state = %(state)s::text)
   AND (%(submission)s::uuid IS NULL OR submission_id = %(submission)s::uuid)
+  AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
   AND (%(error_code)s::text IS NULL OR error_code = %(error_code)s::text)
   AND (%(queue)s::text IS NULL OR queue = %(queue)s::text)
   AND (%(since)s::timestamptz IS NULL OR created_at >= %(since)s::timestamptz)

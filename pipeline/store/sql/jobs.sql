@@ -7,7 +7,7 @@
 -- Bulk submission: one COPY for any number of jobs (ids are chosen by the caller).
 COPY jobs (id, source_kind, source_uri, source_fetch_uri, size_bytes, content_sha256, profile,
            options, formats, queue, priority, max_attempts, webhook_url, submission_id,
-           trace_context)
+           trace_context, tenant)
 FROM STDIN (FORMAT binary)
 
 -- name: find_succeeded_by_content
@@ -16,17 +16,19 @@ FROM STDIN (FORMAT binary)
 -- results expired (retention) has nothing to give: it is no candidate. With an engine
 -- (DOCLANE_DEDUP_ENGINE), only a job whose results that engine made: its name alone
 -- ("docling-rs") matches every version, a name and version ("docling-rs 2.52.7") that one;
--- a result of unknown engine (NULL, before migration 0013) matches none.
-SELECT DISTINCT ON (content_sha256, profile, options, formats)
-       id, content_sha256, profile, options, formats
+-- a result of unknown engine (NULL, before migration 0013) matches none. Only the tenants'
+-- own jobs: another tenant's job is not theirs to read.
+SELECT DISTINCT ON (content_sha256, profile, options, formats, tenant)
+       id, content_sha256, profile, options, formats, tenant
 FROM jobs
 WHERE state = 'succeeded' AND content_sha256 = ANY(%(hashes)s::text[])
+  AND tenant = ANY(%(tenants)s::text[])
   AND NOT EXISTS (SELECT 1 FROM result_expiries x WHERE x.job_id = jobs.id)
   AND (%(engine)s::text IS NULL OR EXISTS (
         SELECT 1 FROM results r
         WHERE r.job_id = jobs.id
           AND (r.engine = %(engine)s::text OR starts_with(r.engine, %(engine)s::text || ' '))))
-ORDER BY content_sha256, profile, options, formats, finished_at DESC
+ORDER BY content_sha256, profile, options, formats, tenant, finished_at DESC
 
 -- name: split_job
 -- A queued job split into slices, one a page run, in page order (migration 0017): the slices'

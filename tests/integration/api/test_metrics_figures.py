@@ -59,3 +59,35 @@ def test_jobs_the_reconciler_republishes_are_counted(store_settings: StoreSettin
         assert after - before == 3
     finally:
         store.close()
+
+
+def test_each_tenant_has_its_jobs_finished_rate_and_limits_under_its_label(
+    store_settings: StoreSettings,
+) -> None:
+    store = JobStore(store_settings)
+    try:
+        store.tenants.set("team-a", max_running=0, weight=3)
+        store.tenants.set("team-b", max_queued=50)
+        job_in_state(store, JobState.QUEUED, tenant="team-a")
+        job_in_state(store, JobState.QUEUED, tenant="team-a")
+        job_in_state(store, JobState.RUNNING, tenant="team-b")
+        job_in_state(store, JobState.FAILED, tenant="team-b")
+        scraped = _scrape(store)
+        jobs = scraped["doclane_tenant_jobs"]
+        assert _value(jobs, tenant="team-a", state="queued") == 2.0
+        assert _value(jobs, tenant="team-b", state="running") == 1.0
+        assert _value(jobs, tenant="default", state="queued") == 0.0
+        finished = scraped["doclane_tenant_finished_last_hour"]
+        assert _value(finished, tenant="team-b", outcome="failed") == 1.0
+        assert _value(scraped["doclane_tenant_finished_per_minute"], tenant="team-b") == 0.2
+        limits = scraped["doclane_tenant_limit"]
+        assert _value(limits, tenant="team-a", limit="max_running") == 0.0
+        assert _value(limits, tenant="team-a", limit="weight") == 3.0
+        assert _value(limits, tenant="team-b", limit="max_queued") == 50.0
+        assert not [
+            s for s in limits.samples if s.labels == {"tenant": "team-b", "limit": "max_running"}
+        ]
+        # the fleet's families keep their labels
+        assert {tuple(s.labels) for s in scraped["doclane_jobs"].samples} == {("state",)}
+    finally:
+        store.close()

@@ -6,6 +6,8 @@ import hashlib
 from typing import Any
 from uuid import uuid4
 
+import psycopg
+
 from errors import ConversionFailed, ServerUnavailable
 from pipeline.jobs import Job, JobState, NewJob, SourceKind
 from pipeline.store import JobStore
@@ -54,3 +56,13 @@ def job_in_state(store: JobStore, state: JobState, **overrides: Any) -> Job:
     job = store.reads.get_job(job_id)
     assert job is not None and job.state is state
     return job
+
+
+def someone_waits_for_a_lock(url: str) -> bool:
+    """Some session of the test's database waits for a lock (a row another transaction holds)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    return row is not None and row[0] > 0

@@ -14,7 +14,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 from tests.fixtures.waiting import wait_for
-from tests.integration.store.builders import new_job
+from tests.integration.store.builders import new_job, someone_waits_for_a_lock
 
 RUNS = ("1-2", "3-4", "5")
 
@@ -103,12 +103,7 @@ def convert_claimed(store: JobStore, claimed: Job) -> None:
 
 def parent_locked(url: str) -> bool:
     """Some session waits for a row lock (the racing slice's end, on the parent)."""
-    with psycopg.connect(url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-    return row is not None and row[0] > 0
+    return someone_waits_for_a_lock(url)
 
 
 def test_a_retried_slice_is_retried_alone_and_the_job_still_completes(store: JobStore) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from errors import DatabaseUnavailable
+from errors import DatabaseUnavailable, UnknownTenant
 from pipeline.jobs import Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
@@ -266,11 +266,11 @@ class FailingSecondChunk(Submissions):
         super().__init__(pool)
         self.chunks = 0
 
-    def create_many(self, specs: Any, **dedup: Any) -> Any:
+    def admit(self, specs: Any, **dedup: Any) -> Any:
         self.chunks += 1
         if self.chunks == 2:
             raise DatabaseUnavailable("creating jobs: the server closed the connection")
-        return super().create_many(specs, **dedup)
+        return super().admit(specs, **dedup)
 
 
 def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
@@ -329,3 +329,47 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     )
     json_job = store.reads.get_job(again.job_ids[0])
     assert json_job is not None and json_job.state is JobState.QUEUED  # json is never sliced
+
+
+def test_a_tenants_submission_is_its_and_past_its_quota_each_document_is_refused_with_e115(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """Chunks of 64 then 128: the quota cuts inside the second, and every later source is
+    refused alone with E115 while the ones before it are published jobs."""
+    store.tenants.set("team-a", max_queued=100)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(150):
+        (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
+    publisher = RecordingPublisher()
+
+    submission = enqueue(
+        SubmissionRequest([str(docs)], tenant="team-a"), publisher=publisher, store=store
+    )
+
+    assert len(submission.accepted) == 100 and len(publisher.messages) == 100
+    assert len(submission.rejected) == 50
+    assert {r.code for r in submission.rejected} == {"E115"}
+    assert all("team-a" in r.message for r in submission.rejected)
+    jobs = store.reads.get_jobs(submission.job_ids)
+    assert {j.tenant for j in jobs} == {"team-a"}
+    again = enqueue(
+        SubmissionRequest([str(docs / "doc-000.md")], tenant="team-a", dedup=False),
+        publisher=publisher,
+        store=store,
+    )
+    assert not again.accepted and [r.code for r in again.rejected] == ["E115"]
+
+
+def test_an_unknown_tenant_refuses_the_whole_submission_before_any_job(
+    store: JobStore, tmp_path: Path
+) -> None:
+    write_sample(tmp_path, "md", 1)
+    publisher = RecordingPublisher()
+    with pytest.raises(UnknownTenant) as caught:
+        enqueue(
+            SubmissionRequest([str(tmp_path)], tenant="nobody"), publisher=publisher, store=store
+        )
+    assert caught.value.code == "E116" and "nobody" in caught.value.message
+    assert not publisher.messages
+    assert sum(store.admin.count_by_state().values()) == 0

@@ -111,3 +111,31 @@ def _passes(access: TokenRoles, secret: str, role: str) -> bool:
     except RoleForbidden:
         return False
     return True
+
+
+def test_a_json_token_may_carry_a_tenant_and_the_caller_keeps_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = json.dumps(
+        [
+            {"name": "team-a", "role": "submit", "token": SECRET_A, "tenant": "team-a"},
+            {"name": "ops", "role": "admin", "token": SECRET_B},
+        ]
+    )
+    a, ops = _settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens()
+    assert (a.tenant, ops.tenant) == ("team-a", None)
+    check = TokenRoles([a, ops])
+    caller = check.caller(HTTPAuthorizationCredentials(scheme="Bearer", credentials=SECRET_A))
+    assert caller == Caller("team-a", "submit", "team-a")
+    assert caller.sees("team-a") and not caller.sees("team-b") and caller.may_change()
+    assert Caller("ops", "admin").sees("team-b")
+    assert not Caller("ci", "submit").may_change()  # a submit token of no tenant: admin's job
+    assert not Caller("a-read", "read", "team-a").may_change()
+    with pytest.raises(RoleForbidden):
+        check.changer()(Caller("ci", "submit"))
+
+
+def test_a_tenant_that_is_no_tenant_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    listed = json.dumps([{"name": "x", "role": "read", "token": SECRET_A, "tenant": "Team A"}])
+    with pytest.raises(ValidationError):
+        _settings(monkeypatch, DOCLANE_API_TOKENS=listed)

@@ -1,0 +1,113 @@
+"""``doclane tenants set | list``: who shares the fleet, their weights, caps and quotas.
+
+Kept in PostgreSQL (``tenants``), so every worker obeys a change at its next claim and every
+submitter at its next chunk: ``--max-running 0`` pauses a tenant's conversions (its jobs wait,
+nothing is lost) and raising it resumes them; ``--max-queued N`` refuses documents past N
+queued jobs (E115); ``--weight W`` serves the tenant W times as often as a tenant of weight 1
+when both have work. ``none`` clears a limit. ``list`` shows each tenant with its jobs now.
+"""
+
+from __future__ import annotations
+
+import typer
+
+from pipeline.jobs import Tenant, check_tenant_name
+from pipeline.store import JobStore
+from pipeline.store.tenants import UNSET
+
+from .output import AS_JSON, echo_json, render_tenants, shown_limit, usage_error
+from .store_access import open_store
+
+app = typer.Typer(add_completion=False, help="Tenants: weights, running caps, queue quotas.")
+
+_LIMIT_HELP = "a number, or none for no limit"
+
+
+@app.command("set")
+def set_tenant(
+    name: str = typer.Argument(..., help="The tenant (made if it does not exist)."),
+    max_running: str | None = typer.Option(
+        None,
+        "--max-running",
+        help=f"At most this many of its jobs running across the fleet ({_LIMIT_HELP}); "
+        "0 pauses its conversions.",
+    ),
+    max_queued: str | None = typer.Option(
+        None,
+        "--max-queued",
+        help=f"At most this many of its jobs queued; past it documents are refused, E115 "
+        f"({_LIMIT_HELP}).",
+    ),
+    weight: int | None = typer.Option(
+        None, "--weight", help="Its share against the other tenants with work (1 to 1000)."
+    ),
+    as_json: bool = AS_JSON,
+) -> None:
+    """Make a tenant or change it: only the options given change."""
+    try:
+        check_tenant_name(name)
+        running = _limit(max_running, "--max-running")
+        queued = _limit(max_queued, "--max-queued")
+    except ValueError as exc:
+        usage_error(str(exc), as_json)
+    with open_store(as_json) as store:
+        try:
+            tenant = store.tenants.set(
+                name,
+                weight=UNSET if weight is None else weight,
+                max_running=running,
+                max_queued=queued,
+            )
+        except ValueError as exc:
+            usage_error(str(exc), as_json)
+        _wake_tenant(store, tenant)
+    if as_json:
+        echo_json({"ok": True, "tenant": tenant.model_dump(mode="json")})
+        return
+    typer.echo(_tenant_line(tenant))
+
+
+@app.command("list")
+def list_tenants(as_json: bool = AS_JSON) -> None:
+    """Every tenant, its limits, and its jobs: queued and running now, finished in the last
+    hour, and the rate over the last five minutes."""
+    with open_store(as_json) as store:
+        figures = store.tenants.figures()
+    if as_json:
+        echo_json({"ok": True, "tenants": [f.model_dump(mode="json") for f in figures]})
+        return
+    typer.echo(render_tenants(figures), nl=False)
+
+
+def _wake_tenant(store: JobStore, tenant: Tenant) -> None:
+    """Room may have opened for ``tenant`` (a cap raised, a pause ended): the messages its
+    capped jobs were owed are to be published now rather than at the reconciler's next pass.
+
+    The call site of the fair claim's repay hook (``repay_owed(store.operations, publisher)``,
+    lane ``claims``), wired at the merge. Until then it does nothing: the tenant's jobs still
+    run once room opens, at the latest when the reconciler republishes them.
+    """
+    del store, tenant
+
+
+def _limit(text: str | None, option: str) -> int | None:
+    """A limit option: not given (leave it), ``none`` (clear it), or a number of 0 or more."""
+    if text is None:
+        return UNSET  # type: ignore[no-any-return]  # the store's "leave it" marker
+    if text.strip().lower() == "none":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ValueError(f"{option} takes a number or none, not {text!r}") from None
+    if value < 0:
+        raise ValueError(f"{option} takes 0 or more, not {value}")
+    return value
+
+
+def _tenant_line(t: Tenant) -> str:
+    state = "  (paused)" if t.paused else ""
+    return (
+        f"{t.name}: weight {t.weight}, max running {shown_limit(t.max_running)}, "
+        f"max queued {shown_limit(t.max_queued)}{state}"
+    )
