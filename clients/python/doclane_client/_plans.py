@@ -98,6 +98,8 @@ class Asked:
     priority: int = 0
     options: dict[str, Any] | None = None
     webhook: str | None = None
+    #: Whose jobs (a token of no tenant only; a tenant's token submits as its own tenant).
+    tenant: str | None = None
 
     def body(self, sources: list[str]) -> dict[str, Any]:
         body: dict[str, Any] = {"sources": sources, "to": _form(self.to)}
@@ -106,6 +108,8 @@ class Asked:
             body["options"] = self.options
         if self.webhook:
             body["webhook"] = self.webhook
+        if self.tenant:
+            body["tenant"] = self.tenant
         return body
 
     def fields(self) -> dict[str, str]:
@@ -114,6 +118,8 @@ class Asked:
             fields[name] = str(value).lower() if isinstance(value, bool) else str(value)
         if self.webhook:
             fields["webhook"] = self.webhook
+        if self.tenant:
+            fields["tenant"] = self.tenant
         return fields
 
 

@@ -126,6 +126,7 @@ class JobFilters(TypedDict, total=False):
     since: str
     queue: str
     submission: str | UUID
+    tenant: str
 
 
 class SubmitOptions(TypedDict, total=False):
@@ -134,6 +135,7 @@ class SubmitOptions(TypedDict, total=False):
     priority: int
     options: dict[str, Any] | None
     webhook: str | None
+    tenant: str | None
 
 
 class Client(_Methods):
@@ -187,8 +189,8 @@ class Client(_Methods):
     def submit(
         self, paths: Iterable[PathOrSource], to: Formats = "md", **asked: Unpack[SubmitOptions]
     ) -> Submission:
-        """Upload local files, one job each (``priority``, ``options``, ``webhook``: the API's
-        fields)."""
+        """Upload local files, one job each (``priority``, ``options``, ``webhook``, ``tenant``:
+        the API's fields; ``tenant`` is for a token of no tenant, naming whose jobs they are)."""
         return self._run(self._submit(paths, Asked(to, **asked)))
 
     def submit_sources(
@@ -208,7 +210,7 @@ class Client(_Methods):
         self, *, limit: int | None = None, page_size: int = 200, **filters: Unpack[JobFilters]
     ) -> Iterator[Job]:
         """Jobs newest first, paging through (filters: state, error_code, since, queue,
-        submission)."""
+        submission, tenant)."""
         return self._feed(self._jobs(limit, page_size, filters))
 
     def result(self, job: JobRef, fmt: str = "md") -> str:

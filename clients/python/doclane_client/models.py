@@ -125,6 +125,7 @@ class Job(ApiModel):
     formats: list[str]
     queue: str
     priority: int
+    tenant: str = "default"
     state: JobState
     stage: Stage | None
     attempt: int
@@ -216,6 +217,31 @@ class RetryOutcome(ApiModel):
     message: str | None = None
 
 
+class Tenant(ApiModel):
+    """A row of ``tenants``: its share of the fleet and its limits (None: no limit)."""
+
+    name: str
+    weight: int = 1
+    max_running: int | None = None
+    max_queued: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class TenantFigures(ApiModel):
+    """A tenant and how its jobs stand now: queued and running right now, and what finished over
+    the last ``window_minutes`` (``doclane tenants list``, ``doclane stats``, ``GET /v1/stats``)."""
+
+    tenant: Tenant
+    queued: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    cancelled: int = 0
+    window_minutes: int = 60
+    per_minute: float = 0.0
+
+
 class Window(ApiModel):
     """Jobs that finished within a window, and the rate that makes."""
 
@@ -266,11 +292,13 @@ class Stats(ApiModel):
     queues: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
     webhooks: dict[str, int] | None = None
+    tenants: list[TenantFigures] | None = None
     unreachable: dict[str, str] = Field(default_factory=lambda: {})
 
 
 class SubmitResponse(ApiModel):
     submission_id: str
+    tenant: str = "default"
     accepted: list[AcceptedOut]
     rejected: list[RejectedOut]
     skipped: dict[str, int]

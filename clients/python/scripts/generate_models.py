@@ -20,6 +20,7 @@ import json
 import keyword
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +137,14 @@ def _model(name: str, schema: dict[str, Any]) -> str:
 
 
 def _docstring(schema: dict[str, Any]) -> list[str]:
+    """The schema's description as the class's docstring, wrapped to the project's 100
+    columns (room left on the last line for the closing quotes)."""
     text = " ".join(str(schema.get("description", "")).split())
-    return [f'    """{text}"""', ""] if text else []
+    if not text:
+        return []
+    wrapped = textwrap.wrap(text, width=97, initial_indent='    """', subsequent_indent="    ")
+    wrapped[-1] += '"""'
+    return [*wrapped, ""]
 
 
 def _type(spec: dict[str, Any]) -> str:
