@@ -1,5 +1,6 @@
 """``pip install ./clients/python`` gives a typed distribution of its own: the version from its
-one place, httpx, pydantic and tenacity as its only requirements, the frameworks as extras, and
+one place, httpx and pydantic as its only requirements (no retry library: the stepper computes
+its own waits), the frameworks as extras, and
 nothing of the server inside."""
 
 from __future__ import annotations
@@ -32,6 +33,6 @@ def test_the_wheel(tmp_path: Path) -> None:
     assert {"doclane_client/py.typed", "doclane_client/models.py"} <= names
     requires = metadata.get_all("Requires-Dist") or []
     plain = sorted(re.split(r"[<>=!;\s]", r)[0] for r in requires if "extra ==" not in r)
-    assert plain == ["httpx", "pydantic", "tenacity"], requires
+    assert plain == ["httpx", "pydantic"], requires
     extras = {r.split("extra == ")[1].strip("'\"") for r in requires if "extra ==" in r}
     assert extras == {"langchain", "llama-index"}

@@ -15,27 +15,22 @@ clock's sleep itself; it yields *effects* and is sent their outcomes:
 ``httpx.AsyncClient`` and ``anyio.sleep``. Requests, paging, waiting, error mapping and retries
 exist once, here and in :mod:`doclane_client._plans`; the clients only carry them out.
 
-Retries are tenacity's (:class:`RetryPolicy`): its ``Retrying.iter`` is a state machine that says
-"attempt" or "sleep N" and never sleeps itself, so one policy object drives both clients.
-tenacity rather than ``backoff`` (which doclane itself uses): ``backoff`` retries by decorating a
-function that does the I/O, so a sync and an async client would each need their own decorated
-copy, and the ``backoff`` module is installed by two rival distributions (``backoff`` and
-``python-backoff``) that overwrite each other in a user's environment; tenacity is maintained,
-and ``langchain-core`` and ``llama-index-core`` already depend on it. httpx's own transport
+Retries are the plan's own loop (:meth:`Core.call`): a failed try is judged by the
+:class:`RetryPolicy`, and the wait before the next is :func:`retry_wait_s`, yielded as a
+:class:`Sleep` like any other effect, so one loop serves both clients. httpx's own transport
 ``retries=`` covers failed connects only: no 429, no 503, no ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import email.utils
-import sys
+import random
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import httpx
-import tenacity
 
 from doclane_client._version import __version__
 from doclane_client.errors import DoclaneError, QuotaExceeded, Unavailable, error_for
@@ -95,10 +90,11 @@ class RetryPolicy:
     Connect errors, 502, 503, 504 and 429 are tried again, up to ``attempts`` tries within
     ``total_s`` seconds, waiting a random time below an exponentially growing ceiling
     (``initial_s`` doubling up to ``max_wait_s``: "full jitter") or, when the API answered
-    ``Retry-After``, exactly that. A ``Retry-After``
-    longer than ``max_retry_after_s`` is not waited for: the error is raised at once with its
-    ``retry_after``, for the caller to plan around. A read cut off mid-answer is tried again only
-    for requests that change nothing (GET).
+    ``Retry-After``, exactly that (:func:`retry_wait_s`). A wait that would end past
+    ``total_s`` is not begun, and a ``Retry-After`` longer than ``max_retry_after_s`` is not
+    waited for: the error is raised at once with its ``retry_after``, for the caller to plan
+    around. A read cut off mid-answer is tried again only for requests that change nothing
+    (GET).
     """
 
     attempts: int = 8
@@ -107,30 +103,46 @@ class RetryPolicy:
     max_wait_s: float = 15.0
     max_retry_after_s: float = 120.0
 
-    def retrying(self, *, idempotent: bool) -> tenacity.Retrying:
-        def transient(exc: BaseException) -> bool:
-            if isinstance(exc, DoclaneError):
-                if exc.status not in TRANSIENT_STATUSES:
-                    return False
-                return exc.retry_after is None or exc.retry_after <= self.max_retry_after_s
-            if isinstance(exc, _NOT_SENT):
-                return True
-            return idempotent and isinstance(exc, httpx.TransportError)
+    def wait_s(
+        self, failure: Exception, *, tries: int, elapsed_s: float, idempotent: bool
+    ) -> float | None:
+        """Seconds to wait before trying again after ``failure`` (the ``tries``-th try failed,
+        ``elapsed_s`` after the first was sent), or None: give up and raise it."""
+        if isinstance(failure, DoclaneError):
+            if failure.status not in TRANSIENT_STATUSES:
+                return None
+            if failure.retry_after is not None and failure.retry_after > self.max_retry_after_s:
+                return None  # longer than this caller waits: theirs to plan around
+        elif not isinstance(failure, _NOT_SENT) and not (
+            idempotent and isinstance(failure, httpx.TransportError)
+        ):
+            return None
+        if tries >= self.attempts:
+            return None
+        wait = retry_wait_s(self, tries, getattr(failure, "retry_after", None))
+        return None if elapsed_s + wait > self.total_s else wait
 
-        backoff = tenacity.wait_random_exponential(multiplier=self.initial_s, max=self.max_wait_s)
 
-        def wait(state: tenacity.RetryCallState) -> float:
-            exc = state.outcome.exception() if state.outcome else None
-            after = getattr(exc, "retry_after", None)
-            return float(after) if after is not None else float(backoff(state))
+def retry_wait_s(
+    policy: RetryPolicy,
+    tries: int,
+    retry_after: float | None,
+    draw: Callable[[], float] = random.random,
+) -> float:
+    """The wait after the ``tries``-th failed try: exactly ``retry_after`` when the API said
+    (``Retry-After``); else "full jitter", a random time below a ceiling that starts at
+    ``initial_s`` and doubles each try up to ``max_wait_s``, so that many clients refused at
+    once do not come back at once.
 
-        return tenacity.Retrying(
-            stop=tenacity.stop_after_attempt(self.attempts)
-            | tenacity.stop_after_delay(self.total_s),
-            wait=wait,
-            retry=tenacity.retry_if_exception(transient),
-            reraise=True,
-        )
+    No retry library computes this: the client's dependencies are fixed at httpx and pydantic,
+    so that it installs beside any RAG stack without pinning a third library against the
+    frameworks' own, and the retry loop is the plans' own (:meth:`Core.call` yields the wait as
+    a :class:`Sleep`, carried out by either client), so all a library would give is these
+    three lines.
+    """
+    if retry_after is not None:
+        return retry_after
+    return draw() * min(policy.max_wait_s, policy.initial_s * 2.0 ** (tries - 1))
 
 
 @dataclass(frozen=True)
@@ -143,36 +155,36 @@ class Core:
         """The answer to ``send()`` (called again for each try: an upload reopens its file),
         retried as the policy says; a refusal raised as its :class:`DoclaneError`. A streamed
         answer comes back unread (the caller reads and closes it)."""
-        first = send()
-        retrying = self.policy.retrying(
-            idempotent=first.method == "GET" if idempotent is None else idempotent
-        )
-        retrying.begin()
-        state = tenacity.RetryCallState(retrying, fn=None, args=(), kwargs={})
-        attempt: Send | None = first
+        attempt = send()
+        if idempotent is None:
+            idempotent = attempt.method == "GET"
+        started = time.monotonic()
+        tries = 0
         while True:
-            try:
-                action = retrying.iter(retry_state=state)
-            except httpx.TransportError as exc:  # retried as far as the policy goes, or unsafe
-                raise Unavailable(
-                    "unreachable", f"{type(exc).__name__}: {exc}", retryable=True
-                ) from exc
-            if isinstance(action, tenacity.DoAttempt):
-                try:
-                    outcome = yield (attempt or send())
-                    attempt = None
-                    if isinstance(outcome, httpx.TransportError):
-                        raise outcome
-                    yield from self.check(outcome)
-                except (httpx.TransportError, DoclaneError):
-                    state.set_exception(sys.exc_info())  # type: ignore[arg-type]
-                else:
-                    state.set_result(outcome)
-            elif isinstance(action, tenacity.DoSleep):
-                state.prepare_for_next_attempt()
-                yield Sleep(float(action))
+            tries += 1
+            outcome = yield attempt
+            failure: Exception
+            if isinstance(outcome, httpx.TransportError):
+                failure = outcome
             else:
-                return action
+                try:
+                    yield from self.check(outcome)
+                except DoclaneError as refused:
+                    failure = refused
+                else:
+                    return outcome
+            elapsed = time.monotonic() - started
+            wait = self.policy.wait_s(
+                failure, tries=tries, elapsed_s=elapsed, idempotent=idempotent
+            )
+            if wait is None:
+                if isinstance(failure, httpx.TransportError):  # retried as far as allowed
+                    raise Unavailable(
+                        "unreachable", f"{type(failure).__name__}: {failure}", retryable=True
+                    ) from failure
+                raise failure
+            yield Sleep(wait)
+            attempt = send()
 
     def json(self, send: Send, *, idempotent: bool | None = None) -> Plan[Any]:
         """The JSON body of the answer to ``send``."""
@@ -221,5 +233,6 @@ __all__ = [
     "Send",
     "Sleep",
     "retry_after_s",
+    "retry_wait_s",
     "user_agent",
 ]
