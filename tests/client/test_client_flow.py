@@ -4,13 +4,12 @@ and sources, ``wait``, results whole and streamed, cancel, retry, listing with f
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import pytest
-from doclane_client import Client, JobState, WrongState
+from doclane_client import Client, JobState, Submitted, WrongState
 
-from tests.client.conftest import Fleet
+from tests.client.conftest import Fleet, Recording
 from tests.fixtures.http_source import HttpSource
 
 
@@ -84,20 +83,32 @@ def test_cancel_retry_and_the_lists(fleet: Fleet) -> None:
 
 
 def test_paging(fleet: Fleet) -> None:
-    """``jobs()`` pages by keyset (``before``, the last job's ``created_at~id``, as the console
-    pages). An API that takes no cursor answers the first page again: the client stops there
-    with a warning instead of repeating jobs."""
-    with fleet.client() as dl:
-        made = dl.submit_sources([str(fleet.document(f"page-{n}.md")) for n in range(7)])
-        paging = "before" in {
-            p["name"]
-            for p in dl._http.get("/openapi.json").json()["paths"]["/v1/jobs"]["get"]["parameters"]
-        }
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            listed = [str(j.id) for j in dl.jobs(page_size=3)]
-    if paging:
-        assert sorted(listed) == sorted(j.id for j in made) and not caught
-    else:
-        assert len(listed) == 3 == len(set(listed))
-        assert "does not page" in str(caught[0].message)
+    """``jobs()`` pages by keyset: each page's ``next_before`` is the next request's ``before``
+    (the console's cursor); a page of 3 over 7 jobs of one submission (one created_at, told
+    apart by id) and 2 of another is four requests, every job once, newest first."""
+    made: list[Submitted] = []
+    with fleet.client() as setup:
+        made += setup.submit_sources([str(fleet.document(f"page-{n}.md")) for n in range(7)])
+        made += setup.submit_sources([str(fleet.document(f"later-{n}.md")) for n in range(2)])
+    wire = Recording()
+    with fleet.client(transport=wire) as dl:
+        listed = list(dl.jobs(page_size=3))
+        assert len(list(dl.jobs(page_size=2, limit=5))) == 5
+        one = list(dl.jobs(page_size=2, submission=made[0].submission_id, state="queued"))
+    assert sorted(str(j.id) for j in listed) == sorted(j.id for j in made)
+    assert len({j.id for j in listed}) == 9
+    order = [(j.created_at, str(j.id)) for j in listed]
+    assert order == sorted(order, reverse=True)
+    assert {str(j.id) for j in listed[:2]} == {j.id for j in made[7:]}
+    assert sorted(str(j.id) for j in one) == sorted(j.id for j in made[:7])
+    pages = [outcome for _, path, outcome, _ in wire.log if path == "/v1/jobs"]
+    assert pages == [200] * (4 + 3 + 4)  # 3+3+3+empty; 2+2+1 of limit 5; 2+2+2+1
+
+
+@pytest.mark.anyio
+async def test_paging_with_the_async_client(fleet: Fleet) -> None:
+    with fleet.client() as setup:
+        made = setup.submit_sources([str(fleet.document(f"page-{n}.md")) for n in range(5)])
+    async with fleet.async_client() as dl:
+        listed = [str(job.id) async for job in dl.jobs(page_size=2)]
+    assert sorted(listed) == sorted(j.id for j in made) and len(set(listed)) == 5

@@ -33,8 +33,9 @@ CALLS = {
     ("post", "/v1/jobs/{job_id}/retry"),
     ("get", "/v1/stats"),
 }
-#: What ``Client.jobs`` and ``wait`` send as query parameters (``before``: see test_paging).
-LIST_PARAMETERS = {"state", "error_code", "since", "queue", "submission", "tenant", "limit"}
+#: What ``Client.jobs`` and ``wait`` send as query parameters.
+LIST_PARAMETERS = {"state", "error_code", "since", "queue", "submission", "tenant"}
+LIST_PARAMETERS |= {"limit", "before"}
 #: What ``Asked`` sends in a JSON submission and in an upload's form.
 BODY_FIELDS = {"sources", "to", "priority", "options", "webhook", "tenant"}
 FORM_FIELDS = {

@@ -2,8 +2,8 @@
 
 Submitting: sources go in one JSON request per ``SOURCES_PER_REQUEST``; local files are uploaded
 one per request (the API takes one document per multipart form), each refused file recorded
-like a refused source, so both answer with one :class:`Submission`. Listing pages by keyset
-(``before``, the last job's ``created_at~id``, as the console pages). Waiting polls, by
+like a refused source, so both answer with one :class:`Submission`. Listing pages by keyset: each
+page's ``next_before`` is the next request's ``before``. Waiting polls, by
 submission where several pending jobs share one (one request for up to a thousand jobs), and
 backs off while nothing ends.
 """
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import mimetypes
 import time
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -201,32 +200,25 @@ def cancel(core: Core, ref: JobRef) -> Plan[Job]:
 def list_jobs(core: Core, filters: dict[str, Any], limit: int | None, page_size: int) -> Feed[Job]:
     """Jobs matching ``filters``, newest first, a page at a time, ``limit`` in all (None: all).
 
-    A server that ignores the cursor answers the same page again; the first job not older than
-    the cursor says so, and the listing stops there (with a warning) rather than repeat jobs."""
+    Each page's answer names the next (``next_before``, sent back as ``before``); the listing
+    ends when it names none, or when ``limit`` jobs were listed."""
     params = {k: str(v) for k, v in filters.items() if v is not None}
     left = limit
-    cursor: tuple[Any, str] | None = None
+    cursor: str | None = None
     while left is None or left > 0:
         size = min(page_size, MAX_PAGE, left if left is not None else MAX_PAGE)
         page_params = {**params, "limit": size}
         if cursor is not None:
-            page_params["before"] = f"{cursor[0].isoformat()}~{cursor[1]}"
+            page_params["before"] = cursor
         answer = yield from core.json(Send("GET", "/v1/jobs", params=page_params))
-        page = JobList.model_validate(answer).jobs
-        for job in page:
-            if cursor is not None and (job.created_at, str(job.id)) >= cursor:
-                warnings.warn(
-                    "the API does not page GET /v1/jobs (no `before` cursor): listed the newest "
-                    "page only",
-                    stacklevel=2,
-                )
-                return
+        page = JobList.model_validate(answer)
+        for job in page.jobs:
             yield Emit(job)
         if left is not None:
-            left -= len(page)
-        if len(page) < size:
+            left -= len(page.jobs)
+        cursor = page.next_before
+        if cursor is None:
             return
-        cursor = (page[-1].created_at, str(page[-1].id))
 
 
 def result(core: Core, ref: JobRef, fmt: str, *, stream: bool = False) -> Plan[httpx.Response]:

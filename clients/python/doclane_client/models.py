@@ -188,6 +188,7 @@ class JobDetail(ApiModel):
 
 class JobList(ApiModel):
     jobs: list[Job]
+    next_before: str | None = None
 
 
 class JobOut(ApiModel):
