@@ -47,6 +47,7 @@ from pipeline.api.results import stream_result
 from pipeline.api.submit import (
     OPTION_FIELDS,
     PRIORITY_RANGE,
+    WEBHOOK_PATTERN,
     SubmitRequest,
     SubmitResponse,
     submission_response,
@@ -108,6 +109,12 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
                     "tenant": {"type": "string", "pattern": TENANT_PATTERN},
+                    "webhook": {
+                        "type": "string",
+                        "maxLength": 4096,
+                        "pattern": WEBHOOK_PATTERN,
+                        "description": "As the JSON body's webhook.",
+                    },
                     **OPTION_FIELDS,
                 },
             }

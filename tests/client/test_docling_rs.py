@@ -70,9 +70,10 @@ def _snippet(markdown: Path) -> str:
 
 def test_the_snippet_of_the_docs(fleet: Fleet, http_source: HttpSource) -> None:
     """docs/client.md's first block, run as it is with the address, token and documents put
-    in; the client's README shows the same block."""
+    in; the client's README and the project's show the same block."""
     docs = _snippet(REPO / "docs" / "client.md")
     assert _snippet(REPO / "clients" / "python" / "README.md") == docs
+    assert _snippet(REPO / "README.md") == docs
     fleet.start_worker()
     copies = {}
     for sample in ("quarterly-report.docx", "launch-plan.pptx", PDF_SAMPLE):

@@ -43,6 +43,7 @@ FORM_FIELDS = {
     "to",
     "priority",
     "tenant",
+    "webhook",
     "pages",
     "ocr_lang",
     "text_layer_only",
