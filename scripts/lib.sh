@@ -100,15 +100,22 @@ ensure_python() {
 }
 
 # The stamp holds a hash of pyproject.toml: an unchanged project is not reinstalled.
+# doclane with its dev tools, and beside it the API client (clients/python, a distribution of its
+# own: tests/client import it, and lint-imports checks doclane_client's contract, so it must be
+# importable), both editable. The client's requirements (httpx, pydantic) are doclane's too, and
+# setuptools (the client's build backend) is in the dev tools: no build isolation, no download.
 ensure_project_venv() {
   local stamp="$VENV/.doclane-stamp" want
-  want="$(sha256sum "$DOCLANE_ROOT/pyproject.toml" | cut -c1-16)"
+  want="$(cat "$DOCLANE_ROOT/pyproject.toml" "$DOCLANE_ROOT/clients/python/pyproject.toml" | sha256sum | cut -c1-16)"
   if _stamp_ok "$stamp" "$want" && "$VENV/bin/python" -c '' 2>/dev/null; then return; fi
   ensure_python
-  log "installing doclane and its dev tools into .venv (pip install -e '.[dev]')"
+  log "installing doclane and its dev tools into .venv (pip install -e '.[dev]' -e clients/python)"
   "$VENV/bin/python" -c '' 2>/dev/null || logged "$SCRATCH/logs/venv.log" "$DOCLANE_PYTHON" -m venv --clear "$VENV"
   logged "$SCRATCH/logs/pip-install.log" "$VENV/bin/pip" install -e "$DOCLANE_ROOT[dev]"
+  logged "$SCRATCH/logs/pip-install-client.log" "$VENV/bin/pip" install --no-deps --no-build-isolation \
+    -e "$DOCLANE_ROOT/clients/python"
   "$VENV/bin/doclane" --help >/dev/null || die "the doclane command did not install"
+  "$VENV/bin/python" -c 'import doclane_client' || die "doclane-client did not install"
   echo "$want" >"$stamp"
 }
 

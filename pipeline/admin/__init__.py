@@ -43,6 +43,8 @@ if TYPE_CHECKING:
     from .jobs import error_info as error_info
     from .jobs import job_detail as job_detail
     from .jobs import list_jobs as list_jobs
+    from .jobs import page_cursor as page_cursor
+    from .jobs import parse_cursor as parse_cursor
     from .jobs import parse_since as parse_since
     from .jobs import retry_failed as retry_failed
     from .jobs import retry_job as retry_job

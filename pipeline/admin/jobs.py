@@ -65,6 +65,31 @@ def list_jobs(store: JobStore, filters: JobFilter) -> list[Job]:
     return store.admin.list_jobs(filters)
 
 
+#: What :func:`page_cursor` writes: an ISO 8601 time with its offset, ``~``, a job's id.
+CURSOR_PATTERN = (
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})"
+    r"~[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+)
+
+
+def page_cursor(job: Job) -> str:
+    """The keyset cursor of the page after ``job`` (the last of its page): ``<created_at>~<id>``,
+    what the console's next-page link and ``GET /v1/jobs``'s ``before`` carry. Its created_at
+    bound is where the index range scan starts; the id breaks ties between jobs made in one
+    statement (a submission's COPY gives them all one created_at)."""
+    return f"{job.created_at.isoformat()}~{job.id}"
+
+
+def parse_cursor(text: str) -> tuple[datetime, UUID]:
+    """What :func:`page_cursor` wrote, as ``JobFilter.before`` takes it; ``ValueError``
+    otherwise (a damaged link, a made-up cursor)."""
+    at, _, job_id = text.partition("~")
+    moment = datetime.fromisoformat(at)
+    if moment.tzinfo is None:
+        raise ValueError(f"a cursor's time carries its offset, not {at[:40]!r}")
+    return moment, UUID(job_id)
+
+
 class ErrorInfo(BaseModel):
     code: str
     title: str

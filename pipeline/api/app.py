@@ -18,7 +18,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from pipeline.admin import (
@@ -30,10 +30,12 @@ from pipeline.admin import (
     collect_stats,
     job_detail,
     list_jobs,
+    page_cursor,
+    parse_cursor,
     parse_since,
     retry_job,
 )
-from pipeline.admin.jobs import no_job
+from pipeline.admin.jobs import CURSOR_PATTERN, no_job
 from pipeline.admin.stats import tenant_stats
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
@@ -45,6 +47,7 @@ from pipeline.api.results import stream_result
 from pipeline.api.submit import (
     OPTION_FIELDS,
     PRIORITY_RANGE,
+    WEBHOOK_PATTERN,
     SubmitRequest,
     SubmitResponse,
     submission_response,
@@ -75,6 +78,11 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 class JobList(BaseModel):
     jobs: list[Job]
+    next_before: str | None = Field(
+        default=None,
+        description="The next page's cursor, to send as `before`: set when this page is full "
+        "(`limit` jobs; the next may then be empty), null when it was the last.",
+    )
 
 
 class JobOut(BaseModel):
@@ -101,6 +109,12 @@ _SUBMIT_BODY: dict[str, Any] = {
                     "to": {"type": "string", "default": "md", "pattern": FORMATS_PATTERN},
                     "priority": {"type": "integer", "default": 0, **PRIORITY_RANGE},
                     "tenant": {"type": "string", "pattern": TENANT_PATTERN},
+                    "webhook": {
+                        "type": "string",
+                        "maxLength": 4096,
+                        "pattern": WEBHOOK_PATTERN,
+                        "description": "As the JSON body's webhook.",
+                    },
                     **OPTION_FIELDS,
                 },
             }
@@ -203,16 +217,28 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             str | None,
             Query(pattern=TENANT_PATTERN, description="The jobs of one tenant."),
         ] = None,
+        before: Annotated[
+            str | None,
+            Query(
+                max_length=100,
+                pattern=CURSOR_PATTERN,
+                description="Keyset cursor: the jobs after this one, `<created_at>~<id>` of the "
+                "previous page's last job (its answer's `next_before`); one whose time is no "
+                "date (a month 13) is 422.",
+            ),
+        ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
         caller: Caller = Depends(read),  # noqa: B008
     ) -> JobList:
-        """Jobs matching every given filter, newest first (a tenant's token: its own only)."""
+        """Jobs matching every given filter, newest first (a tenant's token: its own only), a
+        page of ``limit`` at a time: ``next_before`` is the next page's ``before``."""
         if caller.tenant is not None:
             if tenant is not None and tenant != caller.tenant:
                 return JobList(jobs=[])  # another tenant's jobs do not exist for it
             tenant = caller.tenant
         try:
             moment = parse_since(since) if since is not None else None
+            cursor = parse_cursor(before) if before is not None else None
         except (ValueError, OverflowError) as exc:
             raise HTTPException(422, str(exc)) from exc
         filters = JobFilter(
@@ -222,9 +248,12 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             queue=queue,
             submission=submission,
             tenant=tenant,
+            before=cursor,
             limit=limit,
         )
-        return JobList(jobs=list_jobs(ctx.store, filters))
+        found = list_jobs(ctx.store, filters)
+        full = len(found) == limit
+        return JobList(jobs=found, next_before=page_cursor(found[-1]) if full else None)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail)
     def job(job_id: UUID, caller: Caller = Depends(read)) -> JobDetail:  # noqa: B008

@@ -14,7 +14,7 @@ from datetime import datetime
 from urllib.parse import urlencode
 from uuid import UUID
 
-from pipeline.admin import JobFilter, parse_since
+from pipeline.admin import JobFilter, page_cursor, parse_cursor, parse_since
 from pipeline.jobs import TENANT_PATTERN, Job, JobState
 
 PAGE_SIZE = 50
@@ -72,8 +72,7 @@ class ListQuery:
         """The link to the page after ``jobs``, or None when this page was the last."""
         if len(jobs) < PAGE_SIZE:
             return None
-        last = jobs[-1]
-        return self.link(before=f"{last.created_at.isoformat()}~{last.id}")
+        return self.link(before=page_cursor(jobs[-1]))
 
 
 def _moment(text: str) -> datetime | None:
@@ -93,8 +92,7 @@ def _submission(text: str) -> UUID:
 
 
 def _cursor(text: str) -> tuple[datetime, UUID]:
-    at, _, job_id = text.partition("~")
     try:
-        return datetime.fromisoformat(at), UUID(job_id)
+        return parse_cursor(text)
     except ValueError:
         raise BadFilter("the page link is damaged: start again from the newest") from None

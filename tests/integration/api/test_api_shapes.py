@@ -7,6 +7,7 @@ import os
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -151,17 +152,23 @@ def test_a_bad_option_is_refused_with_e110(
     assert api.get("/v1/jobs").json()["jobs"] == []
 
 
-def test_multipart_fields_carry_the_options(api: ApiServer) -> None:
+def test_multipart_fields_carry_the_options(api: ApiServer, store: JobStore) -> None:
+    hook = "https://hooks.example.org/doclane"
     sent = api.post(
         "/v1/jobs",
         files={"file": ("notes.md", b"# Notes\n", "text/markdown")},
-        data={"to": "chunks", "pages": "1-2", "text_layer_only": "true"},
+        data={"to": "chunks", "pages": "1-2", "text_layer_only": "true", "webhook": hook},
     )
     assert sent.status_code == 202, sent.text
     job_id = sent.json()["accepted"][0]["job_id"]
     job = api.get(f"/v1/jobs/{job_id}").json()["job"]
     assert job["options"] == {"pages": "1-2", "text_layer_only": True}
     assert job["formats"] == ["chunks"]
+    stored = store.reads.get_job(UUID(job_id))
+    assert stored is not None and stored.webhook_url == hook
+    form = api.get("/openapi.json", token=None).json()["paths"]["/v1/jobs"]["post"]
+    declared = form["requestBody"]["content"]["multipart/form-data"]["schema"]["properties"]
+    assert {"file", "to", "priority", "tenant", "webhook", "pages"} <= set(declared)
 
     bad = api.post(
         "/v1/jobs",

@@ -31,6 +31,16 @@ REFUSED_SOURCES = {
         }
     },
 }
+#: A list cursor (``before``) of the documented shape whose time is no date (month 13) is 422,
+#: as its description says: a pattern cannot spell the calendar.
+DAMAGED_CURSOR = {
+    "include-operation-id": "jobs_v1_jobs_get",
+    "checks": {
+        "positive_data_acceptance": {
+            "expected-statuses": ["2xx", "3xx", "401", "403", "404", "409", "422", "5xx"]
+        }
+    },
+}
 
 
 @pytest.fixture
@@ -56,7 +66,7 @@ def api(
 
 
 def test_the_api_answers_every_request_as_its_schema_says(api: ApiServer) -> None:
-    config = SchemathesisConfig.from_dict({"operations": [REFUSED_SOURCES]})
+    config = SchemathesisConfig.from_dict({"operations": [REFUSED_SOURCES, DAMAGED_CURSOR]})
     schema = schemathesis.openapi.from_url(api.url + "/openapi.json", config=config)
     headers = {"Authorization": f"Bearer {api.token}"}
     operations = [result.ok() for result in schema.get_all_operations()]

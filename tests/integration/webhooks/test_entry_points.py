@@ -59,7 +59,7 @@ def test_a_job_cancelled_through_the_api_is_told_to_its_webhook(
     listed = api.get("/v1/jobs", params={"submission": sent["submission_id"]}).json()["jobs"]
     assert sorted(job["id"] for job in listed) == job_ids
     other = api.get("/v1/jobs", params={"submission": str(uuid4())}).json()
-    assert other == {"jobs": []}
+    assert other == {"jobs": [], "next_before": None}
 
     assert api.post(f"/v1/jobs/{job_ids[0]}/cancel").status_code == 200
     assert api.get("/v1/stats").json()["webhooks"] == {"pending": 1, "failed": 0, "dead": 0}
