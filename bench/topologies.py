@@ -216,7 +216,7 @@ def rs_modes(args: argparse.Namespace) -> list[tuple[str, Callable[[], Run]]]:
     files: list[Path] = args.files
 
     def server() -> rs.RsServer:
-        return rs.RsServer(args.scratch / "rs", root=args.scratch)
+        return rs.RsServer(args.scratch / "rs", root=args.scratch, cpus=args.rs_cpus)
 
     def direct(mode: str, clients: int) -> Run:
         rs_server = server()
@@ -346,6 +346,13 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--rounds", type=int, default=1, help="Every mode N times, in turn.")
     parser.add_argument("--cache-documents", type=int, default=200, help="docling-mcp's cache.")
+    parser.add_argument(
+        "--rs-cpus",
+        default="",
+        help="Run docling-rs-mcp on these CPUs only (taskset -c, e.g. 0); run the "
+        "bench itself under taskset -c 1, with PostgreSQL and Redis moved there too, to give "
+        "the server a core of its own.",
+    )
     parser.add_argument("--rs-round-docs", type=int, default=0, help="rs-*-c2 rounds (0: default).")
     parser.add_argument(
         "--rs-server-concurrency",

@@ -7,15 +7,16 @@ meant for a one-page memo, so the queue a job goes to (``doclane.small|medium|la
 worker's Celery time limits and the MCP client's call timeouts all pick their tier here. This
 module imports only the standard library, so that every layer can import it without cycles.
 
-A message carries only a job id; PostgreSQL holds everything else. ``workers/`` implements
-:class:`Publisher` with Celery and the CLI (the composition root) wires it in. A publisher may
-fail (the broker is down): the job row is already committed, stays queued, and the reconciler
-publishes it again later, so callers log the failure and carry on.
+A message carries only a job id, and is a claim right on its queue (:class:`JobMessage`);
+PostgreSQL holds everything else. ``workers/`` implements :class:`Publisher` with Celery and
+the CLI (the composition root) wires it in. A publisher may fail (the broker is down): the
+job row is already committed, stays queued, and the reconciler publishes it again later, so
+callers log the failure and carry on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
 from uuid import UUID
@@ -95,15 +96,71 @@ def clamp_priority(priority: int) -> int:
     return min(max(priority, PRIORITY_LEVELS[0]), PRIORITY_LEVELS[-1])
 
 
+#: How many queued jobs of a queue one message on it stands for. A message is a claim right on
+#: its queue (the fair order, not the message, picks the job), and on the small queue a claim
+#: takes a round or a batch of up to ``DOCLANE_ROUND_MAX_DOCS`` / ``DOCLANE_BATCH_MAX_DOCS``
+#: jobs (8 by default, hence 8 here): one message a job left seven of every eight messages to
+#: find their jobs taken, each paying Celery's hand-off and a claim for nothing. So a
+#: submission publishes one message per this many of its jobs;
+#: a worker whose claim took fewer jobs than the message stands for passes a message on
+#: (:func:`passes_on`), so the claim rights are never fewer than the queued jobs (what the
+#: reconciler's lost-message sweep counts: the broker's depth times this). Medium and large
+#: jobs go alone, a message each. One number for the whole fleet, in code: the submitters,
+#: the workers and the reconciler must agree on it.
+JOBS_PER_MESSAGE: Final[Mapping[str, int]] = {QUEUE_SMALL: 8, QUEUE_MEDIUM: 1, QUEUE_LARGE: 1}
+
+
+def jobs_per_message(queue: str) -> int:
+    """How many queued jobs a message on ``queue`` stands for (1 on any queue not doclane's)."""
+    return JOBS_PER_MESSAGE.get(queue, 1)
+
+
+def passes_on(queue: str, claimed: int) -> bool:
+    """Whether a message's claim that took ``claimed`` jobs of ``queue`` must pass a message on.
+
+    A message stands for ``n`` jobs' claims and is spent by one claim: a claim that took fewer
+    than ``n`` leaves the queue with fewer claim rights than before by the difference, unless
+    it publishes a message (``n`` rights) again; one that took nothing found no work it could
+    take (an empty queue's rights are worthless, and capped work is owed to the queue)."""
+    return 0 < claimed < jobs_per_message(queue)
+
+
 @dataclass(frozen=True, slots=True)
 class JobMessage:
-    """A wake-up call for one job: which job, on which queue, how urgent (the job's priority,
-    higher runs first, sent as its level), and (optionally) not before when."""
+    """A wake-up call on a job's queue: the job it names, on which queue, how urgent (the
+    job's priority, higher runs first, sent as its level), and (optionally) not before when.
+
+    The message is a claim right on its queue for as many queued jobs as it ``covers`` (at most
+    :func:`jobs_per_message`; by default the job it names): the claim takes whichever the
+    fair order gives, the named job first when it is as old as its lane's head, and a retrying
+    named job is brought back into its lane when due. What a publish report says of a
+    message, it says of every job it covers."""
 
     job_id: UUID
     queue: str
     countdown_s: float | None = None
     priority: int = 0
+    covers: tuple[UUID, ...] = ()
+
+    @property
+    def jobs(self) -> tuple[UUID, ...]:
+        """The jobs whose claim rights this message carries."""
+        return self.covers or (self.job_id,)
+
+
+def messages_for(jobs: Iterable[tuple[UUID, str, int]]) -> list[JobMessage]:
+    """The messages for queued jobs given as (id, queue, priority), in their order: on each
+    queue and priority, one per :func:`jobs_per_message` of them, naming the first it covers."""
+    groups: dict[tuple[str, int], list[UUID]] = {}
+    for job_id, queue, priority in jobs:
+        groups.setdefault((queue, priority), []).append(job_id)
+    messages = []
+    for (queue, priority), ids in groups.items():
+        n = jobs_per_message(queue)
+        for start in range(0, len(ids), n):
+            covered = tuple(ids[start : start + n])
+            messages.append(JobMessage(covered[0], queue, priority=priority, covers=covered))
+    return messages
 
 
 class Publisher(Protocol):

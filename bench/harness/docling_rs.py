@@ -22,16 +22,21 @@ class RsServer:
     """One docling-rs-mcp over HTTP on a free port; ``cache_dir`` only satisfies the pipeline's
     helper (this server saves nothing)."""
 
-    def __init__(self, work: Path, root: Path) -> None:
+    def __init__(self, work: Path, root: Path, cpus: str = "") -> None:
+        """``cpus``: the server (over HTTP, or each stdio child) runs on these CPUs only
+        (``taskset -c``; empty: anywhere), so a bench can give it a core of its own while
+        everything else shares the other."""
         self.work = work
         self.root = root
+        self.cpus = cpus
         self.cache_dir = work / "unused-cache"
         self.proc: subprocess.Popen[bytes] | None = None
         self.url = ""
         self.port = 0
 
     def command(self) -> list[str]:
-        return [RS_BIN, "--root", str(self.root)]
+        pinned = ["taskset", "-c", self.cpus] if self.cpus else []
+        return [*pinned, RS_BIN, "--root", str(self.root)]
 
     def stdio_command(self) -> str:
         """``DOCLING_MCP_COMMAND`` for a child per worker process (stdio: the default)."""

@@ -69,7 +69,7 @@ from pipeline.profiles import (
     ToolCalls,
     select_profile,
 )
-from pipeline.queues import Publisher
+from pipeline.queues import JobMessage, Publisher, passes_on
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.sources.pathmap import PathMap
@@ -197,9 +197,24 @@ class JobProcessor:
         with job_context(str(lead.id)):  # logs and spans name the job claimed, not the message's
             log_claimed(lead)
             runner, claim = self._fit(claim)
+            self._pass_on(claim)
             outcome = runner.run(claim)
             self.owed.after(claim)
             return self._answer(job_id, lead, outcome)
+
+    def _pass_on(self, claim: Claim) -> None:
+        """A message on the small queue stands for several jobs' claims: when this one took
+        fewer, a message goes on for the rest (:func:`pipeline.queues.passes_on`), before the
+        conversion, so another process may take it meanwhile. It names the claimed job, whose
+        queue it is a right on. A publish that fails leaves the rights to the reconciler's
+        lost-message sweep, which counts them."""
+        lead = claim.lead()
+        if self.publisher is None or not passes_on(lead.queue, 1 + len(claim.companions)):
+            return
+        try:
+            self.publisher.publish(JobMessage(lead.id, lead.queue, priority=lead.priority))
+        except Exception as exc:  # any broker trouble: the reconciler counts what is missing
+            log.warning("cannot pass the message on (the reconciler will): %s", exc)
 
     def _claim_alone(self, job_id: UUID) -> Claim:
         taken = self.store.claim_next(job_id, self.worker_id, self.settings.lease_s)
@@ -232,11 +247,13 @@ class JobProcessor:
         trail and a retry's writes per job and per reset, for every job waiting in the queue.
         The job's due time moves with the message (one write), so the reconciler does not take
         it for a job whose message was lost; a database that cannot take that write is no
-        reason to hold the message. A message whose job is not waiting (ended, typically a
-        round's companion whose message stayed queued, or running elsewhere) is done with, as
-        its claim would be: sent back, it would only wait out the reset in the memory of the
+        reason to hold the message. A message that stands for no work (its job ended or runs
+        elsewhere, on a queue whose messages stand for one job each) is done with, as its
+        claim would be: sent back, it would only wait out the reset in the memory of the
         worker's main process (Celery holds a message with a countdown there until it is due,
-        and takes more from the broker meanwhile), and in one outage those were thousands."""
+        and takes more from the broker meanwhile), and in one outage those were thousands. A
+        message on a queue whose messages stand for several jobs goes back while jobs wait
+        there, whatever job it names: it is their claim right."""
         delay = after_reset(refusing_s)
         try:
             waiting = self.store.defer(job_id, delay)

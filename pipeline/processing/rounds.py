@@ -32,8 +32,11 @@ reconciler requeues them, and since every write is fenced by its attempt nothing
 twice; a requeued job has been tried, so it goes alone next time (only never-tried jobs share a
 round).
 
-A job taken into a round leaves its broker message behind: a claim right on the queue like any
-other, which later takes the next job in fair order, or finds nothing. A job of the round that
+A round needs no message per job: a message on the small queue stands for several jobs'
+claims (:data:`pipeline.queues.JOBS_PER_MESSAGE`, the default round's size), and one whose
+claim took fewer passes a message on (the processor). A round that grows takes jobs no
+message paid for: their rights stay in the queue, and later take the next jobs in fair order,
+or find nothing. A job of the round that
 ends retrying gets a message of its own through the publisher; the outcome of the round's lead
 goes back to the processor.
 

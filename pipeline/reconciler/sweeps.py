@@ -14,10 +14,11 @@ pass does three sweeps, each a bounded batch that is safe to run from several pr
    drains. A duplicate message is harmless anyway: the claim is a guarded UPDATE (and refuses
    a retrying job before its due time), and the loser of a race finds nothing to claim.
 3. sooner than that threshold, queued jobs a queue has more of (overdue by a short threshold,
-   ``DOCLANE_RECONCILE_LOST_AFTER_S``) than the broker holds messages for it: the difference
-   was lost (a broker restarted without persistence, a flushed queue), and that many of the
-   oldest get a new message. A queued job's message is in the queue or being worked on (then
-   the job is running): apart from the moment between a worker's taking it and its claim, and
+   ``DOCLANE_RECONCILE_LOST_AFTER_S``) than the broker holds claim rights for (its messages
+   times the jobs a message on it stands for, ``pipeline.queues.jobs_per_message``): the
+   difference was lost (a broker restarted without persistence, a flushed queue), and that
+   many of the oldest get new messages. A queued job's claim right is in the queue or being
+   worked on: apart from the moment between a worker's taking a message and its claim, and
    a message sent back to wait out open circuits (whose job is then not due before it comes
    back), only a lost message leaves a queued job without one. A retrying job's message waits
    out its countdown in a worker, where no broker counts it, and runs once due: one overdue by
@@ -55,7 +56,7 @@ from uuid import UUID
 from errors import ResultStoreUnavailable
 from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
-from pipeline.queues import JOB_QUEUES, JobMessage, Publisher
+from pipeline.queues import JOB_QUEUES, Publisher, jobs_per_message, messages_for
 from pipeline.reconciler.owed import repay_owed
 from pipeline.store import JobStore
 from pipeline.submission.publishing import publish_all
@@ -131,7 +132,8 @@ def _lost_queued(
     threshold = timedelta(seconds=cfg.reconcile_lost_after_s)
     owed = store.operations.owed_by_queue() if judged else {}
     for queue in judged:
-        waiting = (depths[queue] or 0) + owed.get(queue, 0)
+        # claim rights, not messages: each message on a queue stands for as many of its jobs
+        waiting = ((depths[queue] or 0) + owed.get(queue, 0)) * jobs_per_message(queue)
         lost += store.operations.lost_queued(
             queue, waiting=waiting, older_than=threshold, limit=cfg.reconcile_batch
         )
@@ -193,7 +195,7 @@ def reconcile_once(
     report.lost = _lost_queued(store, depths, cfg)
     wanted = list(dict.fromkeys([*report.requeued, *stale, *report.lost]))
     jobs = sorted(store.reads.get_jobs(wanted), key=lambda j: (-j.priority, j.created_at))
-    messages = [JobMessage(job.id, job.queue, priority=job.priority) for job in jobs]
+    messages = messages_for((job.id, job.queue, job.priority) for job in jobs)
     published = publish_all(publisher, messages)
     report.republished = list(published.published)
     report.publish_failures = published.failed

@@ -21,7 +21,7 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
-from pipeline.queues import JobMessage
+from pipeline.queues import JobMessage, jobs_per_message
 from pipeline.store.debts import take_owed
 from pipeline.store.finishing import ResultWriter, insert_calls
 from pipeline.store.pool import StorePool
@@ -188,13 +188,19 @@ class Attempts:
         return float(rows[0]["wait_s"]) if rows else None
 
     def defer(self, job_id: UUID, delay_s: float) -> bool:
-        """A waiting job whose message went back unclaimed (every circuit open) is due
-        ``delay_s`` from now: its wait is then not taken for a lost message. A progress write
-        (nothing about the job changed but when it is next tried); False: not waiting."""
+        """Whether a message that goes back unclaimed (every circuit open) still stands for
+        work: its job waits (and is due ``delay_s`` from now, so its wait is not taken for a
+        lost message), or it is a claim right on a queue whose messages stand for several
+        jobs (:func:`pipeline.queues.jobs_per_message`; a message passed on names a job
+        already running) where jobs wait. A progress write (nothing about the job changed but
+        when it is next tried)."""
         params = {"job_id": job_id, "delay_s": float(delay_s)}
         with self.pool.progress("deferring a job") as conn:
-            cur = conn.execute(query("defer_waiting"), params)
-        return cur.rowcount == 1  # known once the pipeline is synced, at the block's end
+            row = conn.execute(query("defer_waiting"), params).fetchone()
+        if row is None:
+            return False
+        deferred, queue, queue_waits = row
+        return bool(deferred) or (bool(queue_waits) and jobs_per_message(queue) > 1)
 
     # ---- progress --------------------------------------------------------------------------------
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:

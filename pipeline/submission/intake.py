@@ -36,7 +36,7 @@ from uuid import UUID, uuid4
 from errors import DatabaseUnavailable, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
-from pipeline.queues import JobMessage, Publisher, queue_for
+from pipeline.queues import JobMessage, Publisher, messages_for, queue_for
 from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
@@ -260,12 +260,12 @@ class _Chunks:
         created = [made for made in admitted if made is not None]
         if not created:
             return
-        messages = [
-            JobMessage(job_id, spec.queue, priority=spec.priority)
+        messages = messages_for(
+            (job_id, spec.queue, spec.priority)
             for spec, made in zip(specs, created, strict=True)
             if not made.deduplicated
             for job_id in made.slice_ids or (made.job_id,)
-        ]
+        )
         failed = self._publish(messages)
         traces.end([made.job_id if made else None for made in admitted])
         self._tell_webhook(specs, created)
@@ -293,11 +293,12 @@ class _Chunks:
     def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
         """Publish one chunk's messages; what failed (or was not tried) by job id."""
         if self.broker_down is not None:
-            failed = {m.job_id: self.broker_down for m in messages}
+            failed = {j: self.broker_down for m in messages for j in m.jobs}
         else:
             report = publish_all(self.publisher, messages)
             failed = report.failed
-            if len(failed) >= BROKER_DOWN_AFTER and not report.published:
+            refused = sum(1 for m in messages if m.job_id in failed)  # messages, not jobs
+            if refused >= BROKER_DOWN_AFTER and not report.published:
                 self.broker_down = "not tried: the broker refused the messages before it"
         self.submission.publish_failures.update(failed)
         return failed

@@ -20,7 +20,8 @@ log = logging.getLogger("doclane.publishing")
 
 @dataclass(slots=True)
 class PublishReport:
-    """What a batch publish achieved; the failures stay queued for the reconciler."""
+    """What a batch publish achieved, by job (a message's fate is that of every job it covers);
+    the failures stay queued for the reconciler."""
 
     published: list[UUID] = field(default_factory=list)
     failed: dict[UUID, str] = field(default_factory=dict)
@@ -57,7 +58,7 @@ def publish_all(publisher: Publisher, messages: Sequence[JobMessage]) -> Publish
             except Exception as exc:  # any broker trouble: find out message by message
                 log.info("a batch of %d message(s) failed (%s); one by one now", len(batch), exc)
             else:
-                report.published.extend(message.job_id for message in batch)
+                report.published.extend(j for message in batch for j in message.jobs)
                 continue
         in_a_row = _publish_each(publisher, batch, report, in_a_row)
     return report
@@ -69,14 +70,16 @@ def _publish_each(
     """Publish one by one into ``report``; returns the failures in a row at the end."""
     for message in messages:
         if in_a_row >= BROKER_DOWN_AFTER:
-            report.failed[message.job_id] = "not tried: the broker refused the messages before it"
+            report.failed.update(
+                dict.fromkeys(message.jobs, "not tried: the broker refused the messages before it")
+            )
             continue
         try:
             publisher.publish(message)
         except Exception as exc:  # any broker trouble: the reconciler will publish it later
             in_a_row += 1
-            report.failed[message.job_id] = f"{type(exc).__name__}: {exc}"
+            report.failed.update(dict.fromkeys(message.jobs, f"{type(exc).__name__}: {exc}"))
         else:
             in_a_row = 0
-            report.published.append(message.job_id)
+            report.published.extend(message.jobs)
     return in_a_row

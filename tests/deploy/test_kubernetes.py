@@ -182,7 +182,8 @@ def test_workers_scale_on_queue_depth_with_bounds_and_a_cool_down(
         assert spec["cooldownPeriod"] >= 60
         (trigger,) = spec["triggers"]
         assert trigger["type"] == "prometheus"
-        assert "doclane_queue_depth" in trigger["metadata"]["query"]
+        # jobs, not messages: a message on the small queue stands for several
+        assert "doclane_queue_claims" in trigger["metadata"]["query"]
         assert float(trigger["metadata"]["threshold"]) > 0
     assert set(targets) == {"doclane-worker", "doclane-worker-large"}
     deployments = {d["metadata"]["name"] for d in of_kind(rendered, "Deployment")}

@@ -89,9 +89,17 @@ WHERE id = %(job_id)s AND state = 'retrying'
 -- A queued or retrying job whose message went back unclaimed, to wait out open circuits: due
 -- when the message comes back, so the reconciler does not take the wait for a lost message.
 -- (A queued job is claimed whatever its next_attempt_at; a retrying one not before it.)
-UPDATE jobs
-SET next_attempt_at = greatest(next_attempt_at, now() + make_interval(secs => %(delay_s)s))
-WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
+-- Also says the job's queue and whether jobs wait in it: the message is a claim right there.
+WITH deferred AS (
+    UPDATE jobs
+    SET next_attempt_at = greatest(next_attempt_at, now() + make_interval(secs => %(delay_s)s))
+    WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
+    RETURNING id
+)
+SELECT EXISTS (SELECT 1 FROM deferred) AS deferred, j.queue,
+       EXISTS (SELECT 1 FROM tenant_lanes l WHERE l.queue = j.queue AND l.queued > 0) AS waits
+FROM jobs j
+WHERE j.id = %(job_id)s
 
 -- name: renew_lease
 UPDATE jobs

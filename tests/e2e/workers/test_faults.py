@@ -12,7 +12,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.queues import JobMessage
+from pipeline.queues import QUEUE_SMALL, JobMessage, jobs_per_message
 from pipeline.settings import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
@@ -213,13 +213,15 @@ def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
     tmp_path: Path,
 ) -> None:
     """A process that met every circuit open sends the next messages back until the reset
-    without claiming their jobs: no attempt, no trail, only their due time moved to when the
-    message comes back (so the reconciler does not take them for lost). Claiming them only to
-    fail them at once (E309) cost a claim, a retry and their events, per job and per reset.
+    without claiming their jobs: no attempt, no trail, only the named job's due time moved to
+    when the message comes back (so the reconciler does not take it for lost). Claiming them
+    only to fail them at once (E309) cost a claim, a retry and their events, per job and per
+    reset.
 
     The reset is long, so the circuit stays open for the whole test: each process claims the
     jobs it needs to find the circuit open (its first; a fourth try always meets the circuit
-    that three failures opened), and no other job is ever claimed."""
+    that three failures opened), and no other job is ever claimed. The 20 jobs' messages are
+    three (a message on the small queue stands for eight), naming the 1st, 9th and 17th."""
     cluster = make_cluster(
         any_broker,
         fake_server.url,
@@ -231,27 +233,27 @@ def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
     concurrency = 2
     cluster.start_worker(concurrency=concurrency)
     ids = cluster.submit([str(write_sample(tmp_path / "docs", "md", n)) for n in range(20)]).job_ids
+    named = set(ids[:: jobs_per_message(QUEUE_SMALL)])
+
+    def deferred(job: Job) -> bool:
+        return job.next_attempt_at is not None and (
+            (job.next_attempt_at - job.created_at).total_seconds() > 600
+        )
 
     def accounted() -> list[Job] | None:
-        """Every job either claimed (its attempt met the server down or the circuit open) or
-        sent back unclaimed, its due time moved past the reset's start."""
+        """Every message taken: its job claimed (its attempt met the server down or the
+        circuit open) or sent back unclaimed, its due time moved past the reset's start."""
         jobs = cluster.jobs(ids)
-        deferred = [
-            j
-            for j in jobs
-            if j.attempt == 0
-            and j.next_attempt_at is not None
-            and (j.next_attempt_at - j.created_at).total_seconds() > 600
-        ]
         settled = all(j.state is not JobState.RUNNING for j in jobs)
-        claimed = sum(1 for j in jobs if j.attempt)
-        return jobs if settled and len(deferred) + claimed == len(ids) else None
+        taken = all(j.attempt or deferred(j) for j in jobs if j.id in named)
+        return jobs if settled and taken else None
 
     jobs = wait_for(accounted, timeout=60, message="every job claimed or sent back")
 
     claimed = [j for j in jobs if j.attempt]
     assert 1 <= len(claimed) <= concurrency, [(j.attempt, j.state.value) for j in claimed]
     assert all(j.attempt == 1 and j.state is JobState.RETRYING for j in claimed)
+    assert {j.id for j in claimed} <= named, "a message's own job first"
     for job in jobs:
         if job.attempt == 0:
             assert job.state is JobState.QUEUED and job.attempts_spent == 0
@@ -289,16 +291,20 @@ def test_a_flushed_broker_loses_messages_and_the_reconciler_finishes_every_job(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    # One job per message (rounds off): a round claims waiting jobs without their messages,
-    # and the loss under test is of the messages a job at a time needs.
+    # A job at a time (rounds off), and the broker flushed while no worker holds a message:
+    # a message a worker held would carry the rest of the queue by passing itself on (a claim
+    # that takes fewer jobs than its message stands for publishes one for the rest), and the
+    # loss under test is the one only the reconciler can find.
     cluster = make_cluster(any_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
-    cluster.start_worker(concurrency=2)
+    worker = cluster.start_worker(concurrency=2)
     fake_server.configure(delay_s=0.15, delay_tools=[CONVERT])
     ids = cluster.submit([str(p) for p in write_mixed(tmp_path / "docs", 40)]).job_ids
     wait_for(lambda: succeeded_count(cluster, ids) >= 5, message="a few done")
 
+    worker.stop()  # warm shutdown: its jobs end, what it held goes back to the broker
     any_broker.flush()
     waiting_after_flush = len(ids) - succeeded_count(cluster, ids)
+    cluster.start_worker(concurrency=2)
     jobs = cluster.wait_terminal(ids, timeout=120)
 
     assert waiting_after_flush >= 1, "the flush came mid-run"

@@ -86,6 +86,17 @@ class Bench:
         return submission.accepted[0].job_id
 
 
+def next_attempts(bench: Bench) -> list[UUID]:
+    """The jobs given messages of their own for a next attempt (each with a countdown)."""
+    return [m.job_id for m in bench.publisher.messages if m.countdown_s is not None]
+
+
+def passed_on(bench: Bench) -> list[UUID]:
+    """The jobs named by messages passed on (a claim that took fewer jobs than its message
+    stood for publishes one for the rest, naming the job it claimed; no countdown)."""
+    return [m.job_id for m in bench.publisher.messages if m.countdown_s is None]
+
+
 @pytest.fixture
 def make_bench(
     store: JobStore, fake_server: FakeServer, tmp_path: Path

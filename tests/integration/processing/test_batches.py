@@ -22,7 +22,7 @@ from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench
+from tests.integration.processing.conftest import Bench, next_attempts, passed_on
 
 CONVERT = "convert_document_into_docling_document"
 DIRECTORY = "convert_directory_files_into_docling_document"
@@ -77,7 +77,8 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
         assert note["size"] == 6 and note["place"] == number - 1
         # the engine as the fake names itself at initialize, as a lone job's results name it
         assert {r.engine for r in bench.store.reads.list_results(job_id)} == {"docling"}
-    assert bench.publisher.messages == [], "no companion needs a message of its own"
+    assert next_attempts(bench) == [], "no companion needs a message of its own"
+    assert passed_on(bench) == [ids[0]], "six jobs for a message of eight: one goes on"
     assert not list((bench.source_settings.inbox_dir).glob("batch-*")), "the folder is removed"
 
 
@@ -96,7 +97,7 @@ def test_a_file_the_server_skips_is_converted_alone_and_fails_with_its_own_code(
     released = bench.store.reads.get_job(ids[2])
     assert released is not None and released.state is JobState.QUEUED
     assert (released.attempt, released.attempts_spent) == (1, 0), "the batch cost it nothing"
-    assert [m.job_id for m in bench.publisher.messages] == [ids[2]]
+    assert next_attempts(bench) == [ids[2]]
     # Alone, the server really cannot convert it: it fails with its own code.
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
     alone = bench.processor.process(ids[2])
@@ -154,7 +155,7 @@ def test_a_failed_batch_gives_each_job_the_outcome_it_would_have_had_alone(
         job = bench.store.reads.get_job(job_id)
         assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
         assert (job.attempt, job.attempts_spent) == (1, 1)
-    companions = {m.job_id: m.countdown_s for m in bench.publisher.messages}
+    companions = {m.job_id: m.countdown_s for m in bench.publisher.messages if m.countdown_s}
     assert set(companions) == set(ids[1:]) and all(c and c > 0 for c in companions.values())
 
 

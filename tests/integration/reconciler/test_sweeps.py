@@ -9,7 +9,7 @@ from pathlib import Path
 
 from errors import DatabaseUnavailable
 from pipeline.jobs import EventKind, JobState, SubmissionRequest
-from pipeline.queues import RecordingPublisher
+from pipeline.queues import RecordingPublisher, jobs_per_message
 from pipeline.reconciler import reconcile_once
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
@@ -87,10 +87,12 @@ def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains
 def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
     store: JobStore, tmp_path: Path
 ) -> None:
-    """More queued jobs than messages in their queue: the difference was lost, and that many
-    jobs get a message long before the stale threshold (the oldest: a queue hands its oldest
-    messages out first). A queue with a batch of messages waiting is a backlog: left alone."""
-    paths = [write_sample(tmp_path / "docs", "md", n) for n in range(5)]
+    """More queued jobs than their queue's messages stand for: the difference was lost, and
+    that many jobs get claim rights long before the stale threshold (the oldest: a queue hands
+    its oldest messages out first). A message on the small queue stands for eight jobs. A queue
+    with a batch of messages waiting is a backlog: left alone."""
+    per = jobs_per_message("doclane.small")
+    paths = [write_sample(tmp_path / "docs", "md", n) for n in range(2 * per + 4)]
     ids = enqueue(
         SubmissionRequest([str(p) for p in paths]), publisher=RecordingPublisher(), store=store
     ).job_ids
@@ -105,24 +107,25 @@ def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
         return (datetime.now(UTC) - newest).total_seconds() > 0.2
 
     wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
-    publisher = RecordingPublisher(depths={"doclane.small": 5})
+    publisher = RecordingPublisher(depths={"doclane.small": 3})
     assert reconcile_once(store, publisher, settings).lost == [], "every message is there"
     publisher.depths["doclane.small"] = 10  # a backlog (a batch or more waiting): not judged
     assert reconcile_once(store, publisher, settings).lost == []
 
-    publisher.depths["doclane.small"] = 3  # two messages lost
+    publisher.depths["doclane.small"] = 2  # one message lost: two stand for 2 x 8 of 20 jobs
     report = reconcile_once(store, publisher, settings)
 
-    assert len(report.lost) == 2 and set(report.lost) <= set(ids)
-    assert [m.job_id for m in publisher.messages] == report.lost == report.republished
+    assert len(report.lost) == 4 and set(report.lost) <= set(ids)
+    assert report.lost == report.republished
+    assert [m.jobs for m in publisher.messages] == [tuple(report.lost)]  # one message for four
     notes = [
         e.detail
         for job_id in report.lost
         for e in store.reads.events(job_id)
         if e.kind is EventKind.NOTE
     ]
-    assert len(notes) == 2 and all("presumed lost" in str(n) for n in notes)
-    publisher.depths["doclane.small"] = 5  # the two new messages
+    assert len(notes) == 4 and all("presumed lost" in str(n) for n in notes)
+    publisher.depths["doclane.small"] = 3  # the new message
     assert reconcile_once(store, publisher, settings).lost == [], "not taken again"
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -26,6 +27,11 @@ from tests.support.long_pdf import write_long_pdf
 #: A door with no server to ask: what the best server could do passes (these tests are not
 #: about the door, tests/integration/submission/test_door.py is).
 ANY_SERVER = Door([], ProfileSettings(), server_tools)
+
+
+def covered(publisher: RecordingPublisher) -> list[UUID]:
+    """The jobs whose claim rights the publisher was given, in order."""
+    return [job for message in publisher.messages for job in message.jobs]
 
 
 class CheckingPublisher(RecordingPublisher):
@@ -88,7 +94,9 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
         "http://127.0.0.1/x.md": "E104",
         "ftp://example.org/a.md": "E104",
     }
-    assert [m.job_id for m in publisher.messages] == submission.job_ids
+    assert covered(publisher) == submission.job_ids
+    # a message stands for up to a round's worth of small jobs, naming the first it covers
+    assert [m.job_id for m in publisher.messages] == submission.job_ids[::8]
     job = store.reads.get_job(submission.job_ids[0])
     assert job is not None and job.formats == ("json", "md") and job.content_sha256
 
@@ -96,14 +104,15 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
 def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
     store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
-    paths = write_mixed(tmp_path / "docs", 3)
+    paths = write_mixed(tmp_path / "docs", 20)  # three messages: 8, 8 and 4 jobs
     publisher = CheckingPublisher(make_store(), fail={2})
     submission = enqueue(
         SubmissionRequest([str(p) for p in paths]), publisher=publisher, store=store
     )
-    lost = submission.accepted[1].job_id
-    assert list(submission.publish_failures) == [lost]
-    assert not submission.accepted[1].published
+    unpublished = [a.job_id for a in submission.accepted if not a.published]
+    assert unpublished == submission.job_ids[8:16]  # the second message's jobs
+    assert list(submission.publish_failures) == unpublished
+    lost = unpublished[0]
 
     later = RecordingPublisher()
     settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.2)).reconcile
@@ -114,7 +123,7 @@ def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
     )
 
     assert lost in report.republished
-    assert JobMessage(lost, "doclane.small") in later.messages
+    assert lost in covered(later)
 
 
 def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
@@ -183,7 +192,7 @@ def test_publishing_stops_trying_once_the_broker_is_plainly_down(
 ) -> None:
     """A broker that refuses three messages in a row is down: the rest are not tried (each
     try costs seconds), their rows stay queued for the reconciler."""
-    paths = write_mixed(tmp_path / "docs", 8)
+    paths = write_mixed(tmp_path / "docs", 40)  # five messages of eight small jobs
     publisher = CheckingPublisher(make_store(), fail=set(range(1, 100)))
 
     submission = enqueue(
@@ -231,13 +240,14 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
     submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
 
     assert CHUNK_FIRST == 64 and CHUNK_MAX >= 256
-    # 64, then 128, then the last 108: the rows a publish sees grow by chunk, never by file
-    assert publisher.rows_seen[0] == 64 and publisher.rows_seen[63] == 64
-    assert publisher.rows_seen[64] == 192 and publisher.rows_seen[191] == 192
-    assert set(publisher.rows_seen[192:]) == {300}
+    # 64, then 128, then the last 108 (a message per eight): the rows a publish sees grow by
+    # chunk, never by file
+    assert publisher.rows_seen[:8] == [64] * 8
+    assert publisher.rows_seen[8:24] == [192] * 16
+    assert publisher.rows_seen[24:] == [300] * 14
     names = [Path(a.uri).name for a in submission.accepted]
     assert names == sorted(names) and len(names) == 300
-    assert [m.job_id for m in publisher.messages] == submission.job_ids
+    assert covered(publisher) == submission.job_ids
     assert [(r.code, Path(r.source).name) for r in submission.rejected] == [
         ("E106", "doc-150-empty.md")
     ]
@@ -291,7 +301,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
     assert caught.value.detail == {"jobs_made_before": 64}
     counts = admin_store.admin.count_by_state()
     assert counts[JobState.QUEUED] == sum(counts.values()) == 64
-    assert len(publisher.messages) == 64  # the first chunk is on its way to the workers
+    assert len(covered(publisher)) == 64  # the first chunk is on its way to the workers
     failing.close()
 
 
@@ -312,13 +322,11 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
     parent = store.reads.get_job(parent_id)
     assert parent is not None and parent.state is JobState.WAITING and parent.slices_total == 3
     slices = sorted(
-        (j for j in store.reads.get_jobs(m.job_id for m in publisher.messages) if j.parent_id),
+        (j for j in store.reads.get_jobs(covered(publisher)) if j.parent_id),
         key=lambda j: j.created_at,
     )
     assert sorted(j.options["pages"] for j in slices) == ["1-32", "33-64", "65-70"]
-    assert [m.job_id for m in publisher.messages if m.job_id not in {j.id for j in slices}] == [
-        whole_id
-    ]
+    assert [j for j in covered(publisher) if j not in {s.id for s in slices}] == [whole_id]
     assert all(item.published for item in submission.accepted)
     again = enqueue(
         SubmissionRequest([str(long_pdf)], Formats.parse("json")),
@@ -347,7 +355,7 @@ def test_a_tenants_submission_is_its_and_past_its_quota_each_document_is_refused
         SubmissionRequest([str(docs)], tenant="team-a"), publisher=publisher, store=store
     )
 
-    assert len(submission.accepted) == 100 and len(publisher.messages) == 100
+    assert len(submission.accepted) == 100 and len(covered(publisher)) == 100
     assert len(submission.rejected) == 50
     assert {r.code for r in submission.rejected} == {"E115"}
     assert all("team-a" in r.message for r in submission.rejected)

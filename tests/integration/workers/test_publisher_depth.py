@@ -18,6 +18,7 @@ from kombu import Connection
 
 from pipeline.admin import WorkerInfo
 from pipeline.admin.heartbeats import beat
+from pipeline.api.metrics import FleetCollector
 from pipeline.queues import (
     ALL_QUEUES,
     CONTROL_QUEUE,
@@ -26,8 +27,10 @@ from pipeline.queues import (
     QUEUE_MEDIUM,
     QUEUE_SMALL,
     JobMessage,
+    jobs_per_message,
 )
 from pipeline.settings import read_settings
+from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
@@ -65,7 +68,7 @@ def test_an_unreachable_broker_cannot_say() -> None:
 
 
 def test_depths_count_every_priority_level_of_every_queue(
-    any_broker: Broker, publisher: CeleryPublisher
+    any_broker: Broker, publisher: CeleryPublisher, store: JobStore
 ) -> None:
     fleet = BrokerFleet(any_broker.url)
     assert [d.queue for d in fleet.queue_depths()] == [*JOB_QUEUES, CONTROL_QUEUE]
@@ -80,6 +83,16 @@ def test_depths_count_every_priority_level_of_every_queue(
     wait_for(lambda: depths()[QUEUE_SMALL] == 4, timeout=30, message="4 waiting")
     assert depths()[QUEUE_LARGE] == 1
     assert depths()[CONTROL_QUEUE] == 0
+
+    # /metrics: the messages, and the queued jobs they stand for (what the workers scale on)
+    scraped = {
+        f.name: {s.labels["queue"]: s.value for s in f.samples}
+        for f in FleetCollector(store, fleet, read_settings().resilience).collect()
+        if f.name in ("doclane_queue_depth", "doclane_queue_claims")
+    }
+    assert scraped["doclane_queue_depth"][QUEUE_SMALL] == 4
+    assert scraped["doclane_queue_claims"][QUEUE_SMALL] == 4 * jobs_per_message(QUEUE_SMALL) > 4
+    assert scraped["doclane_queue_claims"][QUEUE_LARGE] == 1
 
 
 def test_one_connection_still_answers_after_an_unknown_queue(
