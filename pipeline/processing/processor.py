@@ -1,4 +1,6 @@
-"""The job processor: one job id in, one outcome out, with PostgreSQL as the only truth.
+"""The job processor: one message's job id in, one outcome out, with PostgreSQL as the only
+truth. A message is a claim right on its queue: the job claimed is the fair order's, and on the
+small queue a message stands for several jobs, taken in a round, or one after another.
 
 It knows no Celery. Given a job id it claims the job (a guarded UPDATE: nothing to claim means a
 duplicate or stale message, which is simply acknowledged), validates the source again (the file
@@ -69,7 +71,7 @@ from pipeline.profiles import (
     ToolCalls,
     select_profile,
 )
-from pipeline.queues import JobMessage, Publisher, passes_on
+from pipeline.queues import JobMessage, Publisher, jobs_per_message, passes_on
 from pipeline.resilience import RetryRecord
 from pipeline.sources import Downloader, SourceSettings
 from pipeline.sources.pathmap import PathMap
@@ -177,8 +179,9 @@ class JobProcessor:
 
     # ---- the one entry point ------------------------------------------------------------------
     def process(self, job_id: UUID) -> Outcome:
-        """Run one attempt of the job the fair order gives for ``job_id``'s message (often
-        another job of its queue); never raises for anything a job can run into."""
+        """Run an attempt of the job the fair order gives for ``job_id``'s message (often
+        another job of its queue), and of as many more as the message stands for (see
+        :meth:`_more`); the first's outcome. Never raises for anything a job can run into."""
         with job_context(str(job_id)):
             refusing_s = self.runner.refusing_for()
             if refusing_s > 0:
@@ -193,23 +196,60 @@ class JobProcessor:
             if claim.job is None:
                 log.info("nothing to claim: %s", NOTHING_CLAIMED.get(claim.found, claim.found))
                 return Outcome(OutcomeKind.SKIPPED, job_id)
+        started = time.monotonic()
         lead = claim.job
         with job_context(str(lead.id)):  # logs and spans name the job claimed, not the message's
             log_claimed(lead)
             runner, claim = self._fit(claim)
-            self._pass_on(claim)
+            taken = 1 + len(claim.companions)
+            self._pass_on(claim, taken)
             outcome = runner.run(claim)
             self.owed.after(claim)
-            return self._answer(job_id, lead, outcome)
+            first = self._answer(job_id, lead, outcome)
+        self._more(lead, outcome, taken, started)
+        return first
 
-    def _pass_on(self, claim: Claim) -> None:
-        """A message on the small queue stands for several jobs' claims: when this one took
-        fewer, a message goes on for the rest (:func:`pipeline.queues.passes_on`), before the
-        conversion, so another process may take it meanwhile. It names the claimed job, whose
-        queue it is a right on. A publish that fails leaves the rights to the reconciler's
-        lost-message sweep, which counts them."""
+    def _more(self, last: Job, outcome: Outcome, taken: int, started: float) -> None:
+        """The message's further claims, one after another: a message on the small queue
+        stands for several jobs (:func:`pipeline.queues.jobs_per_message`), and a first claim
+        that took fewer (a job alone, a short batch) passed a message on for all of them
+        already, so this task may take up to that many more while ``DOCLANE_ROUND_MAX_S``
+        lasts, as a round grows, rather than leave each to a Celery message of its own. It
+        stops at a job that did not end (a retry: a circuit, the database), and at a claim
+        that finds nothing. Each further job's next attempt gets a message of its own."""
+        allowed = jobs_per_message(last.queue)
+        while (
+            taken < allowed
+            and outcome.kind in (OutcomeKind.SUCCEEDED, OutcomeKind.FAILED)
+            and time.monotonic() - started < self.settings.round_max_s
+        ):
+            try:
+                claim = self._claim(last.id)  # a claim right on its queue: the fair order's next
+            except DatabaseUnavailable as exc:
+                log.warning("cannot claim more for this message: %s", exc)
+                return
+            if claim.job is None:
+                return
+            last = claim.job
+            with job_context(str(last.id)):
+                log_claimed(last)
+                runner, claim = self._fit(claim)
+                taken += 1 + len(claim.companions)
+                outcome = runner.run(claim)
+                self.owed.after(claim)
+                if outcome.retry and self.publisher is not None:
+                    publish_next_attempt(self.publisher, last, outcome)
+
+    def _pass_on(self, claim: Claim, taken: int) -> None:
+        """A message on the small queue stands for several jobs' claims: when its first claim
+        took fewer, a message goes on for all of them (:func:`pipeline.queues.passes_on`),
+        before the conversion, so another process may take it meanwhile; this task may then
+        take the rest one after another (:meth:`_more`) without leaving the queue with fewer
+        claim rights than jobs. It names the claimed job, whose queue it is a right on. A
+        publish that fails leaves the rights to the reconciler's lost-message sweep, which
+        counts them."""
         lead = claim.lead()
-        if self.publisher is None or not passes_on(lead.queue, 1 + len(claim.companions)):
+        if self.publisher is None or not passes_on(lead.queue, taken):
             return
         try:
             self.publisher.publish(JobMessage(lead.id, lead.queue, priority=lead.priority))

@@ -70,9 +70,11 @@ class ProcessingSettings(Section):
     #: offers docling-mcp's directory tool and a cache folder is shared, a batch is tried
     #: first (``DOCLANE_BATCH_MAX_DOCS``).
     round_max_docs: int = Field(default=8, ge=1)
-    #: How long a round keeps claiming more jobs as room frees; then it finishes what it holds
-    #: and the process takes its next message (other queues, priorities, a warm shutdown wait
-    #: for that). 0: a round is what its first claim took.
+    #: How long a round keeps claiming more jobs as room frees, and a message whose first
+    #: claim took fewer jobs than it stands for (8 on the small queue) takes more one after
+    #: another; then it finishes what it holds and the process takes its next message (other
+    #: queues, priorities, a warm shutdown wait for that). 0: a message's work is what its
+    #: first claim took.
     round_max_s: float = Field(default=2.0, ge=0)
     #: How many conversions of a round one worker process has in flight at once. Unset: what
     #: its servers really run at once, summed over a pool, each server asked once: docling-mcp

@@ -25,6 +25,9 @@ from tests.fixtures.waiting import wait_for
 from tests.integration.processing.conftest import Bench, next_attempts, passed_on
 
 CONVERT = "convert_document_into_docling_document"
+#: A message's claims stop at its first (``DOCLANE_ROUND_MAX_S`` 0): what one batch does is
+#: under test, not the message's further claims (tests/integration/processing/test_processor.py).
+FIRST_CLAIM_ONLY = {"round_max_s": 0}
 DIRECTORY = "convert_directory_files_into_docling_document"
 MARKERS = {"md": "# Notes {n}", "html": "Page {n}", "csv": "{people}"}
 
@@ -85,7 +88,7 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
 def test_a_file_the_server_skips_is_converted_alone_and_fails_with_its_own_code(
     make_bench: Callable[..., Bench],
 ) -> None:
-    bench = make_bench(batches=True, processing={"batch_max_docs": 4})
+    bench = make_bench(batches=True, processing={"batch_max_docs": 4, **FIRST_CLAIM_ONLY})
     ids = submit_samples(bench, 4)
     skipped = Path((bench.store.reads.get_job(ids[2]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped])
@@ -124,7 +127,9 @@ def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
 
 
 def test_a_batch_of_one_is_exactly_the_single_path(make_bench: Callable[..., Bench]) -> None:
-    bench = make_bench(batches=True, processing={"batch_max_docs": 1, "round_max_docs": 1})
+    bench = make_bench(
+        batches=True, processing={"batch_max_docs": 1, "round_max_docs": 1, **FIRST_CLAIM_ONLY}
+    )
     ids = submit_samples(bench, 3)
 
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
@@ -187,7 +192,7 @@ def test_cancelling_one_job_of_a_running_batch_writes_nothing_for_it(
 def test_stats_and_metrics_show_the_batch_sizes(
     make_bench: Callable[..., Bench], store_settings: StoreSettings
 ) -> None:
-    bench = make_bench(batches=True, processing={"batch_max_docs": 4})
+    bench = make_bench(batches=True, processing={"batch_max_docs": 4, **FIRST_CLAIM_ONLY})
     ids = submit_samples(bench, 6)
     assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # a batch of 4
     assert bench.processor.process(ids[4]).kind is OutcomeKind.SUCCEEDED  # a batch of 2
@@ -259,7 +264,7 @@ def test_the_last_key_is_proven_by_elimination_without_a_save(
 
 
 def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[..., Bench]) -> None:
-    bench = make_bench(batches=True, processing={"batch_max_docs": 6})
+    bench = make_bench(batches=True, processing={"batch_max_docs": 6, **FIRST_CLAIM_ONLY})
     ids = submit_samples(bench, 6)
     skipped = Path((bench.store.reads.get_job(ids[5]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped], dir_order="reversed")
@@ -278,7 +283,12 @@ def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench
     (its Docling JSON would cost more to save than the call it shares)."""
     bench = make_bench(
         batches=True,
-        processing={"batch_max_docs": 6, "batch_max_table_bytes": 10, "round_max_docs": 1},
+        processing={
+            "batch_max_docs": 6,
+            "batch_max_table_bytes": 10,
+            "round_max_docs": 1,
+            **FIRST_CLAIM_ONLY,
+        },
     )
     ids = submit_samples(bench, 6)  # html, csv, md, html, csv, md
 

@@ -12,12 +12,14 @@ from typing import Any
 
 import pytest
 
+from errors import ServerUnavailable
 from pipeline.jobs import EventKind, JobState
 from pipeline.mcp import McpClient
 from pipeline.processing import OutcomeKind
+from pipeline.queues import QUEUE_SMALL, jobs_per_message
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
-from tests.integration.processing.conftest import Bench
+from tests.integration.processing.conftest import Bench, next_attempts, passed_on
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -453,3 +455,86 @@ def test_url_mode_server_hands_the_url_to_a_server_that_fetches_it(
     assert "# Remote" in (bench.store.reads.get_result(job_id, "md") or "")
     job = bench.store.reads.get_job(job_id)
     assert job is not None and job.size_bytes is None, "the worker fetched nothing"
+
+
+def lone_bench(make_bench: Callable[..., Bench], **processing: Any) -> Bench:
+    """A job at a time (no batch, no round), with a publisher for the messages passed on."""
+    return make_bench(
+        batches=True,
+        processing={"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600, **processing},
+    )
+
+
+def test_a_message_takes_as_many_jobs_as_it_stands_for_one_after_another(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """Ten small jobs are two messages, for eight and two. The first message's claim takes one
+    job, passes a message on (the queue keeps a claim right per queued job, and another
+    process may take it meanwhile), then takes seven more one after another; the message
+    passed on takes the last two, passes one on, and that one finds nothing."""
+    bench = lone_bench(make_bench)
+    ids = bench.submit(*(write_sample(bench.folder, "md", n) for n in range(10))).job_ids
+    per = jobs_per_message(QUEUE_SMALL)
+    assert [m.jobs for m in bench.publisher.messages] == [tuple(ids[:per]), tuple(ids[per:])]
+    bench.publisher.messages.clear()
+
+    first = bench.processor.process(ids[0])
+
+    assert (first.kind, first.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
+    states = [j.state for j in bench.store.reads.get_jobs(ids)]
+    assert states.count(JobState.SUCCEEDED) == per and states.count(JobState.QUEUED) == 10 - per
+    assert passed_on(bench) == [ids[0]]
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # the one passed on
+    assert {j.state for j in bench.store.reads.get_jobs(ids)} == {JobState.SUCCEEDED}
+    assert len(passed_on(bench)) == 2
+    assert bench.processor.process(passed_on(bench)[-1]).kind is OutcomeKind.SKIPPED
+    assert len(passed_on(bench)) == 2, "a claim that took nothing passes nothing on"
+    assert next_attempts(bench) == []
+
+
+def test_a_message_takes_only_its_first_job_once_its_time_is_up(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """``DOCLANE_ROUND_MAX_S`` 0: a message's claims stop at its first, which passed a
+    message on for the rest."""
+    bench = lone_bench(make_bench, round_max_s=0)
+    ids = [bench.submit_one(write_sample(bench.folder, "md", n)) for n in range(3)]
+    bench.publisher.messages.clear()
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    states = [j.state for j in bench.store.reads.get_jobs(ids)]
+    assert states == [JobState.SUCCEEDED, JobState.QUEUED, JobState.QUEUED]
+    assert passed_on(bench) == [ids[0]]
+
+
+def test_a_message_stops_taking_jobs_at_one_that_must_be_tried_again(
+    make_bench: Callable[..., Bench],
+) -> None:
+    """The third job's server trouble (E302, retryable) is its own retry, with a message of its
+    own; the message takes no job after it (a server in trouble is no place for more)."""
+    bench = make_bench(
+        batches=True,
+        processing={"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600},
+        resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
+    )
+    ids = [bench.submit_one(write_sample(bench.folder, "md", n)) for n in range(6)]
+    bench.publisher.messages.clear()
+    units: list[McpClient] = []
+
+    def trouble_for_the_third(client: McpClient) -> McpClient:
+        units.append(client)
+        if len(units) == 3:
+            raise ServerUnavailable("the server went away during this document")
+        return client
+
+    bench.runner.wrap_client = trouble_for_the_third
+
+    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+
+    jobs = bench.store.reads.get_jobs(ids)
+    assert [j.state for j in jobs].count(JobState.SUCCEEDED) == 2
+    [unlucky] = [j for j in jobs if j.state is JobState.RETRYING]
+    assert unlucky.error_code == "E302" and next_attempts(bench) == [unlucky.id]
+    assert [j.state for j in jobs].count(JobState.QUEUED) == 3, "no job taken after it"

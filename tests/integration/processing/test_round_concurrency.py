@@ -8,6 +8,7 @@ time), a pool of two of them, the fake's per-format contract, and the real docli
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import threading
 from collections.abc import Callable, Iterator
@@ -24,7 +25,7 @@ from pipeline.resilience import Resilient, build_resilient
 from pipeline.settings import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_command
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
-from tests.integration.processing.conftest import Bench, HookedRunner
+from tests.integration.processing.conftest import Bench, HookedRunner, passed_on
 from tests.integration.processing.test_batches import submit_samples
 from tests.integration.processing.test_rounds import assert_succeeded_once
 
@@ -84,17 +85,32 @@ def test_one_docling_mcp_gets_no_round_its_jobs_go_alone(
     make_bench: Callable[..., Bench],
 ) -> None:
     """One server that converts one document at a time: a round would convert them one after
-    the other anyway, and only add its steps; each message's claim takes one job."""
-    bench = fitted_bench(make_bench)
+    the other anyway, and only add its steps; each claim takes one job. The message stands
+    for eight: it passes one on, then takes the other seven one after another (a budget of
+    ``DOCLANE_ROUND_MAX_S`` no machine runs out of here)."""
+    bench = make_bench(
+        batches=True,
+        processing={
+            "batch_max_docs": 1,
+            "round_max_docs": 8,
+            "server_concurrency": None,
+            "round_max_s": 600,
+        },
+    )
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner)
 
+    outcome = bench.processor.process(ids[0])
+
+    assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
     for number, job_id in enumerate(ids, start=1):
-        outcome = bench.processor.process(job_id)
-        assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, job_id)
         assert_succeeded_once(bench, job_id, number)
-        leftover = [j for j in bench.store.reads.get_jobs(ids) if j.state.value == "queued"]
-        assert len(leftover) == len(ids) - number, "each message took one job, none beside it"
+    jobs = sorted(bench.store.reads.get_jobs(ids), key=lambda j: j.started_at or j.created_at)
+    assert all(
+        a.finished_at is not None and b.started_at is not None and a.finished_at <= b.started_at
+        for a, b in itertools.pairwise(jobs)
+    ), "each claim took one job, the next once it was stored: no round"
+    assert passed_on(bench) == [ids[0]]
     assert units.most == 1, "docling-mcp converts one at a time: a second call only contends"
     assert bench.server.stats()["max_tool_calls_in_flight"] == 1
 
