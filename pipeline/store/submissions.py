@@ -82,6 +82,12 @@ class Submissions:
             known = self._succeeded_by_content(conn, specs, dedup_engine) if dedup else {}
             created: list[CreatedJob | None] = []
             rows: list[tuple[Any, ...]] = []
+            # Ids in ascending order, given in the sources' order: the jobs of one chunk share
+            # their created_at, and the id breaks the tie wherever jobs are taken oldest first
+            # (a tenant's lane, a round's and a batch's companions), so they are taken in the
+            # order they were submitted, not at random: a batch of neighbours (often one
+            # format: one pipeline for the directory call to build) rather than a mix.
+            ids = iter(sorted(uuid4() for _ in specs))
             for spec in specs:
                 existing = known.get(dedup_key(spec)) if spec.content_sha256 else None
                 if existing is not None:
@@ -95,7 +101,7 @@ class Submissions:
                         created.append(None)
                         continue
                     room[spec.tenant] = left - 1
-                job_id = uuid4()
+                job_id = next(ids)
                 created.append(CreatedJob(job_id=job_id))
                 rows.append(copy_row(job_id, spec))
             if rows:

@@ -248,6 +248,10 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
     names = [Path(a.uri).name for a in submission.accepted]
     assert names == sorted(names) and len(names) == 300
     assert covered(publisher) == submission.job_ids
+    # within a chunk (one created_at) ids ascend in the sources' order: the tie-break of every
+    # oldest-first claim, so a submission is taken in its order
+    ids = submission.job_ids
+    assert all(chunk == sorted(chunk) for chunk in (ids[:64], ids[64:192], ids[192:]))
     assert [(r.code, Path(r.source).name) for r in submission.rejected] == [
         ("E106", "doc-150-empty.md")
     ]
