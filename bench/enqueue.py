@@ -39,7 +39,7 @@ import psycopg
 import redis
 
 from bench.harness import DOCLANE, ROOT, Broker, claim_redis_db, scratch_database
-from pipeline.queues import JOB_QUEUES
+from pipeline.queues import JOB_QUEUES, QUEUE_SMALL, jobs_per_message
 
 MIN_BYTES = 20_000
 MAX_BYTES = 50_000
@@ -203,7 +203,13 @@ def submit_once(
     problems = []
     if jobs != count or distinct != count or queued != count:
         problems.append(f"{jobs} jobs ({distinct} distinct files, {queued} queued) for {count}")
-    if published != count or waiting != count:
+    # every job's claim right in the broker: a message each (code before the grouping) or one
+    # per JOBS_PER_MESSAGE small jobs, never fewer rights than jobs, never more messages
+    if (
+        published != count
+        or not count <= waiting * jobs_per_message(QUEUE_SMALL)
+        or (waiting > count)
+    ):
         problems.append(f"{published} reported published, {waiting} messages waiting")
     if out["rejected"]:
         problems.append(f"{len(out['rejected'])} refused")
