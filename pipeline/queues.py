@@ -101,12 +101,12 @@ def clamp_priority(priority: int) -> int:
 #: takes a round or a batch of up to ``DOCLANE_ROUND_MAX_DOCS`` / ``DOCLANE_BATCH_MAX_DOCS``
 #: jobs (8 by default, hence 8 here): one message a job left seven of every eight messages to
 #: find their jobs taken, each paying Celery's hand-off and a claim for nothing. So a
-#: submission publishes one message per this many of its jobs;
-#: a worker whose claim took fewer jobs than the message stands for passes a message on
-#: (:func:`passes_on`), so the claim rights are never fewer than the queued jobs (what the
-#: reconciler's lost-message sweep counts: the broker's depth times this). Medium and large
-#: jobs go alone, a message each. One number for the whole fleet, in code: the submitters,
-#: the workers and the reconciler must agree on it.
+#: submission publishes one message per this many of its jobs; a worker whose claim took
+#: fewer jobs than the message stands for passes a message on (:func:`passes_on`), so the
+#: claim rights are never fewer than the queued jobs (what the reconciler's lost-message sweep
+#: counts: the broker's depth times this). Medium and large jobs go alone, a message each. One
+#: number for the whole fleet, in code: the submitters, the workers and the reconciler must
+#: agree on it.
 JOBS_PER_MESSAGE: Final[Mapping[str, int]] = {QUEUE_SMALL: 8, QUEUE_MEDIUM: 1, QUEUE_LARGE: 1}
 
 
