@@ -205,11 +205,7 @@ def submit_once(
         problems.append(f"{jobs} jobs ({distinct} distinct files, {queued} queued) for {count}")
     # every job's claim right in the broker: a message each (code before the grouping) or one
     # per JOBS_PER_MESSAGE small jobs, never fewer rights than jobs, never more messages
-    if (
-        published != count
-        or not count <= waiting * jobs_per_message(QUEUE_SMALL)
-        or (waiting > count)
-    ):
+    if published != count or not waiting <= count <= waiting * jobs_per_message(QUEUE_SMALL):
         problems.append(f"{published} reported published, {waiting} messages waiting")
     if out["rejected"]:
         problems.append(f"{len(out['rejected'])} refused")

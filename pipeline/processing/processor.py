@@ -198,16 +198,26 @@ class JobProcessor:
                 return Outcome(OutcomeKind.SKIPPED, job_id)
         started = time.monotonic()
         lead = claim.job
+        taken, outcome = self._run(claim, first=True)
+        with job_context(str(lead.id)):
+            answer = self._answer(job_id, lead, outcome)
+        self._more(lead, outcome, taken, started)
+        return answer
+
+    def _run(self, claim: Claim, *, first: bool) -> tuple[int, Outcome]:
+        """What one claim took, on the runner that fits it: how many jobs, and the outcome of
+        its lead. The message's first claim passes a message on when it took fewer jobs than
+        the message stands for (:meth:`_pass_on`)."""
+        lead = claim.lead()
         with job_context(str(lead.id)):  # logs and spans name the job claimed, not the message's
             log_claimed(lead)
             runner, claim = self._fit(claim)
             taken = 1 + len(claim.companions)
-            self._pass_on(claim, taken)
+            if first:
+                self._pass_on(claim, taken)
             outcome = runner.run(claim)
             self.owed.after(claim)
-            first = self._answer(job_id, lead, outcome)
-        self._more(lead, outcome, taken, started)
-        return first
+            return taken, outcome
 
     def _more(self, last: Job, outcome: Outcome, taken: int, started: float) -> None:
         """The message's further claims, one after another: a message on the small queue
@@ -231,14 +241,10 @@ class JobProcessor:
             if claim.job is None:
                 return
             last = claim.job
-            with job_context(str(last.id)):
-                log_claimed(last)
-                runner, claim = self._fit(claim)
-                taken += 1 + len(claim.companions)
-                outcome = runner.run(claim)
-                self.owed.after(claim)
-                if outcome.retry and self.publisher is not None:
-                    publish_next_attempt(self.publisher, last, outcome)
+            more, outcome = self._run(claim, first=False)
+            taken += more
+            if outcome.retry and self.publisher is not None:
+                publish_next_attempt(self.publisher, last, outcome)
 
     def _pass_on(self, claim: Claim, taken: int) -> None:
         """A message on the small queue stands for several jobs' claims: when its first claim

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.queues import QUEUE_SMALL, jobs_per_message
 from tests.fixtures.benches import run_bench
+from tests.support.brokers import small_queue_messages
 
 
 def test_client_overhead_compares_three_clients_in_both_revisions() -> None:
@@ -27,7 +27,7 @@ def test_enqueue_creates_and_publishes_one_job_per_file() -> None:
     (run,) = report["runs"]
     # a message per eight small files: their claim rights (pipeline.queues.JOBS_PER_MESSAGE)
     assert run["jobs"] == report["files"] and run["problems"] == []
-    assert run["messages"] == -(-report["files"] // jobs_per_message(QUEUE_SMALL))
+    assert run["messages"] == small_queue_messages(report["files"])
     assert report["median_s"] > 0
     steps = {"walk_validate_hash", "copy", "publish", "rest", "start_and_exit"}
     assert set(report["phases"]) == steps and all(s > 0 for s in report["phases"].values())

@@ -16,13 +16,21 @@ from typing import Any, cast
 
 import redis
 
-from pipeline.queues import JOB_QUEUES
+from pipeline.queues import JOB_QUEUES, QUEUE_SMALL, jobs_per_message
 from tests.fixtures.processes import pid_alive
 
 REDIS_HOST = os.environ.get("DOCLANE_TEST_REDIS_HOST", "127.0.0.1")
 REDIS_PORT = int(os.environ.get("DOCLANE_TEST_REDIS_PORT", "6379"))
 RABBITMQ_URL = os.environ.get("DOCLANE_TEST_AMQP_URL", "amqp://guest:guest@127.0.0.1:5672//")
 _LOCK = "doclane:test-broker-owner"
+
+
+def small_queue_messages(jobs: int) -> int:
+    """How many messages a submission of ``jobs`` small jobs (one chunk) publishes: one per
+    :func:`pipeline.queues.jobs_per_message` of them."""
+    return -(-jobs // jobs_per_message(QUEUE_SMALL))
+
+
 CANDIDATE_DBS = range(15, 7, -1)
 
 

@@ -22,7 +22,6 @@ import psycopg
 import pytest
 
 from pipeline.jobs import EventKind, Job, JobState
-from pipeline.queues import QUEUE_SMALL, jobs_per_message
 from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
@@ -30,6 +29,7 @@ from tests.fixtures.processes import parent_of
 from tests.fixtures.samples import write_mixed
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
+from tests.support.brokers import small_queue_messages
 
 PEAK_WATCH = """
 CREATE TABLE running_peaks (tenant text PRIMARY KEY, peak integer NOT NULL);
@@ -224,7 +224,7 @@ def test_owed_messages_are_repaid_by_a_reconciler_pass_once_a_tenant_has_room(
     tenant(raw_sql, "later", 0)
     paused = submitted_as(cluster, raw_sql, "later", write_mixed(tmp_path / "p", 5))
     cluster.start_worker(concurrency=2, beat=False)
-    messages = -(-len(paused) // jobs_per_message(QUEUE_SMALL))  # eight small jobs a message
+    messages = small_queue_messages(len(paused))
     wait_for(lambda: owed(raw_sql) == messages, timeout=60, message="every message owed")
     publisher = cluster.publisher()
     assert all(publisher.waiting(job.queue) == 0 for job in cluster.jobs(paused)), "none loops"

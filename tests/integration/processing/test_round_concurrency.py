@@ -37,11 +37,18 @@ T = TypeVar("T")
 SECOND_UNIT_WAIT_S = 3.0
 
 
-def fitted_bench(make_bench: Callable[..., Bench], **options: Any) -> Bench:
-    """Rounds of 8, batches off, ``DOCLANE_SERVER_CONCURRENCY`` unset."""
+def fitted_bench(
+    make_bench: Callable[..., Bench], processing: dict[str, Any] | None = None, **options: Any
+) -> Bench:
+    """Rounds of 8, batches off, ``DOCLANE_SERVER_CONCURRENCY`` unset (and ``processing``)."""
     return make_bench(
         batches=True,
-        processing={"batch_max_docs": 1, "round_max_docs": 8, "server_concurrency": None},
+        processing={
+            "batch_max_docs": 1,
+            "round_max_docs": 8,
+            "server_concurrency": None,
+            **(processing or {}),
+        },
         **options,
     )
 
@@ -88,15 +95,7 @@ def test_one_docling_mcp_gets_no_round_its_jobs_go_alone(
     the other anyway, and only add its steps; each claim takes one job. The message stands
     for eight: it passes one on, then takes the other seven one after another (a budget of
     ``DOCLANE_ROUND_MAX_S`` no machine runs out of here)."""
-    bench = make_bench(
-        batches=True,
-        processing={
-            "batch_max_docs": 1,
-            "round_max_docs": 8,
-            "server_concurrency": None,
-            "round_max_s": 600,
-        },
-    )
+    bench = fitted_bench(make_bench, processing={"round_max_s": 600})
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner)
 

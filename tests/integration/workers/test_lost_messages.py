@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs import SubmissionRequest
-from pipeline.queues import QUEUE_SMALL, jobs_per_message
+from pipeline.queues import QUEUE_SMALL
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
@@ -20,6 +20,7 @@ from pipeline.submission import enqueue
 from tests.fixtures.brokers import Broker
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
+from tests.support.brokers import small_queue_messages
 from workers.app import create_app
 from workers.publisher import CeleryPublisher
 
@@ -36,17 +37,12 @@ def publisher(redis_broker: Broker) -> Iterator[CeleryPublisher]:
     app.close()
 
 
-def messages_for(jobs: int) -> int:
-    """How many messages stand for ``jobs`` small jobs (one per round's worth of them)."""
-    return -(-jobs // jobs_per_message(QUEUE_SMALL))
-
-
 def submitted(store: JobStore, publisher: CeleryPublisher, folder: Path, count: int) -> list[UUID]:
     """``count`` small jobs, their messages counted in the broker, their rows past the
     lost-message threshold."""
     paths = [str(write_sample(folder, "md", n)) for n in range(count)]
     ids = enqueue(SubmissionRequest(paths), publisher=publisher, store=store).job_ids
-    assert publisher.waiting(QUEUE_SMALL) == messages_for(count)
+    assert publisher.waiting(QUEUE_SMALL) == small_queue_messages(count)
 
     def past_threshold() -> bool:
         newest = max(job.updated_at for job in store.reads.get_jobs(ids))
@@ -68,7 +64,7 @@ def test_a_flushed_queue_is_republished_before_the_stale_threshold(
     report = reconcile_once(store, publisher, SETTINGS)
 
     assert sorted(report.lost) == sorted(ids) and sorted(report.republished) == sorted(ids)
-    assert publisher.waiting(QUEUE_SMALL) == messages_for(20), "republished"
+    assert publisher.waiting(QUEUE_SMALL) == small_queue_messages(20), "republished"
     again = reconcile_once(store, publisher, SETTINGS)
     assert again.lost == [] and again.republished == [], "each lost message replaced once"
-    assert publisher.waiting(QUEUE_SMALL) == messages_for(20)
+    assert publisher.waiting(QUEUE_SMALL) == small_queue_messages(20)
