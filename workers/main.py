@@ -11,6 +11,7 @@ from pipeline.settings import read_settings
 from pipeline.support.logs import configure_logging
 from workers.app import create_app
 from workers.heartbeat import Heartbeat
+from workers.runtime import preload
 from workers.timer_sweep import TimerSweep
 
 
@@ -48,6 +49,7 @@ def run_worker(
         without_gossip=True,
         optimization="fair",
     )
+    preload()  # before the pool forks: each process finds the modules imported
     worker.start()
     return int(worker.exitcode or 0)
 
