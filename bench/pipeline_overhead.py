@@ -44,7 +44,6 @@ import argparse
 import itertools
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -74,51 +73,13 @@ from bench.harness import (
     write_documents,
 )
 from bench.harness.conversions import convert_pair, ignore
-from bench.harness.processes import TICK
+from bench.harness.processes import children_cpu_s, services_cpu_s
 from bench.harness.timeline import job_timeline
 from pipeline.jobs import SubmissionRequest
 from pipeline.mcp import McpClient
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import enqueue
-
-
-# ---- CPU accounting ---------------------------------------------------------------------------
-def services_cpu_s() -> dict[str, float]:
-    """CPU seconds of the machine's PostgreSQL and Redis so far.
-
-    PostgreSQL: every live ``postgres`` process, plus what the postmaster has reaped of its
-    children (a backend that disconnected, e.g. ``doclane submit``'s, is counted there).
-    """
-    totals = {"postgres": 0.0, "redis": 0.0}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            name = (entry / "comm").read_text().strip()
-        except OSError:  # gone meanwhile
-            continue
-        key = "postgres" if name == "postgres" else "redis" if name == "redis-server" else None
-        if key is None:
-            continue
-        totals[key] += (int(fields[11]) + int(fields[12])) / TICK
-        if key == "postgres" and _comm(fields[1]) != "postgres":  # the postmaster
-            totals[key] += (int(fields[13]) + int(fields[14])) / TICK  # reaped backends
-    return totals
-
-
-def _comm(pid: str) -> str:
-    try:
-        return (Path("/proc") / pid / "comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def children_cpu_s() -> float:
-    """CPU seconds of this process's reaped children (``doclane submit`` once it ended)."""
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 # ---- the client loop -------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from bench.harness.conversions import Run
 from bench.harness.docling_rs import RS_BIN, RsServer
+from bench.harness.processes import cpu_by_part, per_document_ms
 from errors import PipelineError
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
@@ -46,14 +47,18 @@ def direct(mode: str, files: list[Path], server: RsServer, clients: int = 1) -> 
     ]
     for caller in callers:
         caller.start()
+    server_pid = server.proc.pid if server.proc is not None else None
     try:
         ready.wait(timeout=60)
+        # the clients are counted whole once joined (their handshakes too: a few ms in all)
+        cpu = cpu_by_part(None, server_pid)
         started = time.monotonic()
         results = [outcomes.get(timeout=3600) for _ in callers]
     finally:
         for caller in callers:
             caller.join(timeout=10)
     run = Run(mode, max(ended for ended, _, _ in results) - started, len(files))
+    run.cpu_ms = per_document_ms(cpu, cpu_by_part(None, server_pid), len(files))
     for _, markdown, failures in results:
         run.markdown.update(markdown)
         run.failures.update(failures)

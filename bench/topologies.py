@@ -24,7 +24,10 @@ directory tool, and a call costs milliseconds):
 - ``rs-stdio-c2``: a docling-rs-mcp child per worker process, ``-c 2``;
 - ``rs-direct``, ``rs-direct-x2``: doclane's MCP client and docling-rs profile calling it
   directly, one client sequentially, and two clients at once (the baselines these are held to:
-  every markdown must equal ``rs-direct``'s, column ``md=rs``);
+  every markdown must equal ``rs-direct``'s, column ``md=rs``). Each of these says its CPU
+  per document by whose process it was (``bench.harness.processes.cpu_by_part``: the worker's
+  pool and main process, the server, the processes this bench reaped (the submitter, the
+  direct clients), PostgreSQL, Redis): the floor part by part;
 
 and two baselines without doclane's pipeline:
 
@@ -318,6 +321,10 @@ def show(rows: list[dict[str, Any]], documents: int, refused: dict[str, str]) ->
             f"{r['docs_per_s_rounds']}; {r['failed_by_code']}"
         )
     for r in rows:
+        for cpu in r["cpu_ms_per_doc_rounds"]:  # the floor part by part, each round
+            parts = ", ".join(f"{k} {v}" for k, v in cpu.items())
+            print(f"{r['mode']} CPU ms a document: {parts}")
+    for r in rows:
         for what in (
             "md_differs_from_direct",
             "md_differs_from_serve",
@@ -436,6 +443,7 @@ def main() -> None:
             {
                 **row(run, direct, serve, medians.get("rs-direct")),
                 "docs_per_s_rounds": [round(r.rate, 2) for r in runs[name]],
+                "cpu_ms_per_doc_rounds": [r.cpu_ms for r in runs[name] if r.cpu_ms],
                 # Every round's markdown, not only the median's, must match (deterministic).
                 "md_same_as_serve_min": min_same(runs[name], runs.get("e-serve")),
                 "md_same_as_direct_min": min_same(runs[name], runs.get("direct")),

@@ -22,6 +22,7 @@ from typing import Any
 import psycopg
 
 from bench.harness.paths import DOCLANE
+from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.services import Broker, DoclingServer, scratch_database
 from bench.harness.workers import start_worker, stop_worker, worker_env
 from errors import PipelineError
@@ -50,6 +51,8 @@ class Run:
     proven: int = 0
     eliminated: int = 0  # keys proven by elimination (no save)
     tool_seconds: dict[str, float] = field(default_factory=dict)  # the worker's MCP calls
+    #: CPU ms a document by whose process (``processes.cpu_by_part``), where the run measured it.
+    cpu_ms: dict[str, float] = field(default_factory=dict)
 
     @property
     def rate(self) -> float:
@@ -125,7 +128,10 @@ def pipeline(
         )
         log_path = scratch / f"worker-{mode}.log"
         worker = start_worker(env, log_path, "--concurrency", str(concurrency))
+        server_proc = getattr(server, "proc", None)  # None: stdio children of the pool
+        server_pid = server_proc.pid if server_proc is not None else None
         try:
+            cpu = cpu_by_part(worker.pid, server_pid)
             started = time.time()
             done = subprocess.run(
                 [DOCLANE, "submit", str(folder), "--wait", "--json", "--timeout", "3600"],
@@ -138,6 +144,7 @@ def pipeline(
                 raise SystemExit(f"doclane submit printed nothing: {done.stderr[-2000:]}")
             submitted = json.loads(done.stdout)
             run = collect(mode, db_url, started, count)
+            run.cpu_ms = per_document_ms(cpu, cpu_by_part(worker.pid, server_pid), count)
             if submitted.get("rejected"):
                 for refused in submitted["rejected"]:
                     run.failures[Path(refused["source"]).name] = f"refused {refused['code']}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -45,5 +46,80 @@ def process_cpu_s(pid: int) -> float:
 
 def process_tree_cpu_s(pid: int) -> float:
     """CPU seconds of a process and its live children (a worker and its pool)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return process_cpu_s(pid) + sum(process_cpu_s(int(child)) for child in children)
+    return process_cpu_s(pid) + sum(process_cpu_s(child) for child in children_of(pid))
+
+
+def children_of(pid: int) -> list[int]:
+    """Every thread's children (a pool process starts its stdio server from a round thread)."""
+    children: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with contextlib.suppress(OSError):  # gone meanwhile
+            children += [int(c) for c in (task / "children").read_text().split()]
+    return children
+
+
+def services_cpu_s() -> dict[str, float]:
+    """CPU seconds of the machine's PostgreSQL and Redis so far.
+
+    PostgreSQL: every live ``postgres`` process, plus what the postmaster has reaped of its
+    children (a backend that disconnected, e.g. ``doclane submit``'s, is counted there).
+    """
+    totals = {"postgres": 0.0, "redis": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            name = (entry / "comm").read_text().strip()
+        except OSError:  # gone meanwhile
+            continue
+        key = "postgres" if name == "postgres" else "redis" if name == "redis-server" else None
+        if key is None:
+            continue
+        totals[key] += (int(fields[11]) + int(fields[12])) / TICK
+        if key == "postgres" and _comm(fields[1]) != "postgres":  # the postmaster
+            totals[key] += (int(fields[13]) + int(fields[14])) / TICK  # reaped backends
+    return totals
+
+
+def _comm(pid: str) -> str:
+    try:
+        return (Path("/proc") / pid / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's reaped children (``doclane submit`` once it ended, a
+    direct client's process once joined)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def cpu_by_part(worker_pid: int | None, server_pid: int | None) -> dict[str, float]:
+    """CPU seconds so far, by whose they are: ``pool`` (the worker's pool processes), ``main``
+    (its main process), ``server`` (``server_pid``, or the pool processes' own children: a
+    stdio server each), ``reaped`` (this process's ended children: the submitter, the direct
+    clients), ``postgres`` and ``redis``. The difference of two, per document, is a run's
+    floor part by part."""
+    parts = {"pool": 0.0, "main": 0.0, "server": 0.0, "reaped": children_cpu_s()}
+    parts.update(services_cpu_s())
+    if server_pid is not None:
+        parts["server"] = process_cpu_s(server_pid)
+    if worker_pid is not None:
+        parts["main"] = process_cpu_s(worker_pid)
+        for pool_pid in children_of(worker_pid):
+            with contextlib.suppress(OSError):  # a pool process replaced meanwhile
+                parts["pool"] += process_cpu_s(pool_pid)
+                if server_pid is None:
+                    parts["server"] += sum(process_cpu_s(c) for c in children_of(pool_pid))
+    return parts
+
+
+def per_document_ms(
+    before: dict[str, float], after: dict[str, float], documents: int
+) -> dict[str, float]:
+    """``cpu_by_part``'s difference, in milliseconds a document (and ``all``, their sum)."""
+    ms = {k: round((after[k] - before[k]) / documents * 1000, 2) for k in before}
+    ms["all"] = round(sum(ms.values()), 2)
+    return ms
