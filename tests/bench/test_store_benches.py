@@ -1,5 +1,6 @@
 """The store benches still run: each at a tiny size, its report's shape checked, never a figure.
 
+``bench/row_updates.py`` times a job's two updates under each part of the schema;
 ``bench/store_admin_queries.py`` and ``bench/admin_queries.py`` load a few thousand synthetic
 jobs into a scratch database (a million when measuring) and EXPLAIN the store's queries, the
 latter through the admin views and ``doclane api`` too; ``bench/store_restart_first_call.py``
@@ -39,3 +40,20 @@ def test_store_restart_first_call_times_both_modes() -> None:
     report = run_bench("store_restart_first_call", "--connections", "1", "--rounds", "1")
     assert set(report["first_call_s"]) == {"sweep on", "sweep off"}
     assert all(len(times) == 1 and times[0] > 0 for times in report["first_call_s"].values())
+
+
+def test_row_updates_times_each_variant_and_every_job_ends_succeeded() -> None:
+    """The bench itself refuses a variant whose updates did not take every job to succeeded
+    (a disabled trigger or a dropped index must leave the state machine's path working)."""
+    report = run_bench("row_updates", "--smoke")
+    assert report["jobs"] == 50
+    assert set(report["variants"]) == {
+        "as-is",
+        "fewer-indexes",
+        "without:jobs_log_update",
+        "without:jobs_count_lanes_updated",
+        "without:jobs_guard_update",
+        "no-triggers",
+    }
+    for variant, (figures,) in report["variants"].items():
+        assert figures["wall_ms"] > 0, variant
