@@ -34,7 +34,7 @@ Goal for 2 and 3: the peak under 4x the result, counted from the process's RSS j
 
     .venv/bin/python -m bench.worker_memory [--smoke] [--jobs 1000] [--result-mb 50] [--json]
         [--rounds N] [--compare-with DIR]   # alternate with another checkout's code (A B A B)
-        [--docling-rs]
+        [--docling-rs | --only-docling-rs]
     .venv/bin/python -m bench.worker_memory --sse-alone [--result-mb 50] [--sse-chunk-kb 64]
 """
 
@@ -188,9 +188,16 @@ def api_server(env: dict[str, str], log: Path) -> Iterator[tuple[int, str]]:
 
 # ---- the measurement ---------------------------------------------------------------------------
 def measure(
-    jobs: int, result_mb: int, scratch: Path, code: Path, *, docling_rs: bool = False
+    jobs: int,
+    result_mb: int,
+    scratch: Path,
+    code: Path,
+    *,
+    docling_rs: bool = False,
+    fake: bool = True,
 ) -> dict[str, Any]:
-    """One run of every figure, with the doclane of checkout ``code`` (``PYTHONPATH``)."""
+    """One run of every figure, with the doclane of checkout ``code`` (``PYTHONPATH``); without
+    ``fake``, only the docling-rs rows."""
     report: dict[str, Any] = {"jobs": jobs, "result_mb": result_mb, "checkout": str(code)}
     broker = claim_redis_db()
     try:
@@ -199,29 +206,13 @@ def measure(
             scratch_database(f"doclane_bench_memory_{os.getpid()}") as db_url,
         ):
             env = {**worker_env(db_url, broker, server.url), "PYTHONPATH": str(code)}
-            log_path = scratch / "worker.log"
-            worker = start_worker(env, log_path, "--concurrency", "1", "--no-beat")
-            try:
-                pool = pool_process(worker.pid)
-                report.update(growth(env, db_url, scratch, jobs, (worker.pid, pool)))
-                job_id, report["storing"] = storing(
-                    env, db_url, scratch, jobs=jobs, pool=pool, result_mb=result_mb
-                )
-            finally:
-                stop_worker(worker)
-            report["serving"] = serving(env, scratch, job_id, result_mb)
-            large = scratch / "large" / "large.md"
-            report["reply_alone"] = {
-                wire: reply_alone(wire_env(env, wire, server), code, large, result_mb)
-                for wire in WIRES
-            }
-            done = jobs + 1
-            report["storing_wires"] = {}
-            for wire in ("json", "stdio"):
-                peaks = warm_storing(wire_env(env, wire, server), db_url, scratch / wire, done=done)
-                report["storing_wires"][wire] = peak_figures(*peaks, result_mb)
-                done += 2
-            server.configure(stateless=False)
+            if fake:
+                done = through_the_fake(report, env, db_url, scratch, code=code, server=server)
+            else:  # the docling-rs rows alone: their large source, and no job before them
+                large = scratch / "large" / "large.md"
+                large.parent.mkdir()
+                write_large_file(large, result_mb * MB)
+                done = 0
             if docling_rs:
                 report["docling_rs"] = {}
                 for n, wire in enumerate(("stdio", "http")):
@@ -235,6 +226,41 @@ def measure(
     finally:
         broker.release()
     return report
+
+
+def through_the_fake(
+    report: dict[str, Any],
+    env: dict[str, str],
+    db_url: str,
+    scratch: Path,
+    *,
+    code: Path,
+    server: FakeServer,
+) -> int:
+    """Figures 1-4 against the fake server, into ``report``; the jobs that succeeded."""
+    jobs, result_mb = int(report["jobs"]), int(report["result_mb"])
+    worker = start_worker(env, scratch / "worker.log", "--concurrency", "1", "--no-beat")
+    try:
+        pool = pool_process(worker.pid)
+        report.update(growth(env, db_url, scratch, jobs, (worker.pid, pool)))
+        job_id, report["storing"] = storing(
+            env, db_url, scratch, jobs=jobs, pool=pool, result_mb=result_mb
+        )
+    finally:
+        stop_worker(worker)
+    report["serving"] = serving(env, scratch, job_id, result_mb)
+    large = scratch / "large" / "large.md"
+    report["reply_alone"] = {
+        wire: reply_alone(wire_env(env, wire, server), code, large, result_mb) for wire in WIRES
+    }
+    done = jobs + 1
+    report["storing_wires"] = {}
+    for wire in ("json", "stdio"):
+        peaks = warm_storing(wire_env(env, wire, server), db_url, scratch / wire, done=done)
+        report["storing_wires"][wire] = peak_figures(*peaks, result_mb)
+        done += 2
+    server.configure(stateless=False)
+    return done
 
 
 def growth(
@@ -500,16 +526,18 @@ def peak_figures(before: float, peak: float, result_mb: float) -> dict[str, floa
 
 def show(report: dict[str, Any]) -> None:
     print(f"checkout {report['checkout']}:")
-    rss, growth = report["rss_mb"], report["growth_mb"]
-    for label, figures in rss.items():
-        print(f"{label:>12}: pool {figures['pool']:.1f} MB, main {figures['main']:.1f} MB")
-    print(
-        f"      growth: pool {growth['pool']:+.1f} MB, main {growth['main']:+.1f} MB "
-        f"(goal < {GROWTH_GOAL_MB} MB)"
-    )
-    peaks = {"storing": report["storing"], "serving": report["serving"]}
-    peaks |= {f"store {wire}": f for wire, f in report.get("storing_wires", {}).items()}
-    peaks |= {f"reply {wire}": figures for wire, figures in report["reply_alone"].items()}
+    peaks: dict[str, dict[str, float]] = {}
+    if "rss_mb" in report:  # the fake server's figures (not with --only-docling-rs)
+        rss, growth = report["rss_mb"], report["growth_mb"]
+        for label, figures in rss.items():
+            print(f"{label:>12}: pool {figures['pool']:.1f} MB, main {figures['main']:.1f} MB")
+        print(
+            f"      growth: pool {growth['pool']:+.1f} MB, main {growth['main']:+.1f} MB "
+            f"(goal < {GROWTH_GOAL_MB} MB)"
+        )
+        peaks = {"storing": report["storing"], "serving": report["serving"]}
+        peaks |= {f"store {wire}": f for wire, f in report["storing_wires"].items()}
+        peaks |= {f"reply {wire}": figures for wire, figures in report["reply_alone"].items()}
     for wire, rs in report.get("docling_rs", {}).items():
         if "error" in rs:
             print(f"docling-rs-mcp over {wire}: {rs['error']}")
@@ -536,6 +564,9 @@ def main() -> None:
         "--docling-rs", action="store_true", help="also store the result through docling-rs-mcp"
     )
     parser.add_argument(
+        "--only-docling-rs", action="store_true", help="the docling-rs-mcp rows alone"
+    )
+    parser.add_argument(
         "--compare-with", type=Path, help="another checkout whose code runs before each round"
     )
     args = parser.parse_args()
@@ -558,7 +589,14 @@ def main() -> None:
             scratch = Path(tempfile.mkdtemp(prefix="doclane-bench-memory-"))
             try:
                 reports.append(
-                    measure(args.jobs, args.result_mb, scratch, code, docling_rs=args.docling_rs)
+                    measure(
+                        args.jobs,
+                        args.result_mb,
+                        scratch,
+                        code,
+                        docling_rs=args.docling_rs or args.only_docling_rs,
+                        fake=not args.only_docling_rs,
+                    )
                 )
             finally:
                 if not args.keep:

@@ -48,8 +48,10 @@ def test_worker_memory_reports_growth_and_every_peak() -> None:
 
 @pytest.mark.docling
 def test_worker_memory_stores_through_docling_rs_both_ways() -> None:
-    """Needs the real docling-rs-mcp (scripts/test installs it)."""
-    report = run_bench("worker_memory", "--smoke", "--docling-rs")
+    """Needs the real docling-rs-mcp (scripts/test installs it). Its rows alone: the fake
+    server's figures are the test above's."""
+    report = run_bench("worker_memory", "--smoke", "--only-docling-rs")
+    assert "storing" not in report and "rss_mb" not in report
     assert set(report["docling_rs"]) == {"stdio", "http"}
     for figures in report["docling_rs"].values():
         assert figures["markdown_bytes"] > 0
