@@ -65,7 +65,6 @@ from bench.harness import (
     claim_redis_db,
     percentile,
     process_cpu_s,
-    process_tree_cpu_s,
     scratch_database,
     start_worker,
     stop_worker,
@@ -73,7 +72,7 @@ from bench.harness import (
     write_documents,
 )
 from bench.harness.conversions import convert_pair, ignore
-from bench.harness.processes import children_cpu_s, services_cpu_s
+from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.timeline import job_timeline
 from pipeline.jobs import SubmissionRequest
 from pipeline.mcp import McpClient
@@ -174,11 +173,7 @@ def pipeline_run(
         try:
             if profile_worker:
                 spies = start_spies(worker.pid, scratch / f"c{concurrency}")
-            server_cpu = process_cpu_s(server.pid)
-            services_cpu = services_cpu_s()
-            children_cpu = children_cpu_s()
-            worker_cpu = process_tree_cpu_s(worker.pid)
-            main_cpu = process_cpu_s(worker.pid)
+            cpu = cpu_by_part(worker.pid, server.pid)
             commits = database_commits(db_url)
             started = time.time()
             done = subprocess.run(
@@ -190,20 +185,22 @@ def pipeline_run(
             )
             if not done.stdout.strip():
                 raise SystemExit(f"doclane submit printed nothing: {done.stderr[-2000:]}")
-            run.cpu_ms["submit"] = (children_cpu_s() - children_cpu) / run.jobs * 1000
-            run.cpu_ms["server"] = (process_cpu_s(server.pid) - server_cpu) / run.jobs * 1000
-            run.cpu_ms["worker"] = (process_tree_cpu_s(worker.pid) - worker_cpu) / run.jobs * 1000
-            run.cpu_ms["worker_main"] = (process_cpu_s(worker.pid) - main_cpu) / run.jobs * 1000
-            for name, seconds in services_cpu_s().items():
-                run.cpu_ms[name] = (seconds - services_cpu[name]) / run.jobs * 1000
+            ms = per_document_ms(cpu, cpu_by_part(worker.pid, server.pid), run.jobs)
+            run.cpu_ms = {
+                "submit": ms["reaped"],
+                "server": ms["server"],
+                "worker": ms["pool"] + ms["main"],
+                "worker_main": ms["main"],
+                "postgres": ms["postgres"],
+                "redis": ms["redis"],
+            }
             run.commits = database_commits(db_url) - commits
             returned = time.time()
             wait_until_drained(broker)
             run.drain_s = time.time() - returned
-            drained = process_tree_cpu_s(worker.pid) - worker_cpu
-            run.cpu_ms["worker_drained"] = drained / run.jobs * 1000
-            drained_services = services_cpu_s()["postgres"] - services_cpu["postgres"]
-            run.cpu_ms["postgres_drained"] = drained_services / run.jobs * 1000
+            drained = per_document_ms(cpu, cpu_by_part(worker.pid, server.pid), run.jobs)
+            run.cpu_ms["worker_drained"] = drained["pool"] + drained["main"]
+            run.cpu_ms["postgres_drained"] = drained["postgres"]
             for spy in spies:
                 spy.send_signal(2)  # SIGINT: py-spy writes its stacks and exits
             with psycopg.connect(db_url) as conn:

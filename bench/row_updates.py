@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import time
 
 import psycopg
 
-from bench.harness import DOCLANE, print_json, process_cpu_s, scratch_database
+from bench.harness import print_json, process_cpu_s, scratch_database
+from pipeline.settings import read_settings
+from pipeline.store import apply_migrations
 
 SECONDARY = (
     "jobs_created_idx",
@@ -63,8 +64,7 @@ FINISH = (
 def measure(variant: str, jobs: int) -> dict[str, float]:
     """The backend's CPU and the wall time, ms a job, of ``jobs`` jobs' two updates."""
     with scratch_database(f"doclane_bench_rows_{os.getpid()}") as url:
-        env = {**os.environ, "DOCLANE_DATABASE_URL": url}
-        subprocess.run([DOCLANE, "db", "migrate"], env=env, check=True, capture_output=True)
+        apply_migrations(read_settings(store={"database_url": url}).store)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
                 "INSERT INTO jobs (source_kind, source_uri, size_bytes, content_sha256, profile,"
