@@ -35,7 +35,7 @@ from fastapi.testclient import TestClient
 from bench.harness.store import LOAD_JOBS, bench_arguments, in_scratch_database
 from pipeline.admin import list_jobs
 from pipeline.api import ApiContext, create_app
-from pipeline.queues import JobMessage
+from pipeline.queues import Wakeup
 from pipeline.settings import read_settings
 from pipeline.store import JobFilter, JobStore, apply_migrations
 
@@ -69,7 +69,7 @@ UPDATE jobs SET submission_id = md5('submission ' || date_trunc('hour', created_
 
 
 class _NoPublisher:
-    def publish(self, message: JobMessage) -> None:  # the bench never retries
+    def publish(self, message: Wakeup) -> None:  # the bench never retries
         raise AssertionError(f"unexpected publish of {message}")
 
     def waiting(self, queue: str) -> int | None:

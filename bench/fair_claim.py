@@ -1,12 +1,12 @@
-"""Is the fair claim O(1) at a million queued jobs? ``claim_next`` under EXPLAIN ANALYZE.
+"""Is the fair claim O(1) at a million queued jobs? ``claim_queue`` under EXPLAIN ANALYZE.
 
 Loads ``--jobs`` queued jobs (default 1,000,000) spread over ``--tenants`` tenants (default
 1,000) in one queue, a tenth of the tenants with a running cap of 2 and already at it (two
 running jobs each: their lanes are passed over, and each costs a look), and a tenth paused
 (never read). Then measures, best of ``--runs``, each in a transaction rolled back:
 
-- a lone claim (a message's ``claim_next`` with a round limit of 1);
-- a round's claim (``claim_next`` with a limit of 16: the lead and 15 companions by rotation).
+- a lone claim (a drain's ``claim_queue`` with a round limit of 1);
+- a round's claim (``claim_queue`` with a limit of 16: the lead and 15 companions by rotation).
 
     .venv/bin/python -m bench.fair_claim [--jobs 1000000] [--tenants 1000] [--json] [--keep]
 
@@ -71,10 +71,10 @@ def load(url: str, args: argparse.Namespace) -> dict[str, Any]:
         row = conn.execute("SELECT id FROM jobs WHERE state = 'queued' LIMIT 1").fetchone()
         assert row is not None
         queued = conn.execute("SELECT sum(queued) FROM tenant_lanes").fetchone()
-        params = {"job_id": row[0], "worker": "bench", "lease_s": 60.0,
+        params = {"queue": QUEUE, "worker": "bench", "lease_s": 60.0,
                   "small_below": SMALL_BELOW_BYTES}  # fmt: skip
-        lone = explain(conn, query("claim_next"), {**params, "limit": 1}, args.runs)
-        round_ = explain(conn, query("claim_next"), {**params, "limit": 16}, args.runs)
+        lone = explain(conn, query("claim_queue"), {**params, "limit": 1}, args.runs)
+        round_ = explain(conn, query("claim_queue"), {**params, "limit": 16}, args.runs)
     return {
         "jobs": args.jobs,
         "tenants": args.tenants,

@@ -212,8 +212,6 @@ class Soak:
             "DOCLANE_LOG_LEVEL": "INFO",
             "DOCLANE_BATCH_MAX_DOCS": str(a.batch),
             "DOCLANE_RECONCILE_INTERVAL_S": str(a.reconcile_interval),
-            "DOCLANE_RECONCILE_STALE_AFTER_S": str(a.stale_after),
-            "DOCLANE_RECONCILE_LOST_AFTER_S": str(a.lost_after),
             "DOCLANE_LEASE_S": str(a.lease),
             "DOCLANE_BREAKER_RESET_S": str(a.breaker_reset),
         }
@@ -536,8 +534,6 @@ def arguments() -> argparse.Namespace:
     add("--server-stop-at", type=float, default=0.7)
     add("--breaker-reset", type=float, default=30.0, help="DOCLANE_BREAKER_RESET_S")
     add("--reconcile-interval", type=float, default=30.0)
-    add("--stale-after", type=float, default=300.0)
-    add("--lost-after", type=float, default=60.0, help="DOCLANE_RECONCILE_LOST_AFTER_S")
     add("--lease", type=float, default=60.0)
     add("--sample-s", type=float, default=5.0)
     add("--timeout", type=float, default=6 * 3600.0, help="seconds for the whole run")
@@ -547,8 +543,7 @@ def arguments() -> argparse.Namespace:
     args = parser.parse_args()
     if args.smoke:
         args.docs, args.chunk, args.backlog, args.kill_every = 300, 50, 100, 20.0
-        args.breaker_reset, args.reconcile_interval, args.stale_after = 4.0, 2.0, 10.0
-        args.lost_after = 4.0
+        args.breaker_reset, args.reconcile_interval = 4.0, 2.0
         args.lease, args.sample_s, args.timeout = 10.0, 1.0, 240.0
     if args.no_postgres_restart:
         args.postgres_restart_at = None

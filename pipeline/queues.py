@@ -7,19 +7,21 @@ meant for a one-page memo, so the queue a job goes to (``doclane.small|medium|la
 worker's Celery time limits and the MCP client's call timeouts all pick their tier here. This
 module imports only the standard library, so that every layer can import it without cycles.
 
-A message carries only a job id, and is a claim right on its queue (:class:`JobMessage`);
-PostgreSQL holds everything else. ``workers/`` implements :class:`Publisher` with Celery and
-the CLI (the composition root) wires it in. A publisher may fail (the broker is down): the
-job row is already committed, stays queued, and the reconciler publishes it again later, so
-callers log the failure and carry on.
+PostgreSQL is the queue; a broker message only rings the bell (:class:`Wakeup`): "drain this
+queue". Every wake-up is rung here (:func:`ring`, :func:`bells_for`, :func:`wake`).
+``workers/`` implements :class:`Publisher` with Celery and the CLI (the composition root)
+wires it in. A publisher may fail (the broker is down): the jobs are already committed, stay
+queued, and the reconciler rings for them within an interval, so callers log it and go on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol, runtime_checkable
-from uuid import UUID
+from typing import Final, Literal, Protocol
+
+log = logging.getLogger("doclane.wakeups")
 
 SizeTier = Literal["small", "medium", "large"]
 
@@ -96,91 +98,83 @@ def clamp_priority(priority: int) -> int:
     return min(max(priority, PRIORITY_LEVELS[0]), PRIORITY_LEVELS[-1])
 
 
-#: How many queued jobs of a queue one message on it stands for. A message is a claim right on
-#: its queue (the fair order, not the message, picks the job), and on the small queue a claim
-#: takes a round or a batch of up to ``DOCLANE_ROUND_MAX_DOCS`` / ``DOCLANE_BATCH_MAX_DOCS``
-#: jobs (8 by default, hence 8 here): one message a job left seven of every eight messages to
-#: find their jobs taken, each paying Celery's hand-off and a claim for nothing. So a
-#: submission publishes one message per this many of its jobs; a worker whose claim took
-#: fewer jobs than the message stands for passes a message on (:func:`passes_on`), so the
-#: claim rights are never fewer than the queued jobs (what the reconciler's lost-message sweep
-#: counts: the broker's depth times this). Medium and large jobs go alone, a message each. One
-#: number for the whole fleet, in code: the submitters, the workers and the reconciler must
-#: agree on it.
-JOBS_PER_MESSAGE: Final[Mapping[str, int]] = {QUEUE_SMALL: 8, QUEUE_MEDIUM: 1, QUEUE_LARGE: 1}
-
-
-def jobs_per_message(queue: str) -> int:
-    """How many queued jobs a message on ``queue`` stands for (1 on any queue not doclane's)."""
-    return JOBS_PER_MESSAGE.get(queue, 1)
-
-
-def passes_on(queue: str, claimed: int) -> bool:
-    """Whether a message's claim that took ``claimed`` jobs of ``queue`` must pass a message on.
-
-    A message stands for ``n`` jobs' claims and is spent by one claim: a claim that took fewer
-    than ``n`` leaves the queue with fewer claim rights than before by the difference, unless
-    it publishes a message (``n`` rights) again; one that took nothing found no work it could
-    take (an empty queue's rights are worthless, and capped work is owed to the queue)."""
-    return 0 < claimed < jobs_per_message(queue)
+#: How many bells a wake-up rings on a queue at most by default: a drain takes every job it may
+#: while there is work, so more bells than the fleet has idle pool processes only cost an empty
+#: claim each (``DOCLANE_WAKE_BELLS`` sets it).
+WAKE_BELLS: Final = 8
 
 
 @dataclass(frozen=True, slots=True)
-class JobMessage:
-    """A wake-up call on a job's queue: the job it names, on which queue, how urgent (the
-    job's priority, higher runs first, sent as its level), and (optionally) not before when.
+class Wakeup:
+    """A bell on a queue: "drain this queue". It names no job and stands for none: the pool
+    process that takes it claims the fair order's next jobs until a claim finds nothing it may
+    take (or its time budget ends, and it rings again). How urgent: the priority of the most
+    urgent job it was rung for (higher first, sent as its level); optionally not before when
+    (a retry's due time). A bell lost, flushed or doubled costs a reconcile interval or an
+    empty claim, never a job."""
 
-    The message is a claim right on its queue for as many queued jobs as it ``covers`` (at most
-    :func:`jobs_per_message`; by default the job it names): the claim takes whichever the
-    fair order gives, the named job first when it is as old as its lane's head, and a retrying
-    named job is brought back into its lane when due. What a publish report says of a
-    message, it says of every job it covers."""
-
-    job_id: UUID
     queue: str
-    countdown_s: float | None = None
     priority: int = 0
-    covers: tuple[UUID, ...] = ()
-
-    @property
-    def jobs(self) -> tuple[UUID, ...]:
-        """The jobs whose claim rights this message carries."""
-        return self.covers or (self.job_id,)
+    countdown_s: float | None = None
 
 
-def messages_for(jobs: Iterable[tuple[UUID, str, int]]) -> list[JobMessage]:
-    """The messages for queued jobs given as (id, queue, priority), in their order: on each
-    queue and priority, one per :func:`jobs_per_message` of them, naming the first it covers."""
-    groups: dict[tuple[str, int], list[UUID]] = {}
-    for job_id, queue, priority in jobs:
-        groups.setdefault((queue, priority), []).append(job_id)
-    messages = []
-    for (queue, priority), ids in groups.items():
-        n = jobs_per_message(queue)
-        for start in range(0, len(ids), n):
-            covered = tuple(ids[start : start + n])
-            messages.append(JobMessage(covered[0], queue, priority=priority, covers=covered))
-    return messages
+def ring(publisher: Publisher, wakeups: Iterable[Wakeup]) -> dict[str, str]:
+    """Ring each bell; the queues whose bell the broker refused, with why (their work waits
+    in PostgreSQL, and the reconciler's next pass rings for it). Never raises."""
+    refused: dict[str, str] = {}
+    for wakeup in wakeups:
+        if wakeup.queue in refused:
+            continue
+        try:
+            publisher.publish(wakeup)
+        except Exception as exc:  # any broker trouble: the reconciler rings again
+            log.warning("cannot ring %s (the reconciler will): %s", wakeup.queue, exc)
+            refused[wakeup.queue] = str(exc) or type(exc).__name__
+    return refused
+
+
+def bells_for(filled: Mapping[str, tuple[int, int]], bells: int = WAKE_BELLS) -> list[Wakeup]:
+    """The bells for queues given as queue -> (jobs waiting, top priority): as many as are
+    useful, one a job up to ``bells`` a queue."""
+    return [
+        Wakeup(queue, priority=priority)
+        for queue, (jobs, priority) in filled.items()
+        for _ in range(min(jobs, bells))
+    ]
+
+
+def wake(
+    publisher: Publisher, claimable: Mapping[str, int], bells: int = WAKE_BELLS
+) -> tuple[dict[str, int], dict[str, str]]:
+    """Ring where claimable work waits (``claimable``: jobs a drain could take now, by queue)
+    and no bell does: a queue whose broker holds bells is being drained, or soon will be.
+    The bells rung, and the queues whose bell the broker refused (with why), by queue."""
+    rung: dict[str, int] = {}
+    refused: dict[str, str] = {}
+    for queue, jobs in claimable.items():
+        try:
+            if publisher.waiting(queue):
+                continue
+        except Exception as exc:  # the broker cannot say: a doubled bell costs an empty claim
+            log.info("cannot read the bells of %s: %s", queue, exc)
+        wakeups = [Wakeup(queue)] * min(jobs, bells)
+        failed = ring(publisher, wakeups)
+        if failed:
+            refused.update(failed)
+        elif wakeups:
+            rung[queue] = len(wakeups)
+    return rung, refused
 
 
 class Publisher(Protocol):
-    """Hands job ids to the broker."""
+    """Rings the bells on the broker."""
 
-    def publish(self, message: JobMessage) -> None:
-        """Publish one message; raise if the broker did not take it."""
+    def publish(self, wakeup: Wakeup) -> None:
+        """Ring one bell; raise if the broker did not take it."""
         ...
 
     def waiting(self, queue: str) -> int | None:
-        """How many messages wait in ``queue`` right now; None when the broker cannot say."""
-        ...
-
-
-@runtime_checkable
-class BatchPublisher(Protocol):
-    """A publisher that can hand many messages to the broker in one go (a Redis pipeline)."""
-
-    def publish_batch(self, messages: Sequence[JobMessage]) -> None:
-        """Publish every message, or raise: then any of them may or may not have been taken."""
+        """How many bells wait in ``queue`` right now; None when the broker cannot say."""
         ...
 
 
@@ -188,12 +182,12 @@ class BatchPublisher(Protocol):
 class RecordingPublisher:
     """A publisher that only remembers what it was given (dry runs, the Python API's default)."""
 
-    messages: list[JobMessage] = field(default_factory=list)
+    messages: list[Wakeup] = field(default_factory=list)
     #: What ``waiting`` answers per queue (absent: unknown).
     depths: dict[str, int] = field(default_factory=dict)
 
-    def publish(self, message: JobMessage) -> None:
-        self.messages.append(message)
+    def publish(self, wakeup: Wakeup) -> None:
+        self.messages.append(wakeup)
 
     def waiting(self, queue: str) -> int | None:
         return self.depths.get(queue)

@@ -1,9 +1,13 @@
-"""The Celery app: reliability settings, the two tasks, and the per-process lifecycle.
+"""The Celery app: reliability settings, the tasks, and the per-process lifecycle.
+
+A job message is a bell, ``doclane.drain(queue)``: PostgreSQL is the queue, and the pool
+process that takes a bell drains it in fair order (:mod:`pipeline.processing.processor`).
 
 Reliability, in Celery's terms:
 
-- ``task_acks_late`` + ``task_reject_on_worker_lost``: a message is acknowledged only after its
-  attempt ended, and a worker process that dies mid-job (kill -9, OOM) gives its message back;
+- ``task_acks_late`` + ``task_reject_on_worker_lost``: a bell is acknowledged only after its
+  drain ended, and a worker process that dies mid-job (kill -9, OOM) gives its bell back (the
+  job it held comes back when its lease lapses);
 - ``worker_prefetch_multiplier = 1``: a worker holds one message per process, no hoard;
 - soft/hard time limits per message, from the job's size tier (the publisher sets them);
 - on Redis, no acknowledgement emulation (``DOCLANE_REDIS_ACK_EMULATION``): kombu copies every
@@ -23,25 +27,18 @@ writes), and the reconciler replaces whatever messages the broker loses.
 from __future__ import annotations
 
 import logging
-from contextvars import Token
 from typing import Any
-from uuid import UUID
 
-from celery import Celery, Task, signals
+from celery import Celery, signals
 from kombu.entity import Exchange, Queue
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.settings import Settings, read_settings
-from pipeline.support.logs import (
-    JobLogContext,
-    configure_logging,
-    enter_job_context,
-    leave_job_context,
-)
+from pipeline.support.logs import configure_logging
 from workers import runtime
 from workers.broker import MAX_BROKER_PRIORITY, redis_queue_layout, uses_redis_transport
-from workers.publisher import CONVERT_TASK, RECONCILE_TASK, WEBHOOKS_TASK
+from workers.publisher import DRAIN_TASK, RECONCILE_TASK, WEBHOOKS_TASK
 from workers.settings import SETTINGS_KEY, TimeLimits
 
 log = logging.getLogger("doclane.worker")
@@ -139,31 +136,17 @@ def _register_tasks(app: Celery) -> None:
     # shared=False: a shared task joins every Celery app made later in the process, and a
     # second app (tests, the CLI's publisher) would then meet two tasks of one name.
     @app.task(
-        bind=True,
         shared=False,
-        name=CONVERT_TASK,
+        name=DRAIN_TASK,
         acks_late=True,
         reject_on_worker_lost=True,
-        max_retries=None,
         ignore_result=True,
     )
-    def convert(self: Task, job_id: str) -> None:
-        """Run one attempt of a job; a retry outcome becomes a Celery retry with countdown.
-
-        Nothing is returned: the outcome is in the database and in the processor's log line,
-        and a return value would only be repr'd and pickled back to the main process for every
-        job (results are ignored).
-        """
-        outcome = runtime.current_runtime().processor.process(UUID(job_id))
-        if outcome.retry:
-            # Celery re-sends the retry with the priority this message was delivered with
-            # (``signature_from_request``), already on the transport's scale: nothing to add.
-            # Sent, not raised: a raised Retry makes Celery copy the traceback of every frame
-            # (billiard's ExceptionInfo keeps each code object's positions), garbage that waits
-            # for the cyclic collector; a burst of retries (every waiting job while the
-            # circuits were open) left each pool process tens of MB larger for good. Returned,
-            # the task ends like any other (its result is ignored); the message is sent alike.
-            self.retry(countdown=outcome.countdown_s, throw=False)
+    def drain(queue: str) -> None:
+        """Drain ``queue``: claim and run its jobs in fair order until a claim finds nothing it
+        may take or the time budget ends (the processor rings again then). Nothing is
+        returned: a return value would only be repr'd and pickled back to the main process."""
+        runtime.current_runtime().processor.drain(queue)
 
     @app.task(
         name=RECONCILE_TASK, shared=False, ignore_result=True, acks_late=False, time_limit=300
@@ -183,25 +166,6 @@ def _register_tasks(app: Celery) -> None:
 
 
 # ---- process lifecycle (signals are global: connected once, for whichever app runs) --------
-class CeleryTaskRecordFilter(logging.Filter):
-    """Names the job of Celery's own lines about a conversion task logged outside it.
-
-    The main process logs "Task doclane.convert[id] received" with the task's fields in the
-    record's ``data``; the task id is the job id, so the line gets ``job_id`` like any other.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        data = getattr(record, "data", None)
-        if (
-            not hasattr(record, "job_id")
-            and isinstance(data, dict)
-            and data.get("name") == CONVERT_TASK
-            and data.get("id")
-        ):
-            record.job_id = str(data["id"])
-        return True
-
-
 @signals.setup_logging.connect(weak=False)
 def _setup_logging(**_: Any) -> None:
     """Our handler, our filters (job context, secrets), our format; Celery's stays off.
@@ -211,27 +175,10 @@ def _setup_logging(**_: Any) -> None:
     (logging was 8% of a worker's CPU per job). Their warnings and errors still show.
     """
     settings = read_settings().logs
-    configure_logging(settings, first_filters=[CeleryTaskRecordFilter()])
+    configure_logging(settings)
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         for name in CELERY_PER_TASK_LOGGERS:
             logging.getLogger(name).setLevel(logging.WARNING)
-
-
-_task_contexts: dict[str, Token[JobLogContext | None]] = {}
-
-
-@signals.task_prerun.connect(weak=False)
-def _task_started(task_id: str | None = None, task: Task | None = None, **_: Any) -> None:
-    """Celery's own lines about a conversion (received, retry, succeeded) name its job too."""
-    if task_id and task is not None and task.name == CONVERT_TASK:
-        _task_contexts[task_id] = enter_job_context(task_id)
-
-
-@signals.task_postrun.connect(weak=False)
-def _task_ended(task_id: str | None = None, **_: Any) -> None:
-    token = _task_contexts.pop(task_id, None) if task_id else None
-    if token is not None:
-        leave_job_context(token)
 
 
 @signals.worker_process_init.connect(weak=False)

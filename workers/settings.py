@@ -76,6 +76,7 @@ class TimeLimits:
             reconcile.reconcile_interval_s,
         )
         self._visibility_override = worker.visibility_timeout_s
+        self._drain_s = processing.round_max_s
 
     @classmethod
     def from_settings(cls, settings: Settings) -> TimeLimits:
@@ -100,10 +101,22 @@ class TimeLimits:
         tier = tier_of_queue(queue)
         return self.soft(tier), self.hard(tier)
 
+    def for_drain(self, queue: str) -> tuple[float, float]:
+        """(soft, hard) for a drain of ``queue``: a job started as the drain's time budget
+        ends (a round, which grows for as long again) still gets its tier's whole limits."""
+        soft, hard = self.for_queue(queue)
+        extra = 2 * self._drain_s
+        return round(soft + extra, 1), round(hard + extra, 1)
+
     def visibility_timeout(self) -> float:
         """Above the longest hard limit plus the longest countdown, with a margin."""
         floor = float(
-            int(max(self.hard(t) for t in self._timeouts) + self._longest_countdown + 300)
+            int(
+                max(self.hard(t) for t in self._timeouts)
+                + 2 * self._drain_s
+                + self._longest_countdown
+                + 300
+            )
         )
         if self._visibility_override is not None:
             return max(self._visibility_override, floor)

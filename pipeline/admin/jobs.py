@@ -28,7 +28,7 @@ from pipeline.jobs import (
     ResultInfo,
     SubmissionRequest,
 )
-from pipeline.queues import JobMessage, Publisher
+from pipeline.queues import Publisher, Wakeup, ring
 from pipeline.store import JobFilter, JobStore
 from pipeline.support.secrets import process_masker
 
@@ -161,7 +161,7 @@ def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutco
         raise no_job(job_id)
     if job.state in (JobState.QUEUED, JobState.RETRYING):
         store.operations.make_due(job.id)
-        publisher.publish(JobMessage(job.id, job.queue, priority=job.priority))
+        ring(publisher, [Wakeup(job.queue, priority=job.priority)])
         return RetryOutcome(retry_of=job.id, action="published", job_id=job.id)
     if job.state in (JobState.FAILED, JobState.CANCELLED):
         return _resubmit(store, publisher, [job])[0]

@@ -35,7 +35,7 @@ from prometheus_client.registry import Collector
 from pipeline.admin import Fleet, run_parts
 from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
 from pipeline.jobs import JobState, TenantFigures
-from pipeline.queues import JOB_QUEUES, jobs_per_message
+from pipeline.queues import JOB_QUEUES
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.admin import EventTotal, Percentiles
 from pipeline.store.store import JobStore
@@ -80,19 +80,13 @@ class FleetCollector(Collector):
             yield from _breakers(answers["redis"])
         if "broker" in answers:
             depth = GaugeMetricFamily(
-                "doclane_queue_depth", "Messages waiting in a queue.", labels=["queue"]
-            )
-            claims = GaugeMetricFamily(
-                "doclane_queue_claims",
-                "Queued jobs the messages waiting in a queue stand for (its depth times the "
-                "jobs a message on it claims: 8 on doclane.small, 1 elsewhere).",
+                "doclane_queue_depth",
+                "Bells waiting in a queue (wake-ups: the backlog is doclane_jobs's queued).",
                 labels=["queue"],
             )
             for q in answers["broker"]:
                 depth.add_metric([q.queue], float(q.waiting))
-                claims.add_metric([q.queue], float(q.waiting * jobs_per_message(q.queue)))
             yield depth
-            yield claims
         if "workers" in answers:
             yield GaugeMetricFamily(
                 "doclane_workers",
@@ -137,6 +131,7 @@ class FleetCollector(Collector):
         return [
             jobs,
             _oldest_queued(self.store.admin.oldest_queued()),
+            _backlog(self.store.reads.backlog()),
             _conversion_times(self.store.admin.conversion_percentiles(CONVERSION_WINDOW_S)),
             conversions,
             failures,
@@ -147,6 +142,23 @@ class FleetCollector(Collector):
             _republished(events),
             *_tenants(self.store.tenants.figures()),
         ]
+
+
+def _backlog(queued: dict[tuple[str, str], int]) -> Metric:
+    """Queued jobs per queue and tenant, read from PostgreSQL (the queue): what the workers
+    scale on. Every job queue has a series (0 when none waits), so a sum never vanishes."""
+    backlog = GaugeMetricFamily(
+        "doclane_queue_backlog",
+        "Queued jobs of a queue and tenant (PostgreSQL's count: the workers scale on it).",
+        labels=["queue", "tenant"],
+    )
+    seen = {queue for queue, _ in queued}
+    for (queue, tenant), n in sorted(queued.items()):
+        backlog.add_metric([queue, tenant], float(n))
+    for queue in JOB_QUEUES:
+        if queue not in seen:
+            backlog.add_metric([queue, "default"], 0.0)
+    return backlog
 
 
 def _oldest_queued(ages: dict[str, float]) -> Metric:

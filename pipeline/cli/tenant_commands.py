@@ -12,7 +12,7 @@ from __future__ import annotations
 import typer
 
 from pipeline.jobs import Tenant, check_tenant_name
-from pipeline.reconciler.owed import repay_owed
+from pipeline.queues import wake
 from pipeline.store import JobStore
 from pipeline.store.tenants import UNSET
 
@@ -62,13 +62,13 @@ def set_tenant(
             )
         except ValueError as exc:
             usage_error(str(exc), as_json)
-        repaid = _wake_tenant(store)
+        rung = _wake_queues(store)
     if as_json:
-        echo_json({"ok": True, "tenant": tenant.model_dump(mode="json"), "repaid": repaid})
+        echo_json({"ok": True, "tenant": tenant.model_dump(mode="json"), "rung": rung})
         return
     typer.echo(_tenant_line(tenant))
-    if repaid:
-        typer.echo(f"{repaid} owed message(s) published: its queued jobs are claimed now")
+    if rung:
+        typer.echo(f"rang {', '.join(rung)}: its queued jobs are claimed now")
 
 
 @app.command("list")
@@ -83,21 +83,23 @@ def list_tenants(as_json: bool = AS_JSON) -> None:
     typer.echo(render_tenants(figures), nl=False)
 
 
-def _wake_tenant(store: JobStore) -> int:
-    """Room may have opened (a cap raised, a pause ended, a weight changed): the messages that
-    claims finding only capped work were owed are published now (``repay_owed``), rather than
-    at the reconciler's next pass. How many were; a broker that cannot be reached is no
-    reason to fail a change that is already committed: the reconciler repays them then."""
+def _wake_queues(store: JobStore) -> dict[str, int]:
+    """Room may have opened (a cap raised, a pause ended, a weight changed): the queues with
+    claimable work and no bell are rung now, rather than at the reconciler's next pass. The
+    bells rung; a broker that cannot be reached is no reason to fail a change that is already
+    committed: the reconciler rings then."""
     try:
         with celery_publisher() as publisher:
-            return repay_owed(store.operations, publisher)
+            rung, refused = wake(publisher, store.operations.claimable_queues())
     except Exception as exc:  # the broker's client raises many kinds; none undoes the change
+        refused, rung = {"broker": str(exc)}, {}
+    if refused:
         typer.echo(
-            f"warning: the owed messages could not be published now ({exc}); "
-            "the reconciler's next pass publishes them",
+            f"warning: could not ring now ({next(iter(refused.values()))}); "
+            "the reconciler's next pass rings",
             err=True,
         )
-        return 0
+    return rung
 
 
 def _limit(text: str | None, option: str) -> int | None:

@@ -70,8 +70,8 @@ def beat_command(
 
 @app.command()
 def reconcile(as_json: bool = AS_JSON) -> None:
-    """One reconciler pass now: requeue expired leases, republish lost messages, delete expired
-    results and orphaned result objects."""
+    """One reconciler pass now: requeue expired leases, ring the queues with claimable work and
+    no bell, delete expired results and orphaned result objects."""
     tree = command_settings()
     with open_store(as_json) as store, celery_publisher() as publisher:
         report = reconcile_once(store, publisher, tree.reconcile, inbox_dir=tree.sources.inbox_dir)
@@ -81,7 +81,7 @@ def reconcile(as_json: bool = AS_JSON) -> None:
         failures = len(report.publish_failures)
         typer.echo(
             f"requeued {len(report.requeued)} expired lease(s), failed {len(report.failed)} "
-            f"on their last attempt, published {len(report.republished)} message(s), "
+            f"on their last attempt, rang {sum(report.rung.values())} bell(s), "
             f"swept {len(report.swept)} leftover download(s), expired {len(report.expired)} "
             f"result(s), deleted {len(report.orphans)} orphaned result object(s)"
             + (f", {failures} publish failure(s)" if failures else "")

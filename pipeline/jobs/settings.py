@@ -34,16 +34,8 @@ def parse_duration(value: Any) -> Any:
 
 
 class ReconcileSettings(Section):
-    #: How often beat runs a pass.
+    #: How often beat runs a pass: the longest a lost or flushed bell delays claimable work.
     reconcile_interval_s: float = Field(default=30.0, gt=0)
-    #: How long past its due time a queued/retrying job may wait before it is republished.
-    #: Longer than a normal queue wait, or busy queues get duplicate (harmless) messages.
-    reconcile_stale_after_s: float = Field(default=300.0, gt=0)
-    #: How long past its due time a queued job may wait, on a queue whose broker holds fewer
-    #: messages than the database has such jobs (the difference was lost: a broker restart, a
-    #: flushed queue), or a retrying job at all (its countdown was lost with its worker), before
-    #: it is republished. Longer than a message takes from the queue to a worker's claim.
-    reconcile_lost_after_s: float = Field(default=60.0, gt=0)
     #: Rows per sweep; a backlog larger than this is worked off over several passes.
     reconcile_batch: int = Field(default=1000, ge=1)
     #: A scratch folder or partial download younger than this is never swept.

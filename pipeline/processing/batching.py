@@ -3,7 +3,7 @@
 A worker that claimed a small file job (its *lead*) takes more due jobs that can share the call
 (same queue, profile, options and formats, never tried before, small), up to
 ``DOCLANE_BATCH_MAX_DOCS`` and ``DOCLANE_BATCH_MAX_BYTES``. Each keeps its own claim, attempt,
-lease and fencing; their broker messages later find nothing to claim.
+lease and fencing.
 
 The documents go to the server as a folder it can read (``inbox/batch-<lead>-<attempt>/``,
 through the path map), each hard-linked under its own name (names are unique in a batch), and
@@ -18,8 +18,8 @@ What each job comes to:
 - the batch call failed (timeout, server down, open circuits): every job gets the outcome it
   would have had alone (retryable errors charged, an open circuit not).
 - cancelled while in the batch: nothing is written for it; the others go on.
-Companions that end up retrying get a message of their own through the publisher; the lead's
-outcome goes back to the glue like any outcome.
+Companions that end up retrying ring their queue for when they are due; the lead's outcome
+goes back to the drain like any outcome.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from uuid import UUID
 from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
-from pipeline.processing.failures import FailurePolicy, lost, publish_next_attempt
+from pipeline.processing.failures import FailurePolicy, lost, ring_when_due
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import LeaseKeeper, keep_lease
 from pipeline.processing.outcomes import Outcome, OutcomeKind
@@ -220,7 +220,7 @@ class BatchRunner:
                 if member.source is not None:
                     member.source.discard()
         for member in members[1:]:
-            publish_next_attempt(self.publisher, member.job, member.outcome)
+            ring_when_due(self.publisher, member.job, member.outcome)
         assert members[0].outcome is not None
         return members[0].outcome
 

@@ -6,8 +6,8 @@
   (every origin's breaker refused it), the attempt is refunded and the job waits out the
   breaker's reset. When an earlier try did reach one (E302, then every circuit open), the
   attempt was really spent, and it is charged like any retryable error, still waiting for the
-  reset. Once a process has found every circuit open, it claims no job until the reset: the
-  processor sends each message back unclaimed (``JobProcessor._wait_for_circuits``).
+  reset. Once a process has found every circuit open, it claims no job until the reset: its
+  drain ends and rings the queue again for then.
 - A database that went away mid-attempt is never the job's fault either: the job is handed back
   uncharged once the database answers (within one lease), and storing finished results waits
   for it the same way, so a database hiccup never costs a conversion.
@@ -28,7 +28,7 @@ from errors import CircuitOpen, DatabaseUnavailable, PipelineError
 from pipeline.jobs import Job, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
-from pipeline.queues import JobMessage, Publisher
+from pipeline.queues import Publisher, Wakeup, ring
 from pipeline.store import Attempts
 from pipeline.support.waits import Backoff, half_jitter
 
@@ -40,7 +40,7 @@ DATABASE_WAITS = Backoff(first_s=1.0, max_s=5.0)
 
 
 class FailurePolicy:
-    """Turns an attempt's error into the job's next state and the message's fate."""
+    """Turns an attempt's error into the job's next state."""
 
     def __init__(self, store: Attempts, settings: ProcessingSettings) -> None:
         self.store = store
@@ -163,14 +163,12 @@ def after_reset(reset_in: float) -> float:
     return round(reset_in + random.uniform(0.05, max(reset_in / 4.0, 0.5)), 3)
 
 
-def publish_next_attempt(publisher: Publisher, job: Job, outcome: Outcome | None) -> None:
-    """A companion's next attempt (a batch's or a round's) needs a message of its own: the
-    lead's outcome goes back to the glue, which publishes the lead's."""
-    if outcome is None or not outcome.retry:
+def ring_when_due(publisher: Publisher, job: Job, outcome: Outcome | None) -> None:
+    """A job that must be tried again is ``retrying``, due by its row (the claim stages it
+    then): its queue is rung for that time so that it is not left to the reconciler's next
+    pass. The bell is only a wake-up: lost, the reconciler rings within an interval."""
+    if outcome is None or not outcome.retry or outcome.countdown_s is None:
         return
-    message = JobMessage(job.id, job.queue, countdown_s=outcome.countdown_s or 0.0,
-                         priority=job.priority)  # fmt: skip
-    try:
-        publisher.publish(message)
-    except Exception as exc:  # the reconciler republishes a waiting job whose message is lost
-        log.warning("could not publish the next attempt of %s: %s", job.id, exc)
+    due_s = round(outcome.countdown_s + 0.05, 3)
+    wakeup = Wakeup(job.queue, priority=job.priority, countdown_s=due_s)
+    ring(publisher, [wakeup])

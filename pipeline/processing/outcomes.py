@@ -1,4 +1,4 @@
-"""What processing one job message came to, for the glue that acknowledges or retries it."""
+"""What one job's attempt came to."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ class OutcomeKind(StrEnum):
     FAILED = "failed"
     #: Try again in ``countdown_s``: the job is ``retrying`` (or the database was unreachable).
     RETRY = "retry"
-    #: Nothing to claim: the job is finished, cancelled, unknown or running elsewhere.
+    #: Nothing was run for the job (it is finished, cancelled, unknown or running elsewhere).
     SKIPPED = "skipped"
     #: The attempt lost its job while running: the job was cancelled, or its lease expired and
     #: the reconciler requeued it (the job's row says which: ``cancelled``, or ``queued`` with a
@@ -34,11 +34,8 @@ class Outcome:
     countdown_s: float | None = None
     #: False for an E309 retry (the attempt was refunded) and for database trouble.
     attempt_spent: bool = True
-    #: The job's next attempt already has a message of its own (a job that another job's
-    #: message claimed): the message that was given is done with.
-    message_sent: bool = False
 
     @property
     def retry(self) -> bool:
-        """Whether the message that was given must come back after ``countdown_s``."""
-        return self.kind is OutcomeKind.RETRY and not self.message_sent
+        """Whether the job is to be tried again after ``countdown_s``."""
+        return self.kind is OutcomeKind.RETRY

@@ -2,9 +2,9 @@
 
 Against a server that converts a small document in milliseconds, a job at a time spends more on
 its own bookkeeping (a claim, a commit that waits for the disk, Celery's hand-off) than on the
-conversion. A round spreads that over many jobs. A message's claim (a claim right on its queue)
-takes, in the same statement, the fair order's next job and, when that is a never-tried small
-file job, up to ``DOCLANE_ROUND_MAX_DOCS - 1`` companions that can share its round (same queue,
+conversion. A round spreads that over many jobs. A drain's claim takes, in the same
+statement, the fair order's next job and, when that is a never-tried small file job, up to
+``DOCLANE_ROUND_MAX_DOCS - 1`` companions that can share its round (same queue,
 profile, options and formats; small, never-tried file jobs), by the same rotation across
 tenants (each tenant within its running cap; SKIP LOCKED, so two workers never wait for each
 other's rows).
@@ -32,13 +32,8 @@ reconciler requeues them, and since every write is fenced by its attempt nothing
 twice; a requeued job has been tried, so it goes alone next time (only never-tried jobs share a
 round).
 
-A round needs no message per job: a message on the small queue stands for several jobs'
-claims (:data:`pipeline.queues.JOBS_PER_MESSAGE`, the default round's size), and one whose
-claim took fewer passes a message on (the processor). A round that grows takes jobs no
-message paid for: their rights stay in the queue, and later take the next jobs in fair order,
-or find nothing. A job of the round that
-ends retrying gets a message of its own through the publisher; the outcome of the round's lead
-goes back to the processor.
+A job of the round that ends retrying rings its queue for when it is due; the outcome of the
+round's lead goes back to the drain.
 
 docling-mcp's directory tool (:mod:`.batching`) is a different bargain: one call for many
 documents, which a server without concurrency needs, at the price of proving each result's key.
@@ -53,12 +48,11 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Protocol
-from uuid import UUID
 
 from errors import CallTimeout, DatabaseUnavailable
 from pipeline.jobs import Job
 from pipeline.processing.attempt import Attempt
-from pipeline.processing.failures import FailurePolicy, publish_next_attempt
+from pipeline.processing.failures import FailurePolicy, ring_when_due
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
@@ -90,7 +84,7 @@ class AttemptSteps(Protocol):
 @dataclass
 class _Member:
     attempt: Attempt
-    #: The job its message names (its outcome goes back to the glue, not to the publisher).
+    #: The claim's lead (its outcome goes back to the drain, which rings for its retry).
     lead: bool = False
     conversion: Conversion | None = None
     outcome: Outcome | None = None
@@ -159,18 +153,6 @@ class RoundRunner:
             and job.size_bytes < SMALL_BELOW_BYTES
         )
 
-    def claim(self, job_id: UUID) -> Claim:
-        """A message's claim with its round's (``Attempts.claim_next``): the fair order's next
-        job, its companions by the same rotation, or how long the message's job still waits."""
-        taken = self.store.claim_next(
-            job_id,
-            self.worker_id,
-            self.settings.lease_s,
-            limit=self.room,
-            small_below=SMALL_BELOW_BYTES,
-        )
-        return Claim(job_id, taken.lead, taken.companions, taken.wait_s, taken.found)
-
     def claim_companions(self, lead: Job, limit: int | None = None) -> list[Job]:
         """Up to ``limit`` (the round's room but one) due jobs that can share ``lead``'s round."""
         return self.store.claim_round(
@@ -188,10 +170,10 @@ class RoundRunner:
 
     # ---- one round ---------------------------------------------------------------------------
     def run(self, claim: Claim) -> Outcome:
-        """The round of the claim's job (None: taken or ended) and its companions, grown while
-        it may; the job's outcome (SKIPPED without it)."""
+        """The round of the claim's lead and its companions, grown while it may; the lead's
+        outcome."""
         lead, companions = claim.job, claim.companions
-        jobs = [lead, *companions] if lead is not None else companions
+        jobs = [lead, *companions]
         now = time.monotonic()
         round_ = _Round(
             key=jobs[0],
@@ -199,11 +181,7 @@ class RoundRunner:
             # a claim that came back short found no more to take
             may_grow=len(companions) >= self.room - 1,
         )
-        log.info(
-            "round of %d document(s)%s",
-            len(jobs),
-            f" led by {lead.id}" if lead is not None else ", its message's job taken",
-        )
+        log.info("round of %d document(s) led by %s", len(jobs), lead.id)
         try:
             self._fit_threads()
             self._start(round_, jobs, lead)
@@ -219,9 +197,7 @@ class RoundRunner:
             for member in round_.members:
                 member.attempt.keeper.stop()
         led = [m for m in round_.members if m.lead]
-        if not led:
-            return Outcome(OutcomeKind.SKIPPED, claim.job_id)
-        assert led[0].outcome is not None
+        assert led and led[0].outcome is not None
         return led[0].outcome
 
     def _start(self, round_: _Round, jobs: list[Job], lead: Job | None) -> None:
@@ -314,7 +290,7 @@ class RoundRunner:
         member.outcome = outcome
         member.attempt.keeper.stop()
         if not member.lead:
-            publish_next_attempt(self.publisher, member.attempt.job, outcome)
+            ring_when_due(self.publisher, member.attempt.job, outcome)
 
     def _store(self, round_: _Round, *, more: int = 0) -> None:
         """The converted members' results in one transaction, each under its own fence, and

@@ -60,8 +60,8 @@ class ProcessingSettings(Section):
     #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md, bench/proof_cost.py).
     batch_max_table_bytes: int = Field(default=48 * 1024, ge=0)
 
-    #: Small jobs go in rounds: a message's claim takes up to this many small, never-tried
-    #: file jobs in all (its own included, when it may be claimed) that can share a round
+    #: Small jobs go in rounds: a drain's claim takes up to this many small, never-tried
+    #: file jobs in all (its lead included) that can share a round
     #: (same queue, profile, options and formats); the process converts them concurrently,
     #: stores their results in groups, one transaction each, and claims more as room frees.
     #: A round never holds more than this many jobs at once (1 turns rounds off), and there is
@@ -70,11 +70,9 @@ class ProcessingSettings(Section):
     #: offers docling-mcp's directory tool and a cache folder is shared, a batch is tried
     #: first (``DOCLANE_BATCH_MAX_DOCS``).
     round_max_docs: int = Field(default=8, ge=1)
-    #: How long a round keeps claiming more jobs as room frees, and a message whose first
-    #: claim took fewer jobs than it stands for (8 on the small queue) takes more one after
-    #: another; then it finishes what it holds and the process takes its next message (other
-    #: queues, priorities, a warm shutdown wait for that). 0: a message's work is what its
-    #: first claim took.
+    #: A drain's time budget: how long it keeps claiming (and a round keeps growing) before it
+    #: finishes what it holds, rings its queue again and lets the process take its next bell
+    #: (other queues, priorities and a warm shutdown wait for that). 0: one claim a bell.
     round_max_s: float = Field(default=2.0, ge=0)
     #: How many conversions of a round one worker process has in flight at once. Unset: what
     #: its servers really run at once, summed over a pool, each server asked once: docling-mcp

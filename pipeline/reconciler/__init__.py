@@ -1,6 +1,6 @@
-"""The reconciler: brings the broker back in line with PostgreSQL (:mod:`.sweeps`).
+"""The reconciler: requeues what dead workers held and rings where work waits (:mod:`.sweeps`).
 
-Above the store and beside submission, whose publishing policy it shares: beat runs a pass
+Above the store: beat runs a pass
 every ``DOCLANE_RECONCILE_INTERVAL_S``, ``doclane reconcile`` runs one by hand.
 """
 

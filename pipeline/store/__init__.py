@@ -10,7 +10,7 @@ refusals are :mod:`pipeline.store.refusals`' exceptions.
 from __future__ import annotations
 
 from pipeline.store.admin import AdminStore, JobFilter
-from pipeline.store.attempts import Attempts, NextClaim
+from pipeline.store.attempts import Attempts, ClaimFound, QueueClaim
 from pipeline.store.connection import mask_conninfo
 from pipeline.store.database import (
     apply_migrations,
@@ -34,6 +34,7 @@ __all__ = [
     "AttemptResults",
     "Attempts",
     "CallEvent",
+    "ClaimFound",
     "FormatsMismatch",
     "JobFilter",
     "JobStore",
@@ -41,8 +42,8 @@ __all__ = [
     "MigrationError",
     "MigrationState",
     "MigrationStatus",
-    "NextClaim",
     "Operations",
+    "QueueClaim",
     "Reads",
     "StorePool",
     "StoreSettings",

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
@@ -21,8 +22,6 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
-from pipeline.queues import JobMessage, jobs_per_message
-from pipeline.store.debts import take_owed
 from pipeline.store.finishing import ResultWriter, insert_calls
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
@@ -54,20 +53,26 @@ def _round_params(
     }
 
 
-@dataclass(frozen=True, slots=True)
-class NextClaim:
-    """What a message's claim took (:meth:`Attempts.claim_next`)."""
+class ClaimFound(StrEnum):
+    """What a claim found (migration 0021's ``claim_found``)."""
 
-    #: The job the fair order gave, claimed; None when nothing was.
+    #: Jobs, claimed.
+    CLAIMED = "claimed"
+    #: No queued or due job in the queue.
+    EMPTY = "empty"
+    #: Queued jobs, none it may take: their tenants paused or at their running cap.
+    CAPPED = "capped"
+
+
+@dataclass(frozen=True, slots=True)
+class QueueClaim:
+    """What a drain's claim took (:meth:`Attempts.claim_queue`)."""
+
+    found: ClaimFound
+    #: The lead, the fair order's next job; None when nothing was claimed.
     lead: Job | None
-    #: Its round's companions, claimed with it (by priority, then age).
+    #: Jobs like the lead claimed with it (a round's or a batch's), by priority then age.
     companions: list[Job]
-    #: ``claimed``; ``empty`` (no queued job in the queue); ``capped`` (queued jobs, but only
-    #: of tenants paused or at their running cap: the message is owed to the queue); ``wait``
-    #: (the message's job is retrying and not yet due).
-    found: str
-    #: How long the message's job still waits, when ``found`` is ``wait``.
-    wait_s: float | None = None
 
 
 def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
@@ -91,40 +96,24 @@ class Attempts:
         params = {"job_id": job_id, "worker": worker, "lease_s": float(lease_s)}
         return self.pool.fetch_job("claiming a job", query("claim_job"), params)
 
-    def claim_next(
-        self,
-        job_id: UUID,
-        worker: str,
-        lease_s: float,
-        *,
-        limit: int = 1,
-        small_below: int = 0,
-    ) -> NextClaim:
-        """A message's claim (sql/jobs.sql ``claim_next``): the message naming ``job_id`` is a
-        claim right on its queue, and takes the fair order's next job, which may be another
-        (a retrying ``job_id`` that is due rejoins its tenant's lane first; one not yet due
-        is not claimed, and the wait comes back). With ``limit`` > 1, up to ``limit - 1``
-        companions like the lead (a round's). What the claim found and the wait are read in
-        the same round trip, so a message that finds nothing costs one round trip."""
+    def claim_queue(
+        self, queue: str, worker: str, lease_s: float, *, limit: int = 1, small_below: int = 0
+    ) -> QueueClaim:
+        """The one claim (sql/jobs.sql ``claim_queue``): ``queue``'s due retries staged, then
+        the fair order's next job and, with ``limit`` > 1, up to ``limit - 1`` companions like
+        it (a never-tried small file job's). One statement, one round trip; what it found is
+        in its rows."""
         params = {
-            "job_id": job_id,
+            "queue": queue,
             "worker": worker,
             "lease_s": float(lease_s),
             "limit": limit,
             "small_below": small_below,
         }
-        with self.pool.connection("claiming a job") as conn, conn.pipeline():
-            claim = conn.cursor(row_factory=dict_row).execute(query("claim_next"), params)
-            found = conn.cursor().execute(query("claim_outcome"), {"job_id": job_id})
-            rows, outcome = claim.fetchall(), found.fetchone()
-        jobs = [Job.model_validate(row) for row in rows]
-        said, wait = (outcome[0], outcome[1]) if outcome else ("empty", None)
-        return NextClaim(
-            lead=jobs[0] if jobs else None,
-            companions=sorted(jobs[1:], key=lambda job: (-job.priority, job.created_at)),
-            found=said or "empty",
-            wait_s=float(wait) if wait is not None and not jobs else None,
-        )
+        rows = self.pool.fetch_rows("claiming a job", query("claim_queue"), params)
+        found = ClaimFound(rows[0]["found"]) if rows else ClaimFound.EMPTY
+        jobs = [Job.model_validate(row) for row in rows if row["id"] is not None]
+        return QueueClaim(found, jobs[0] if jobs else None, jobs[1:])
 
     def claim_companions(
         self,
@@ -166,41 +155,11 @@ class Attempts:
         rows = self.pool.fetch_rows("claiming a round", query("claim_round"), params)
         return _in_round_order(rows)
 
-    def take_owed(self, limit: int) -> list[JobMessage]:
-        """Messages owed to the queues that may be published now (:func:`.debts.take_owed`)."""
-        return take_owed(self.pool, limit)
-
-    def capped_tenants(self) -> frozenset[str]:
-        """The tenants with a running cap: the end of one of their jobs may free room."""
-        rows = self.pool.fetch_rows("reading tenants' caps", query("capped_tenants"), {})
-        return frozenset(row["name"] for row in rows)
-
     def release(self, job_id: UUID, attempt: int, *, reason: str) -> bool:
         """Give a running job back to the queue, its attempt refunded (False: stale attempt)."""
         params = {"job_id": job_id, "attempt": attempt}
         with self.pool.because("releasing a job", reason) as conn:
             return conn.execute(query("release_job"), params).rowcount == 1
-
-    def seconds_until_due(self, job_id: UUID) -> float | None:
-        """How long a retrying job still waits before it may be claimed (None: not waiting)."""
-        params = {"job_id": job_id}
-        rows = self.pool.fetch_rows("reading a due time", query("seconds_until_due"), params)
-        return float(rows[0]["wait_s"]) if rows else None
-
-    def defer(self, job_id: UUID, delay_s: float) -> bool:
-        """Whether a message that goes back unclaimed (every circuit open) still stands for
-        work: its job waits (and is due ``delay_s`` from now, so its wait is not taken for a
-        lost message), or it is a claim right on a queue whose messages stand for several
-        jobs (:func:`pipeline.queues.jobs_per_message`; a message passed on names a job
-        already running) where jobs wait. A progress write (nothing about the job changed but
-        when it is next tried)."""
-        params = {"job_id": job_id, "delay_s": float(delay_s)}
-        with self.pool.progress("deferring a job") as conn:
-            row = conn.execute(query("defer_waiting"), params).fetchone()
-        if row is None:
-            return False
-        deferred, queue, queue_waits = row
-        return bool(deferred) or (bool(queue_waits) and jobs_per_message(queue) > 1)
 
     # ---- progress --------------------------------------------------------------------------------
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:

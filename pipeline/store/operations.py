@@ -1,5 +1,5 @@
 """Operations on jobs from outside their attempts: an operator's cancel and retry, the
-reconciler's sweeps (expired leases, lost messages, result retention, orphaned objects).
+reconciler's sweeps (expired leases, claimable work, result retention, orphaned objects).
 
 What ``doclane cancel``/``retry``, the API's and the console's actions and the reconciler
 write. A change of state made here carries its reason into the job's trail.
@@ -16,8 +16,6 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Cancellation, ExpiredLeases, Job, JobState
-from pipeline.queues import JobMessage
-from pipeline.store.debts import owed_by_queue, take_owed
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
 
@@ -69,59 +67,11 @@ class Operations:
             rows = conn.execute(query("running_attempts"), {"job_ids": list(job_ids)})
             return {(row[0], row[1]) for row in rows}
 
-    def stale_queued(
-        self,
-        older_than: timedelta,
-        *,
-        now: datetime | None = None,
-        limit: int = 1000,
-        queues: Sequence[str] | None = None,
-        states: Sequence[str] | None = None,
-    ) -> list[UUID]:
-        """Queued or retrying jobs overdue by more than ``older_than``: their message is presumed
-        lost, the reconciler republishes them. Taking them restarts their clock (and notes it in
-        their trail), so the next sweep does not republish them again before another
-        ``older_than`` has passed. ``queues`` limits the sweep (None: every queue), ``states``
-        to ``queued`` or ``retrying`` jobs (None: both)."""
-        params = {
-            "now": now,
-            "older_than_s": older_than.total_seconds(),
-            "limit": limit,
-            "queues": list(queues) if queues is not None else None,
-            "states": list(states) if states is not None else None,
-        }
-        with self.pool.connection("finding stale jobs") as conn:
-            return [r[0] for r in conn.execute(query("take_stale_waiting"), params)]
-
-    def lost_queued(
-        self,
-        queue: str,
-        *,
-        waiting: int,
-        older_than: timedelta,
-        now: datetime | None = None,
-        limit: int = 1000,
-    ) -> list[UUID]:
-        """Queued jobs of ``queue`` overdue by more than ``older_than`` beyond the ``waiting``
-        messages the broker holds for it, oldest first: their messages are presumed lost (see
-        sql/reconciler.sql). Taking them restarts their clock and notes it in their trail."""
-        params = {
-            "queue": queue,
-            "waiting": waiting,
-            "older_than_s": older_than.total_seconds(),
-            "now": now,
-            "limit": limit,
-        }
-        with self.pool.connection("finding jobs whose message was lost") as conn:
-            return [r[0] for r in conn.execute(query("take_lost_queued"), params)]
-
-    def take_owed(self, limit: int) -> list[JobMessage]:
-        """Messages owed to the queues that may be published now (:mod:`.debts`)."""
-        return take_owed(self.pool, limit)
-
-    def owed_by_queue(self) -> dict[str, int]:
-        """The messages each queue is owed (:mod:`.debts`)."""
-        return owed_by_queue(self.pool)
+    def claimable_queues(self) -> dict[str, int]:
+        """Jobs a drain could take now, by queue (queued jobs of tenants with room, and due
+        retries): where a wake-up rings."""
+        rows = self.pool.fetch_rows("reading claimable work", query("claimable_queues"), {})
+        return {row["queue"]: int(row["claimable"]) for row in rows}
 
     def expire_results(self, cutoff: datetime, *, limit: int) -> list[tuple[UUID, str]]:
         """The retention sweep's batch: up to ``limit`` results created before ``cutoff``

@@ -107,6 +107,12 @@ class Reads:
         rows = self.pool.fetch_rows("counting jobs", query("count_in_flight"), params)
         return counts_by_state(rows, [s for s in JobState if not s.terminal])
 
+    def backlog(self) -> dict[tuple[str, str], int]:
+        """Queued jobs by (queue, tenant), from the lanes' counts: the backlog the workers
+        scale on (the broker holds only a few bells, which say nothing of the work)."""
+        rows = self.pool.fetch_rows("reading the backlog", query("backlog"), {})
+        return {(row["queue"], row["tenant"]): int(row["queued"]) for row in rows}
+
     def failures_by_error_code(self, since: datetime) -> dict[str, int]:
         rows = self.pool.fetch_rows(
             "counting failures", query("failures_by_error_code"), {"since": since}

@@ -1,8 +1,8 @@
-"""Submission: sources in, jobs committed, their wake-up calls published.
+"""Submission: sources in, jobs committed, the queues they filled rung.
 
 Above the store: a submission checks each source (``pipeline.sources``), makes its jobs in
 the store a chunk at a time (:mod:`.intake`), splits long PDFs into slices (:mod:`.slicing`)
-and hands the messages to the broker (:mod:`.publishing`).
+and rings the queues it filled (:func:`pipeline.queues.bells_for`).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ console's door); what only this process's settings can judge is judged first, be
 made: the webhook's address, and whether a configured server can give what is asked
 (:mod:`.door`, E305). Each source is validated before it becomes a job (``pipeline.sources``); a
 rejection never stops the others. Jobs are made a chunk at a time as the sources are validated
-and hashed (64 sources, then twice as many each time, up to one publish batch): each chunk's
-rows are committed in one transaction *before* its messages are published, so a worker can never
-receive an id the database does not know, and a publish that fails leaves a queued row that the
-reconciler publishes later. Workers start on the first chunk while the rest is still being
+and hashed (64 sources, then twice as many each time, up to 500): each chunk's rows are
+committed in one transaction, then the queues it filled are rung (a bell says "drain this
+queue", :func:`pipeline.queues.bells_for`), and a bell the broker refuses leaves queued rows
+that the reconciler rings for later. Workers start on the first chunk while the rest is still being
 hashed (a thousand files used to keep every worker waiting for the whole folder; a million, for
 minutes). A submission the database drops halfway says how many of its jobs were made before.
 Queues follow the size tier, so one huge document does not hold up a thousand small ones; a URL
@@ -36,12 +36,11 @@ from uuid import UUID, uuid4
 from errors import DatabaseUnavailable, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
-from pipeline.queues import JobMessage, Publisher, messages_for, queue_for
+from pipeline.queues import WAKE_BELLS, Publisher, bells_for, queue_for, ring
 from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.submission.door import Door, admit
-from pipeline.submission.publishing import BATCH_MESSAGES, BROKER_DOWN_AFTER, publish_all
 from pipeline.submission.slicing import slices_for
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.support.tracing import JobTraces
@@ -53,7 +52,7 @@ log = logging.getLogger("doclane.enqueue")
 #: Sources per chunk of jobs: the first chunk is small, so that workers start at once; each next
 #: one twice the last, up to one publish batch (one COPY and one broker round trip per chunk).
 CHUNK_FIRST = 64
-CHUNK_MAX = BATCH_MESSAGES
+CHUNK_MAX = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +220,11 @@ class _Chunks:
         self.size = CHUNK_FIRST
         self.pending: list[Candidate] = []
         self.broker_down: str | None = None
+        #: Bells rung so far, by queue: a submission rings a queue up to ``wake_bells`` times
+        #: in all, and once for each later chunk that fills it (a drain that found the queue
+        #: empty between two chunks has ended).
+        self.rung: dict[str, int] = {}
+        self.wake_bells = WAKE_BELLS
 
     def add(self, item: Candidate | Rejected) -> None:
         if isinstance(item, Rejected):
@@ -260,13 +264,19 @@ class _Chunks:
         created = [made for made in admitted if made is not None]
         if not created:
             return
-        messages = messages_for(
-            (job_id, spec.queue, spec.priority)
+        filled: dict[str, tuple[int, int]] = {}
+        for spec, made in zip(specs, created, strict=True):
+            if not made.deduplicated:
+                jobs, top = filled.get(spec.queue, (0, spec.priority))
+                filled[spec.queue] = (jobs + len(made.slice_ids or (1,)), max(top, spec.priority))
+        refused = self._ring(filled)
+        failed = {
+            job_id: refused[spec.queue]
             for spec, made in zip(specs, created, strict=True)
-            if not made.deduplicated
+            if spec.queue in refused and not made.deduplicated
             for job_id in made.slice_ids or (made.job_id,)
-        )
-        failed = self._publish(messages)
+        }
+        self.submission.publish_failures.update(failed)
         traces.end([made.job_id if made else None for made in admitted])
         self._tell_webhook(specs, created)
         for candidate, spec, made in zip(candidates, specs, created, strict=True):
@@ -277,8 +287,7 @@ class _Chunks:
                     job_id=made.job_id,
                     queue=spec.queue,
                     deduplicated=made.deduplicated,
-                    published=not made.deduplicated
-                    and not any(j in failed for j in made.slice_ids or (made.job_id,)),
+                    published=not made.deduplicated and spec.queue not in refused,
                 )
             )
 
@@ -290,18 +299,22 @@ class _Chunks:
         if hits and url:
             WebhookOutbox(self.store.pool).tell_finished(hits, url)
 
-    def _publish(self, messages: list[JobMessage]) -> dict[UUID, str]:
-        """Publish one chunk's messages; what failed (or was not tried) by job id."""
+    def _ring(self, filled: dict[str, tuple[int, int]]) -> dict[str, str]:
+        """Ring each queue this chunk filled, as often as is useful; the queues the broker
+        refused (their jobs wait in PostgreSQL for the reconciler's bell), with why."""
         if self.broker_down is not None:
-            failed = {j: self.broker_down for m in messages for j in m.jobs}
-        else:
-            report = publish_all(self.publisher, messages)
-            failed = report.failed
-            refused = sum(1 for m in messages if m.job_id in failed)  # messages, not jobs
-            if refused >= BROKER_DOWN_AFTER and not report.published:
-                self.broker_down = "not tried: the broker refused the messages before it"
-        self.submission.publish_failures.update(failed)
-        return failed
+            return dict.fromkeys(filled, self.broker_down)
+        wanted = {
+            queue: (min(jobs, max(1, self.wake_bells - self.rung.get(queue, 0))), top)
+            for queue, (jobs, top) in filled.items()
+        }
+        refused = ring(self.publisher, bells_for(wanted, self.wake_bells))
+        for queue, (bells, _) in wanted.items():
+            if queue not in refused:
+                self.rung[queue] = self.rung.get(queue, 0) + max(bells, 0)
+        if refused and len(refused) == len(filled):
+            self.broker_down = "not tried: the broker refused the bells before it"
+        return refused
 
 
 def _over_quota(source: str, spec: NewJob) -> Rejected:

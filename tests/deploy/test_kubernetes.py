@@ -183,7 +183,7 @@ def test_workers_scale_on_queue_depth_with_bounds_and_a_cool_down(
         (trigger,) = spec["triggers"]
         assert trigger["type"] == "prometheus"
         # jobs, not messages: a message on the small queue stands for several
-        assert "doclane_queue_claims" in trigger["metadata"]["query"]
+        assert "doclane_queue_backlog" in trigger["metadata"]["query"]
         assert float(trigger["metadata"]["threshold"]) > 0
     assert set(targets) == {"doclane-worker", "doclane-worker-large"}
     deployments = {d["metadata"]["name"] for d in of_kind(rendered, "Deployment")}

@@ -181,7 +181,7 @@ class TestARunWithSuccessesAndE101Failures:
         origin = finished_run.server.origin
         assert f'doclane_breaker_state{{origin="{origin}",state="closed"}} 1.0' in metrics
         assert 'doclane_queue_depth{queue="doclane.small"} 0.0' in metrics
-        assert 'doclane_queue_claims{queue="doclane.small"} 0.0' in metrics
+        assert 'doclane_queue_backlog{queue="doclane.small",tenant="default"} 0.0' in metrics
 
     def test_the_status_page(self, finished_run: Run, tmp_path: Path) -> None:
         api = finished_run.api

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import redis
 
-from pipeline.queues import JOB_QUEUES, QUEUE_SMALL, jobs_per_message
+from pipeline.queues import JOB_QUEUES, WAKE_BELLS
 from tests.fixtures.processes import pid_alive
 
 REDIS_HOST = os.environ.get("DOCLANE_TEST_REDIS_HOST", "127.0.0.1")
@@ -26,9 +26,9 @@ _LOCK = "doclane:test-broker-owner"
 
 
 def small_queue_messages(jobs: int) -> int:
-    """How many messages a submission of ``jobs`` small jobs (one chunk) publishes: one per
-    :func:`pipeline.queues.jobs_per_message` of them."""
-    return -(-jobs // jobs_per_message(QUEUE_SMALL))
+    """How many bells a submission of ``jobs`` small jobs (one chunk) rings: a bell a job, up
+    to :data:`pipeline.queues.WAKE_BELLS`."""
+    return min(jobs, WAKE_BELLS)
 
 
 CANDIDATE_DBS = range(15, 7, -1)

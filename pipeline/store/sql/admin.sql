@@ -9,6 +9,12 @@ WHERE state IN ('queued', 'waiting', 'running', 'retrying')
   AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s::text)
 GROUP BY state
 
+-- name: backlog
+-- Queued jobs by queue and tenant, from the lanes' counts (one row a lane with work).
+SELECT queue, tenant, sum(queued)::bigint AS queued
+FROM tenant_lanes WHERE queued > 0
+GROUP BY queue, tenant ORDER BY queue, tenant
+
 -- name: oldest_queued
 -- The oldest waiting job's age per queue, for the alert on a queue that does not drain: the
 -- queued rows are few, read through jobs_state_created_idx.

@@ -59,47 +59,19 @@ WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancel
 -- a write of its own.
 SELECT * FROM claim_jobs(ARRAY[%(job_id)s]::uuid[], %(worker)s, %(lease_s)s, 'validating')
 
--- name: claim_next
--- A message's claim (migration 0020): the message is a claim right on its job's queue. Its job
--- rejoins its lane when it is a retrying job now due; then the fair order's next job (not
--- necessarily the message's), and with %(limit)s > 1 the round's companions; the lead first.
-SELECT * FROM claim_next(%(job_id)s, %(worker)s, %(lease_s)s, %(limit)s, %(small_below)s)
-
--- name: claim_outcome
--- What the claim just made on this connection found (claimed, empty, capped, wait) and, for a
--- retrying job not yet due, how long it still waits: read in the same pipeline as the claim.
-SELECT current_setting('doclane.claim', true) AS outcome,
-       (SELECT greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8
-        FROM jobs
-        WHERE id = %(job_id)s AND state = 'retrying' AND next_attempt_at > now()) AS wait_s
-
--- name: seconds_until_due
--- How long a retrying job still waits (by the database's clock, the one claim_job reads).
-SELECT greatest(extract(epoch FROM next_attempt_at - now()), 0)::float8 AS wait_s
-FROM jobs
-WHERE id = %(job_id)s AND state = 'retrying' AND next_attempt_at > now()
+-- name: claim_queue
+-- A drain's claim (migration 0021's claim_queue): the queue's due retries staged, then the fair
+-- order's next job and, with %(limit)s > 1, companions like it (a round's or a batch's), the
+-- lead first; what the claim found is on every row (one row without a job when none).
+SELECT c.found::text AS found, (c.job).*
+FROM claim_queue(%(queue)s, %(limit)s, %(worker)s, %(lease_s)s, 'validating',
+                 %(small_below)s) c
 
 -- name: make_due
 -- A retrying job made due now (an operator's "retry now").
 UPDATE jobs
 SET next_attempt_at = now()
 WHERE id = %(job_id)s AND state = 'retrying'
-
--- name: defer_waiting
--- A queued or retrying job whose message went back unclaimed, to wait out open circuits: due
--- when the message comes back, so the reconciler does not take the wait for a lost message.
--- (A queued job is claimed whatever its next_attempt_at; a retrying one not before it.)
--- Also says the job's queue and whether jobs wait in it: the message is a claim right there.
-WITH deferred AS (
-    UPDATE jobs
-    SET next_attempt_at = greatest(next_attempt_at, now() + make_interval(secs => %(delay_s)s))
-    WHERE id = %(job_id)s AND state IN ('queued', 'retrying')
-    RETURNING id
-)
-SELECT EXISTS (SELECT 1 FROM deferred) AS deferred, j.queue,
-       EXISTS (SELECT 1 FROM tenant_lanes l WHERE l.queue = j.queue AND l.queued > 0) AS waits
-FROM jobs j
-WHERE j.id = %(job_id)s
 
 -- name: renew_lease
 UPDATE jobs

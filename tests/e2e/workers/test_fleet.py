@@ -126,7 +126,7 @@ def test_reconcile_and_retry_by_hand(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    cluster = make_cluster(redis_broker, fake_server.url, DOCLANE_RECONCILE_STALE_AFTER_S="0.001")
+    cluster = make_cluster(redis_broker, fake_server.url)
     lost = cluster.submit([write_sample(tmp_path, "md", 1)]).job_ids[0]
     redis_broker.flush()  # the message is gone before any worker saw it
 

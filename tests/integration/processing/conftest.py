@@ -12,11 +12,11 @@ import pytest
 
 from pipeline.jobs import Formats, SubmissionRequest
 from pipeline.mcp import McpClient
-from pipeline.processing import JobProcessor
+from pipeline.processing import JobProcessor, Outcome, OutcomeKind
 from pipeline.queues import RecordingPublisher
 from pipeline.resilience import Resilient, RetryRecord, build_resilient
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store import ClaimFound, JobStore
 from pipeline.submission import Submission, enqueue
 from tests.fixtures.fake_server import FakeServer
 
@@ -85,16 +85,20 @@ class Bench:
         assert not submission.rejected, submission.rejected
         return submission.accepted[0].job_id
 
+    def take(self, job_id: UUID) -> Outcome:
+        """One claim on ``job_id``'s queue, run: the lead's outcome (the fair order's next job,
+        which is ``job_id`` where it waits alone); SKIPPED when the claim took nothing."""
+        job = self.store.reads.get_job(job_id)
+        assert job is not None
+        claim = self.processor.claim(job.queue)
+        if isinstance(claim, ClaimFound):
+            return Outcome(OutcomeKind.SKIPPED, job_id)
+        return self.processor.run(claim)
 
-def next_attempts(bench: Bench) -> list[UUID]:
-    """The jobs given messages of their own for a next attempt (each with a countdown)."""
-    return [m.job_id for m in bench.publisher.messages if m.countdown_s is not None]
 
-
-def passed_on(bench: Bench) -> list[UUID]:
-    """The jobs named by messages passed on (a claim that took fewer jobs than its message
-    stood for publishes one for the rest, naming the job it claimed; no countdown)."""
-    return [m.job_id for m in bench.publisher.messages if m.countdown_s is None]
+def retry_bells(bench: Bench) -> list[float]:
+    """The bells rung for retries, by when (each with a countdown)."""
+    return [m.countdown_s for m in bench.publisher.messages if m.countdown_s is not None]
 
 
 @pytest.fixture
@@ -141,13 +145,14 @@ def make_bench(
                         "lease_s": 30,
                         "job_retry_base_s": 0.2,
                         "job_retry_max_s": 1,
+                        **({} if batches else {"round_max_docs": 1}),
                         **(processing or {}),
                     }
                 )
             ).processing,
             source_settings=source_settings,
             profile_settings=read_settings(profiles=dict(**(profiles or {}))).profiles,
-            publisher=publisher if batches else None,
+            publisher=publisher,
         )
         bench = Bench(
             store=store_used,

@@ -28,7 +28,7 @@ def test_an_open_circuit_after_a_try_that_reached_the_server_is_charged(
     bench.server.configure(fail_next=1, fail_with="http503")
     job_id = bench.submit_one(write_sample(bench.folder, "md", 40))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "E309")
     assert outcome.attempt_spent
@@ -43,12 +43,12 @@ def test_an_open_circuit_no_try_reached_is_refunded(make_bench: Callable[..., Be
     bench = make_bench(resilience=resilience)
     bench.server.configure(fail_next=1, fail_with="http503")
     tripping = bench.submit_one(write_sample(bench.folder, "md", 41))
-    assert bench.processor.process(tripping).code == "E309"  # E302, then open: charged
+    assert bench.take(tripping).code == "E309"  # E302, then open: charged
     job_id = bench.submit_one(write_sample(bench.folder, "md", 42))
     # another process, which has not met the open circuit yet (it shares it through Redis)
     other = make_bench(resilience=resilience)
 
-    outcome = other.processor.process(job_id)
+    outcome = other.take(job_id)
 
     assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
     job = bench.store.reads.get_job(job_id)
@@ -63,11 +63,11 @@ def test_a_process_that_met_every_circuit_open_claims_nothing_until_the_reset(
     )
     bench.server.configure(fail_next=1, fail_with="http503")
     tripping = bench.submit_one(write_sample(bench.folder, "md", 44))
-    assert bench.processor.process(tripping).code == "E309"  # E302, then open: charged
+    assert bench.take(tripping).code == "E309"  # E302, then open: charged
     job_id = bench.submit_one(write_sample(bench.folder, "md", 45))
     events_before = len(bench.store.reads.events(job_id))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code, outcome.attempt_spent) == (OutcomeKind.RETRY, "E309", False)
     assert outcome.countdown_s is not None and outcome.countdown_s > 0
@@ -86,7 +86,7 @@ def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(
     bench.server.configure(delay_s=600, delay_tools=[CONVERT])
     job_id = bench.submit_one(write_sample(bench.folder, "docx", 43))
     outcomes: list[Outcome] = []
-    worker = threading.Thread(target=lambda: outcomes.append(bench.processor.process(job_id)))
+    worker = threading.Thread(target=lambda: outcomes.append(bench.take(job_id)))
     worker.start()
     wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="converting")
     events_before = len(bench.store.reads.events(job_id))
@@ -107,4 +107,4 @@ def test_a_cancelled_attempt_withdraws_its_call_and_writes_nothing(
     # The processor (and its client) go on: the next job converts.
     bench.server.configure(delay_s=0)
     next_id = bench.submit_one(write_sample(bench.folder, "md", 44))
-    assert bench.processor.process(next_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(next_id).kind is OutcomeKind.SUCCEEDED

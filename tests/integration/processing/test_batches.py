@@ -22,7 +22,7 @@ from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench, next_attempts, passed_on
+from tests.integration.processing.conftest import Bench, retry_bells
 
 CONVERT = "convert_document_into_docling_document"
 #: A message's claims stop at its first (``DOCLANE_ROUND_MAX_S`` 0): what one batch does is
@@ -65,7 +65,7 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
     bench.server.configure(dir_order=order, dir_seed=7)
     ids = submit_samples(bench, 6, formats=("json", "md"))
 
-    outcome = bench.processor.process(ids[0])
+    outcome = bench.take(ids[0])
 
     assert outcome.kind is OutcomeKind.SUCCEEDED
     stats = bench.server.stats()
@@ -80,8 +80,7 @@ def test_a_batch_gives_every_job_its_own_result_in_any_answer_order(
         assert note["size"] == 6 and note["place"] == number - 1
         # the engine as the fake names itself at initialize, as a lone job's results name it
         assert {r.engine for r in bench.store.reads.list_results(job_id)} == {"docling"}
-    assert next_attempts(bench) == [], "no companion needs a message of its own"
-    assert passed_on(bench) == [ids[0]], "six jobs for a message of eight: one goes on"
+    assert retry_bells(bench) == [], "no companion needs a message of its own"
     assert not list((bench.source_settings.inbox_dir).glob("batch-*")), "the folder is removed"
 
 
@@ -93,17 +92,17 @@ def test_a_file_the_server_skips_is_converted_alone_and_fails_with_its_own_code(
     skipped = Path((bench.store.reads.get_job(ids[2]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped])
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     for number in (1, 2, 4):
         assert_own_result(bench, ids[number - 1], number)
     released = bench.store.reads.get_job(ids[2])
     assert released is not None and released.state is JobState.QUEUED
     assert (released.attempt, released.attempts_spent) == (1, 0), "the batch cost it nothing"
-    assert next_attempts(bench) == [ids[2]]
+    assert len(retry_bells(bench)) == 1
     # Alone, the server really cannot convert it: it fails with its own code.
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
-    alone = bench.processor.process(ids[2])
+    alone = bench.take(ids[2])
     assert (alone.kind, alone.code) == (OutcomeKind.FAILED, "E306")
     assert len(bench.server.stats()["directory_calls"]) == 1, "a retry is never batched again"
 
@@ -116,10 +115,10 @@ def test_a_file_skipped_in_the_batch_but_fine_alone_succeeds_alone(
     first = Path((bench.store.reads.get_job(ids[0]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[first])
 
-    lead = bench.processor.process(ids[0])
+    lead = bench.take(ids[0])
 
     assert lead.kind is OutcomeKind.RETRY and not lead.attempt_spent and lead.countdown_s == 0
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
     for number, job_id in enumerate(ids, start=1):
         assert_own_result(bench, job_id, number)
     job = bench.store.reads.get_job(ids[0])
@@ -132,7 +131,7 @@ def test_a_batch_of_one_is_exactly_the_single_path(make_bench: Callable[..., Ben
     )
     ids = submit_samples(bench, 3)
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     stats = bench.server.stats()
     assert stats["directory_calls"] == [] and stats["requests_by_tool"][CONVERT] == 1
@@ -153,7 +152,7 @@ def test_a_failed_batch_gives_each_job_the_outcome_it_would_have_had_alone(
     bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[DIRECTORY])
     ids = submit_samples(bench, 3)
 
-    lead = bench.processor.process(ids[0])
+    lead = bench.take(ids[0])
 
     assert (lead.kind, lead.code, lead.attempt_spent) == (OutcomeKind.RETRY, "E302", True)
     for job_id in ids:
@@ -171,7 +170,7 @@ def test_cancelling_one_job_of_a_running_batch_writes_nothing_for_it(
     bench.server.configure(delay_s=3, delay_tools=[DIRECTORY])
     ids = submit_samples(bench, 3)
     outcomes: list[Outcome] = []
-    worker = threading.Thread(target=lambda: outcomes.append(bench.processor.process(ids[0])))
+    worker = threading.Thread(target=lambda: outcomes.append(bench.take(ids[0])))
     worker.start()
     wait_for(lambda: bench.server.stats()["tool_calls_in_flight"] == 1, message="in the batch")
     events_before = len(bench.store.reads.events(ids[1]))
@@ -194,8 +193,8 @@ def test_stats_and_metrics_show_the_batch_sizes(
 ) -> None:
     bench = make_bench(batches=True, processing={"batch_max_docs": 4, **FIRST_CLAIM_ONLY})
     ids = submit_samples(bench, 6)
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # a batch of 4
-    assert bench.processor.process(ids[4]).kind is OutcomeKind.SUCCEEDED  # a batch of 2
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED  # a batch of 4
+    assert bench.take(ids[4]).kind is OutcomeKind.SUCCEEDED  # a batch of 2
 
     with JobStore(store_settings, explain_missing_schema=True) as admin:
         batches = batches_since(admin, datetime.now(UTC) - timedelta(hours=1))
@@ -223,7 +222,7 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     (second / "a.md").write_text("# New a\n\nAnother a.md.\n")
     (second / "b.md").write_text("# Old a\n\nThe first a.md.\n")
     old = bench.submit_one(first / "a.md")
-    assert bench.processor.process(old).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(old).kind is OutcomeKind.SUCCEEDED
     submission = enqueue(
         # b.md's content has succeeded before
         SubmissionRequest([str(second / "a.md"), str(second / "b.md")], dedup=False),
@@ -233,11 +232,11 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     )
     new_a, b = (a.job_id for a in submission.accepted)
 
-    bench.processor.process(new_a)
+    bench.take(new_a)
     for job_id in (new_a, b):
         job = bench.store.reads.get_job(job_id)
         if job is not None and not job.state.terminal:
-            bench.processor.process(job_id)  # an unproven member, converted alone
+            bench.take(job_id)  # an unproven member, converted alone
 
     assert "New a" in (bench.store.reads.get_result(new_a, "md") or "")
     assert "Old a" in (bench.store.reads.get_result(b, "md") or "")
@@ -256,7 +255,7 @@ def test_the_last_key_is_proven_by_elimination_without_a_save(
     bench.server.configure(dir_order=order, dir_seed=3)
     ids = submit_samples(bench, 6)
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     assert bench.server.stats()["requests_by_tool"].get(SAVE) == 5
     for number, job_id in enumerate(ids, start=1):
@@ -269,7 +268,7 @@ def test_no_elimination_when_the_server_skipped_a_file(make_bench: Callable[...,
     skipped = Path((bench.store.reads.get_job(ids[5]) or pytest.fail()).source_uri).name
     bench.server.configure(dir_skip=[skipped], dir_order="reversed")
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     assert bench.server.stats()["requests_by_tool"].get(SAVE) == 5, "every key answered proven"
     for number, job_id in enumerate(ids[:5], start=1):
@@ -292,12 +291,12 @@ def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench
     )
     ids = submit_samples(bench, 6)  # html, csv, md, html, csv, md
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
     csv = [ids[1], ids[4]]
     for job_id in csv:
         job = bench.store.reads.get_job(job_id)
         assert job is not None and job.state is JobState.QUEUED and batch_notes(bench, job_id) == []
-    assert bench.processor.process(csv[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(csv[0]).kind is OutcomeKind.SUCCEEDED
     assert len(bench.server.stats()["directory_calls"]) == 1, "the CSV did not lead a batch"
     left = bench.store.reads.get_job(csv[1])
     assert left is not None and left.state is JobState.QUEUED

@@ -73,7 +73,7 @@ def run_through_outage(
     restarter = threading.Thread(target=bring_it_back)
     restarter.start()
     try:
-        return bench.processor.process(job_id)
+        return bench.take(job_id)
     finally:
         restarter.join(timeout=120)
         if restarter.is_alive() or not _running():  # whatever happened, leave it running
@@ -146,5 +146,5 @@ def test_a_database_gone_longer_than_a_lease_hands_the_job_back_uncharged(
 
     assert quick_store.operations.make_due(job_id)  # its message, on time
     bench.runner.after_unit = None
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
     assert [r.attempt for r in quick_store.reads.list_results(job_id)] == [2]

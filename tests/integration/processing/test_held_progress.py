@@ -75,7 +75,7 @@ class StageWrites(Attempts):
 
 def in_background(bench: Bench, job_id: Any) -> tuple[threading.Thread, list[Outcome]]:
     outcomes: list[Outcome] = []
-    thread = threading.Thread(target=lambda: outcomes.append(bench.processor.process(job_id)))
+    thread = threading.Thread(target=lambda: outcomes.append(bench.take(job_id)))
     thread.start()
     return thread, outcomes
 
@@ -87,7 +87,7 @@ def test_a_fast_job_writes_no_stage_and_records_its_server_with_its_results(
     bench = make_bench(job_store=spy.store, processing={"progress_hold_s": AN_HOUR})
     job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert spy.stages == []
     job = store.reads.get_job(job_id)
@@ -107,7 +107,7 @@ def test_without_a_hold_every_stage_is_written_as_reported(
     bench = make_bench(job_store=spy.store, processing={"progress_hold_s": 0})
     job_id = bench.submit_one(write_sample(bench.folder, "md", 2))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert spy.stages == [Stage.CONVERTING, Stage.EXPORTING]
     spy.store.close()
@@ -175,7 +175,7 @@ def test_a_failure_records_the_stage_it_failed_in_and_its_server(
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[EXPORT])
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 5))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E307")
     job = store.reads.get_job(job_id)

@@ -1,6 +1,6 @@
 """The job processor against the fake Docling server and a real PostgreSQL (no Celery).
 
-Each test runs single attempts by calling ``process`` and reads the truth from the database.
+Each test runs single claims (``Bench.take``) or drains and reads the truth from the database.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from errors import ServerUnavailable
 from pipeline.jobs import EventKind, JobState
 from pipeline.mcp import McpClient
 from pipeline.processing import OutcomeKind
-from pipeline.queues import QUEUE_SMALL, jobs_per_message
+from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
-from tests.integration.processing.conftest import Bench, next_attempts, passed_on
+from tests.integration.processing.conftest import Bench, retry_bells
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -37,7 +37,7 @@ def test_a_job_is_converted_stored_and_its_calls_recorded(make_bench: Callable[.
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert outcome.kind is OutcomeKind.SUCCEEDED
     job = bench.store.reads.get_job(job_id)
@@ -66,7 +66,7 @@ def test_the_server_is_given_its_own_path_of_a_shared_file(
     (worker_view / "shared.md").write_text("# Seen by the worker\n\nits own path\n")
     job_id = bench.submit_one(worker_view / "shared.md")
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     job = bench.store.reads.get_job(job_id)
     assert job is not None and job.source_uri == str(worker_view / "shared.md")
@@ -79,7 +79,7 @@ def test_docling_json_comes_from_the_server_cache_folder(
     bench = make_bench(profiles={"server_cache_dir": fake_server.cache_dir})
     job_id = bench.submit_one(write_sample(bench.folder, "html", 2), formats=("md", "json"))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     document = json.loads(bench.store.reads.get_result(job_id, "json") or "null")
     assert isinstance(document, dict) and document
@@ -91,11 +91,11 @@ def test_a_redelivered_finished_job_is_skipped_and_stores_nothing_more(
 ) -> None:
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 3))
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
     calls_before = bench.server.stats()["requests_by_tool"]
     events_before = len(bench.store.reads.events(job_id))
 
-    again = bench.processor.process(job_id)
+    again = bench.take(job_id)
 
     assert again.kind is OutcomeKind.SKIPPED
     assert len(bench.store.reads.list_results(job_id)) == 1
@@ -148,7 +148,7 @@ def test_a_key_evicted_between_convert_and_export_is_converted_again(
     bench.runner.wrap_client = wrap
     job_id = bench.submit_one(write_sample(bench.folder, "docx", 4))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert proxies[0].evicted == 1
     assert mcp_calls(bench, job_id) == [
@@ -173,7 +173,7 @@ def test_a_key_evicted_twice_is_an_overloaded_server_and_the_next_try_converts_a
     bench.runner.wrap_client = lambda client: EvictAfterConvert(client, bench.server, 2, evictions)
     job_id = bench.submit_one(write_sample(bench.folder, "docx", 7))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert evictions == [1, 1]
     calls = mcp_calls(bench, job_id)
@@ -200,7 +200,7 @@ def test_a_source_gone_bad_after_submission_fails_with_its_code_and_no_server_ca
     path.write_bytes(b"")
     calls_before = sum(bench.server.stats()["requests_by_tool"].values())
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E106")
     job = bench.store.reads.get_job(job_id)
@@ -216,7 +216,7 @@ def test_a_conversion_failure_keeps_the_server_text_and_is_final(
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
     job_id = bench.submit_one(write_sample(bench.folder, "html", 6))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E306")
     job = bench.store.reads.get_job(job_id)
@@ -232,17 +232,17 @@ def test_retryable_errors_retry_with_backoff_then_fail_with_the_last_code(
     bench.server.configure(fail_next=-1, fail_with="http503")
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 7))
 
-    first = bench.processor.process(job_id)
+    first = bench.take(job_id)
     assert first.kind is OutcomeKind.RETRY and first.code == "E302"
     assert first.countdown_s is not None and 0.1 <= first.countdown_s <= 0.2
     job = bench.store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.RETRYING and job.next_attempt_at
     assert bench.store.operations.make_due(job_id)  # the countdown's message arriving on time
-    second = bench.processor.process(job_id)
+    second = bench.take(job_id)
     assert second.kind is OutcomeKind.RETRY
     assert second.countdown_s is not None and 0.2 <= second.countdown_s <= 0.4
     assert bench.store.operations.make_due(job_id)
-    last = bench.processor.process(job_id)
+    last = bench.take(job_id)
 
     assert (last.kind, last.code) == (OutcomeKind.FAILED, "E302")
     job = bench.store.reads.get_job(job_id)
@@ -257,11 +257,11 @@ def test_an_open_circuit_retries_after_the_reset_without_charging_an_attempt(
     )
     bench.server.configure(fail_next=1, fail_with="http503")
     tripping = bench.submit_one(write_sample(bench.folder, "md", 8))
-    assert bench.processor.process(tripping).code == "E302"  # opens the circuit
+    assert bench.take(tripping).code == "E302"  # opens the circuit
     job_id = bench.submit_one(write_sample(bench.folder, "md", 9))
     calls_before = sum(bench.server.stats()["requests_by_tool"].values())
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert outcome.kind is OutcomeKind.RETRY and outcome.code == "E309"
     assert not outcome.attempt_spent
@@ -277,67 +277,56 @@ def test_an_open_circuit_retries_after_the_reset_without_charging_an_attempt(
     assert sum(bench.server.stats()["requests_by_tool"].values()) == calls_before
 
 
-def test_with_every_circuit_open_only_a_message_that_stands_for_waiting_work_goes_back(
+def test_with_every_circuit_open_a_drain_claims_nothing_and_rings_for_after_the_reset(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """Once the process knows every circuit is open, a waiting job's message goes back
-    unclaimed until the reset. A message naming a job that ended has nothing to wait for when
-    no job waits on its queue, and is done with, not held through the reset; on the small
-    queue, where a message is a claim right for several jobs (one passed on names a job
-    already claimed), it goes back while jobs wait there."""
+    """Once the process knows every circuit is open, a drain claims no job (claiming would
+    only fail it with E309): the queued job stays unclaimed and uncharged, and the queue is
+    rung again for after the breaker's reset."""
     bench = make_bench(
         resilience={"retry_max_tries": 1, "breaker_fail_max": 1, "breaker_reset_s": 30}
     )
-    ended = bench.submit_one(write_sample(bench.folder, "md", 12))
-    assert bench.processor.process(ended).kind is OutcomeKind.SUCCEEDED
     bench.server.configure(fail_next=1, fail_with="http503")
-    assert (
-        bench.processor.process(bench.submit_one(write_sample(bench.folder, "md", 13))).code
-        == "E302"
-    )
-    assert (
-        bench.processor.process(bench.submit_one(write_sample(bench.folder, "md", 14))).code
-        == "E309"
-    )
-    done_with = bench.processor.process(ended)  # the two others retry: none is queued
+    tripping = bench.submit_one(write_sample(bench.folder, "md", 13))
+    assert bench.take(tripping).code == "E302"
     waiting = bench.submit_one(write_sample(bench.folder, "md", 15))
+    bench.publisher.messages.clear()
 
-    sent_back = bench.processor.process(waiting)
-    right_back = bench.processor.process(ended)
+    drained = bench.processor.drain(QUEUE_SMALL)
 
-    assert done_with.kind is OutcomeKind.SKIPPED
-    for outcome in (sent_back, right_back):
-        assert (outcome.kind, outcome.code) == (OutcomeKind.RETRY, "E309")
-        assert outcome.countdown_s is not None and outcome.countdown_s > 0
+    assert (drained.jobs, drained.stopped) == (0, "circuits")
     job = bench.store.reads.get_job(waiting)
     assert job is not None and (job.state, job.attempt) == (JobState.QUEUED, 0), "unclaimed"
-    job = bench.store.reads.get_job(ended)
-    assert job is not None and job.state is JobState.SUCCEEDED
+    [bell] = bench.publisher.messages
+    assert bell.queue == QUEUE_SMALL and bell.countdown_s is not None and bell.countdown_s > 20
 
 
-def test_an_early_message_for_a_retrying_job_waits_for_its_due_time(
+def test_a_retrying_job_is_claimed_once_due_and_not_before(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """A duplicate message (the reconciler's, or a clock ahead of the database) must not skip
-    the job's backoff: it claims nothing and comes back when the job is due."""
+    """A retry's time is its row's: a claim before it takes nothing (the backoff holds, nothing
+    is charged) and the queue is rung for when it is due; once due, the claim stages it back
+    into its lane and takes it."""
     bench = make_bench(
         resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
         processing={"job_retry_base_s": 60, "job_retry_max_s": 60},
     )
     bench.server.configure(fail_next=1, fail_with="http503")
     job_id = bench.submit_one(write_sample(bench.folder, "md", 11))
-    first = bench.processor.process(job_id)
+    first = bench.take(job_id)
     assert (first.kind, first.code) == (OutcomeKind.RETRY, "E302")
+    assert first.countdown_s is not None
+    assert retry_bells(bench) == [round(first.countdown_s + 0.05, 3)]
     waiting = bench.store.reads.get_job(job_id)
 
-    early = bench.processor.process(job_id)
+    early = bench.processor.drain(QUEUE_SMALL)
 
-    assert early.kind is OutcomeKind.RETRY and early.message == "not due yet"
-    assert not early.attempt_spent
-    assert early.countdown_s is not None and 0 < early.countdown_s <= first.countdown_s + 0.1
+    assert (early.jobs, early.stopped) == (0, "empty")
     assert bench.store.reads.get_job(job_id) == waiting, "nothing claimed, nothing charged"
     assert bench.store.operations.make_due(job_id)
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.processor.drain(QUEUE_SMALL).jobs == 1
+    job = bench.store.reads.get_job(job_id)
+    assert job is not None and (job.state, job.attempt) == (JobState.SUCCEEDED, 2)
 
 
 def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
@@ -347,7 +336,7 @@ def test_a_job_cancelled_while_running_is_never_written_as_succeeded(
     job_id = bench.submit_one(write_sample(bench.folder, "md", 10))
     bench.runner.after_unit = lambda: bench.store.operations.cancel(job_id) and None
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert outcome.kind is OutcomeKind.LOST
     job = bench.store.reads.get_job(job_id)
@@ -366,7 +355,7 @@ def test_a_url_is_downloaded_by_the_worker_and_its_facts_recorded(
     job_id = submission.accepted[0].job_id
     assert submission.accepted[0].queue == "doclane.large"  # size unknown until fetched
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     job = bench.store.reads.get_job(job_id)
     assert job is not None and job.size_bytes == len(body) and job.content_sha256
@@ -383,7 +372,7 @@ def test_the_per_format_profile_against_a_per_format_server(
         write_sample(bench.folder, "docx", 11), formats=("md", "html", "json")
     )
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     tools = [call[0] for call in mcp_calls(bench, job_id)]
     assert tools == ["convert_docx", "export_html", "export_json", "export_markdown"]
@@ -400,7 +389,7 @@ def test_a_per_format_retry_exports_the_document_its_first_try_converted(
     server.configure(fail_next=1, fail_with="http503", fail_tools=["export_markdown"])
     job_id = bench.submit_one(write_sample(bench.folder, "docx", 12), formats=("md", "html"))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert [call[:2] for call in mcp_calls(bench, job_id)] == [
         ("convert_docx", "ok"),
@@ -420,7 +409,7 @@ def test_a_per_format_server_without_a_tool_for_the_type_fails_with_e305(
     bench = make_bench(fake_server_factory(profile="per-format"))
     job_id = bench.submit_one(write_sample(bench.folder, "html", 12))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E305")
 
@@ -432,7 +421,7 @@ def test_json_without_a_readable_cache_folder_is_e305(
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 13), formats=formats)
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E305")
     job = bench.store.reads.get_job(job_id)
@@ -449,7 +438,7 @@ def test_url_mode_server_hands_the_url_to_a_server_that_fetches_it(
     url = http_source.url("/remote.md")
     job_id = bench.submit_one(url)
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert [c[0] for c in mcp_calls(bench, job_id)] == ["convert_url", "export_markdown"]
     assert "# Remote" in (bench.store.reads.get_result(job_id, "md") or "")
@@ -458,62 +447,55 @@ def test_url_mode_server_hands_the_url_to_a_server_that_fetches_it(
 
 
 def lone_bench(make_bench: Callable[..., Bench], **processing: Any) -> Bench:
-    """A job at a time (no batch, no round), with a publisher for the messages passed on."""
+    """A job at a time (no batch, no round)."""
     return make_bench(
         batches=True,
         processing={"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600, **processing},
     )
 
 
-def test_a_message_takes_as_many_jobs_as_it_stands_for_one_after_another(
+def test_a_drain_takes_every_job_of_its_queue_one_after_another(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """Ten small jobs are two messages, for eight and two. The first message's claim takes one
-    job, passes a message on (the queue keeps a claim right per queued job, and another
-    process may take it meanwhile), then takes seven more one after another; the message
-    passed on takes the last two, passes one on, and that one finds nothing."""
+    """Ten small jobs, one bell needed: the drain claims and runs them in fair order until a
+    claim finds nothing, and rings nothing more (no work is left)."""
     bench = lone_bench(make_bench)
     ids = bench.submit(*(write_sample(bench.folder, "md", n) for n in range(10))).job_ids
-    per = jobs_per_message(QUEUE_SMALL)
-    assert [m.jobs for m in bench.publisher.messages] == [tuple(ids[:per]), tuple(ids[per:])]
+    assert {m.queue for m in bench.publisher.messages} == {QUEUE_SMALL}
+    assert 1 <= len(bench.publisher.messages) <= 8, "a bell a job, up to the wake-up's bells"
     bench.publisher.messages.clear()
 
-    first = bench.processor.process(ids[0])
+    drained = bench.processor.drain(QUEUE_SMALL)
 
-    assert (first.kind, first.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
-    states = [j.state for j in bench.store.reads.get_jobs(ids)]
-    assert states.count(JobState.SUCCEEDED) == per and states.count(JobState.QUEUED) == 10 - per
-    assert passed_on(bench) == [ids[0]]
-
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED  # the one passed on
+    assert (drained.jobs, drained.stopped) == (10, "empty")
     assert {j.state for j in bench.store.reads.get_jobs(ids)} == {JobState.SUCCEEDED}
-    assert len(passed_on(bench)) == 2
-    assert bench.processor.process(passed_on(bench)[-1]).kind is OutcomeKind.SKIPPED
-    assert len(passed_on(bench)) == 2, "a claim that took nothing passes nothing on"
-    assert next_attempts(bench) == []
+    assert bench.publisher.messages == []
+    again = bench.processor.drain(QUEUE_SMALL)
+    assert (again.jobs, again.stopped) == (0, "empty"), "a doubled bell costs one empty claim"
 
 
-def test_a_message_takes_only_its_first_job_once_its_time_is_up(
+def test_a_drain_whose_time_is_up_rings_its_queue_again(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """``DOCLANE_ROUND_MAX_S`` 0: a message's claims stop at its first, which passed a
-    message on for the rest."""
+    """``DOCLANE_ROUND_MAX_S`` 0: a drain takes one claim, then rings its queue again so the
+    rest is taken by the next bell (other queues, priorities and a shutdown come between)."""
     bench = lone_bench(make_bench, round_max_s=0)
     ids = [bench.submit_one(write_sample(bench.folder, "md", n)) for n in range(3)]
     bench.publisher.messages.clear()
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    drained = bench.processor.drain(QUEUE_SMALL)
 
+    assert (drained.jobs, drained.stopped) == (1, "budget")
     states = [j.state for j in bench.store.reads.get_jobs(ids)]
     assert states == [JobState.SUCCEEDED, JobState.QUEUED, JobState.QUEUED]
-    assert passed_on(bench) == [ids[0]]
+    assert [(m.queue, m.countdown_s) for m in bench.publisher.messages] == [(QUEUE_SMALL, None)]
 
 
-def test_a_message_stops_taking_jobs_at_one_that_must_be_tried_again(
+def test_a_drain_goes_on_past_a_job_that_must_be_tried_again(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """The third job's server trouble (E302, retryable) is its own retry, with a message of its
-    own; the message takes no job after it (a server in trouble is no place for more)."""
+    """The third job's server trouble (E302, retryable) is its own retry, staged in its row and
+    rung for its due time; the drain takes the others."""
     bench = make_bench(
         batches=True,
         processing={"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600},
@@ -531,10 +513,9 @@ def test_a_message_stops_taking_jobs_at_one_that_must_be_tried_again(
 
     bench.runner.wrap_client = trouble_for_the_third
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.processor.drain(QUEUE_SMALL).jobs == 6
 
     jobs = bench.store.reads.get_jobs(ids)
-    assert [j.state for j in jobs].count(JobState.SUCCEEDED) == 2
+    assert [j.state for j in jobs].count(JobState.SUCCEEDED) == 5
     [unlucky] = [j for j in jobs if j.state is JobState.RETRYING]
-    assert unlucky.error_code == "E302" and next_attempts(bench) == [unlucky.id]
-    assert [j.state for j in jobs].count(JobState.QUEUED) == 3, "no job taken after it"
+    assert unlucky.error_code == "E302" and len(retry_bells(bench)) == 1

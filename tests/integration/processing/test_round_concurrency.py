@@ -25,7 +25,7 @@ from pipeline.resilience import Resilient, build_resilient
 from pipeline.settings import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_command
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
-from tests.integration.processing.conftest import Bench, HookedRunner, passed_on
+from tests.integration.processing.conftest import Bench, HookedRunner
 from tests.integration.processing.test_batches import submit_samples
 from tests.integration.processing.test_rounds import assert_succeeded_once
 
@@ -99,7 +99,7 @@ def test_one_docling_mcp_gets_no_round_its_jobs_go_alone(
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner)
 
-    outcome = bench.processor.process(ids[0])
+    outcome = bench.take(ids[0])
 
     assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
     for number, job_id in enumerate(ids, start=1):
@@ -109,7 +109,6 @@ def test_one_docling_mcp_gets_no_round_its_jobs_go_alone(
         a.finished_at is not None and b.started_at is not None and a.finished_at <= b.started_at
         for a, b in itertools.pairwise(jobs)
     ), "each claim took one job, the next once it was stored: no round"
-    assert passed_on(bench) == [ids[0]]
     assert units.most == 1, "docling-mcp converts one at a time: a second call only contends"
     assert bench.server.stats()["max_tool_calls_in_flight"] == 1
 
@@ -124,7 +123,7 @@ def test_a_round_over_a_pool_of_two_docling_mcp_converts_one_on_each(
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner, meet=2)  # two units must be inside at once to go on
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
@@ -143,7 +142,7 @@ def test_the_setting_wins_over_the_fit(make_bench: Callable[..., Bench]) -> None
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner, meet=2)
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     assert units.most == 2, "two at once on one docling-mcp, as the setting says"
 

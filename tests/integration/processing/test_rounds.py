@@ -25,7 +25,7 @@ from pipeline.profiles import Conversion
 from pipeline.support.logs import current_job_context
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench, next_attempts, passed_on
+from tests.integration.processing.conftest import Bench, retry_bells
 from tests.integration.processing.test_batches import assert_own_result, submit_samples
 
 CONVERT = "convert_document_into_docling_document"
@@ -120,7 +120,7 @@ def test_a_round_claims_its_jobs_at_once_and_converts_them_concurrently(
 
     bench.runner.after_unit = meet_another
 
-    outcome = bench.processor.process(ids[0])
+    outcome = bench.take(ids[0])
 
     assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
     for number, job_id in enumerate(ids, start=1):
@@ -132,7 +132,7 @@ def test_a_round_claims_its_jobs_at_once_and_converts_them_concurrently(
     assert len(claims) == 1, "the job and its companions claimed in one statement"
     assert bench.publisher.messages == [], "nothing to publish: every companion succeeded"
     # The companions' own messages find nothing to claim.
-    assert bench.processor.process(ids[1]).kind is OutcomeKind.SKIPPED
+    assert bench.take(ids[1]).kind is OutcomeKind.SKIPPED
 
 
 def test_a_round_claims_more_as_room_frees_never_holding_more_than_its_room(
@@ -144,7 +144,7 @@ def test_a_round_claims_more_as_room_frees_never_holding_more_than_its_room(
     ids = submit_samples(bench, 7)
     other = submit_samples_from(bench, 20, formats=("md", "html"))
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
@@ -169,16 +169,15 @@ def test_a_message_whose_job_is_taken_starts_a_round_of_the_jobs_like_it(
     elsewhere = bench.store.attempts.claim(ids[0], "another-worker", lease_s=60)
     assert elsewhere is not None
 
-    outcome = bench.processor.process(ids[0])
+    outcome = bench.take(ids[0])
 
     assert outcome.kind is OutcomeKind.SUCCEEDED and outcome.job_id in ids[1:]
     held = bench.store.reads.get_job(ids[0])
     assert held is not None and held.state is JobState.RUNNING and held.attempt == 1
     assert bench.store.reads.list_results(ids[0]) == []
     assert_others_succeeded(bench, ids, ids[0])
-    assert next_attempts(bench) == []
+    assert retry_bells(bench) == []
     # three jobs taken for a message that stood for eight: a message goes on for the rest
-    assert passed_on(bench) == [outcome.job_id]
 
 
 def test_a_round_takes_only_jobs_that_can_share_it(make_bench: Callable[..., Bench]) -> None:
@@ -187,7 +186,7 @@ def test_a_round_takes_only_jobs_that_can_share_it(make_bench: Callable[..., Ben
     bench = round_bench(make_bench, round_max_docs=3, round_max_s=0)
     ids = submit_samples(bench, 4)
     other = submit_samples_from(bench, 20, formats=("md", "html"))
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     states = {j.id: j.state for j in bench.store.reads.get_jobs([*ids, other])}
     assert states[ids[0]] is JobState.SUCCEEDED, "the message's own job leads its round"
@@ -215,13 +214,13 @@ def test_a_failure_in_a_round_is_only_its_own_job(make_bench: Callable[..., Benc
 
     bench.runner.wrap_client = lose_its_file
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     failed = bench.store.reads.get_job(broken)
     assert failed is not None and failed.state is JobState.FAILED and failed.error_code == "E306"
     assert bench.store.reads.list_results(broken) == []
     assert_others_succeeded(bench, ids, broken)
-    assert next_attempts(bench) == [], "a final failure needs no next message"
+    assert retry_bells(bench) == [], "a final failure needs no next message"
 
 
 def test_results_not_of_their_jobs_formats_fail_only_their_job(
@@ -240,7 +239,7 @@ def test_results_not_of_their_jobs_formats_fail_only_their_job(
 
     bench.runner.alter_result = html_for_one
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     failed = bench.store.reads.get_job(wrong)
     assert failed is not None and failed.state is JobState.FAILED, failed
@@ -268,16 +267,16 @@ def test_a_retryable_failure_in_a_round_gets_its_own_next_message(
 
     bench.runner.wrap_client = trouble_for_one
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     job = bench.store.reads.get_job(unlucky)
     assert job is not None and job.state is JobState.RETRYING and job.error_code == "E302"
     assert job.attempts_spent == 1, "charged: it was its own try"
-    assert next_attempts(bench) == [unlucky]
+    assert len(retry_bells(bench)) == 1
     assert_others_succeeded(bench, ids, unlucky)
     # Its next message is heard (not yet due, it comes back); only ended jobs' are passed over.
-    assert bench.processor.process(unlucky).kind is OutcomeKind.RETRY
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SKIPPED
+    assert bench.take(unlucky).kind is OutcomeKind.RETRY
+    assert bench.take(ids[0]).kind is OutcomeKind.SKIPPED
 
 
 def test_a_job_cancelled_mid_round_stops_alone(
@@ -316,7 +315,7 @@ def test_a_job_cancelled_after_its_conversion_is_fenced_out_of_the_round_commit(
 
     bench.runner.after_unit = cancel_the_victim
 
-    assert bench.processor.process(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
 
     assert_only_one_cancelled(bench, ids, victim)
 
@@ -341,7 +340,7 @@ def test_a_round_at_its_time_limit_stores_what_is_converted(
     previous = signal.signal(signal.SIGUSR1, raise_deadline)
     try:
         found: Future[UUID] = background.submit(_interrupt_when_hanging, bench, ids)
-        outcome = bench.processor.process(ids[0])
+        outcome = bench.take(ids[0])
     finally:
         signal.signal(signal.SIGUSR1, previous)
     hanging = found.result(timeout=30)
@@ -380,8 +379,8 @@ def test_a_job_tried_before_goes_alone_and_one_not_yet_due_takes_no_round(
             is JobState.RETRYING
         )
 
-    assert bench.processor.process(waiting).kind is OutcomeKind.RETRY
-    assert bench.processor.process(due).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(waiting).kind is OutcomeKind.RETRY
+    assert bench.take(due).kind is OutcomeKind.SUCCEEDED
 
     jobs = {j.id: j for j in bench.store.reads.get_jobs(ids)}
     assert jobs[due].attempt == 2 and jobs[waiting].state is JobState.RETRYING

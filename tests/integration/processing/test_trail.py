@@ -39,7 +39,7 @@ def test_a_finished_job_s_trail_holds_its_calls_then_the_note_then_the_success(
     bench = make_bench()
     job_id = bench.submit_one(write_sample(bench.folder, "md", 1))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     assert trail(bench, job_id) == [
         ("state", "queued"),
@@ -67,7 +67,7 @@ def test_a_failed_conversion_s_call_comes_before_the_failure(
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[CONVERT])
     job_id = bench.submit_one(write_sample(bench.folder, "html", 3))
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert (outcome.kind, outcome.code) == (OutcomeKind.FAILED, "E306")
     assert trail(bench, job_id) == [
@@ -87,7 +87,7 @@ def test_calls_retried_within_an_attempt_are_all_kept_in_order(
     bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[EXPORT])
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 4))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     calls = [e for e in trail(bench, job_id) if e[0] == "call"]
     assert calls == [
@@ -111,7 +111,7 @@ def test_a_retry_that_finds_the_kept_document_gone_converts_again_and_says_so(
     bench.server.configure(fail_next=1, fail_with="http503", fail_tools=[EXPORT])
     job_id = bench.submit_one(write_sample(bench.folder, "csv", 6))
 
-    assert bench.processor.process(job_id).kind is OutcomeKind.SUCCEEDED
+    assert bench.take(job_id).kind is OutcomeKind.SUCCEEDED
 
     calls = [e[1:] for e in trail(bench, job_id) if e[0] == "call"]
     assert calls == [
@@ -160,7 +160,7 @@ def test_an_attempt_that_lost_its_job_keeps_its_calls_and_writes_no_result(
     job_id = bench.submit_one(write_sample(bench.folder, "md", 5))
     bench.runner.after_unit = lambda: bench.store.operations.cancel(job_id) and None
 
-    outcome = bench.processor.process(job_id)
+    outcome = bench.take(job_id)
 
     assert outcome.kind is OutcomeKind.LOST
     job = bench.store.reads.get_job(job_id)

@@ -1,5 +1,5 @@
 """The reconciler against a real database, with a publisher that records: expired leases,
-stale and lost messages republished, scratch folders swept (the jobs made by ``enqueue``)."""
+queues with claimable work rung, scratch folders swept (the jobs made by ``enqueue``)."""
 
 from __future__ import annotations
 
@@ -7,152 +7,68 @@ import os
 from datetime import UTC, datetime
 from pathlib import Path
 
-from errors import DatabaseUnavailable
-from pipeline.jobs import EventKind, JobState, SubmissionRequest
-from pipeline.queues import RecordingPublisher, jobs_per_message
+from errors import ServerUnavailable
+from pipeline.jobs import JobState, SubmissionRequest
+from pipeline.queues import QUEUE_SMALL, WAKE_BELLS, RecordingPublisher
 from pipeline.reconciler import reconcile_once
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from pipeline.submission import enqueue
-from tests.fixtures.samples import write_mixed, write_sample
+from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 
 
-def test_an_expired_lease_is_requeued_and_published_again(store: JobStore, tmp_path: Path) -> None:
-    path = write_sample(tmp_path / "docs", "csv", 4)
-    job_id = enqueue(
-        SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
-    ).job_ids[0]
+def submitted(store: JobStore, folder: Path, count: int) -> list:
+    sources = [str(write_sample(folder, "md", n)) for n in range(count)]
+    return enqueue(SubmissionRequest(sources), publisher=RecordingPublisher(), store=store).job_ids
+
+
+def test_an_expired_lease_is_requeued_and_its_queue_rung(store: JobStore, tmp_path: Path) -> None:
+    [job_id] = submitted(store, tmp_path / "docs", 1)
     assert store.attempts.claim(job_id, "dead-worker", lease_s=0.05) is not None
-    publisher = RecordingPublisher()
-    settings = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
+    publisher = RecordingPublisher(depths={QUEUE_SMALL: 0})
 
     report = wait_for(
-        lambda: (r := reconcile_once(store, publisher, settings)).requeued and r,
+        lambda: (r := reconcile_once(store, publisher)).requeued and r,
         timeout=10,
         message="the lease to expire",
     )
 
-    assert report.requeued == [job_id] and report.republished == [job_id]
+    assert report.requeued == [job_id] and report.rung == {QUEUE_SMALL: 1}
+    assert [m.queue for m in publisher.messages] == [QUEUE_SMALL]
     job = store.reads.get_job(job_id)
     assert job is not None and job.state is JobState.QUEUED and job.attempt == 1
 
 
-def test_stale_rows_are_not_republished_again_before_another_threshold(
+def test_a_flushed_broker_is_rung_again_at_the_next_pass_and_only_where_no_bell_waits(
     store: JobStore, tmp_path: Path
 ) -> None:
-    path = write_sample(tmp_path / "docs", "md", 5)
-    job_id = enqueue(
-        SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
-    ).job_ids[0]
-    publisher = RecordingPublisher()
-    quick = read_settings(reconcile=dict(reconcile_stale_after_s=0.1)).reconcile
-    wait_for(
-        lambda: reconcile_once(store, publisher, quick).republished,
-        timeout=10,
-        message="the first republish",
-    )
-    slow = read_settings(reconcile=dict(reconcile_stale_after_s=3600)).reconcile
+    """Twenty queued jobs, the broker's bells gone (flushed): one pass rings the queue, as
+    often as is useful and no more; a queue whose bells still wait is left alone (a backlog
+    being drained), and a pass over a queue with nothing claimable rings nothing."""
+    ids = submitted(store, tmp_path / "docs", 20)
+    publisher = RecordingPublisher(depths={QUEUE_SMALL: 3})
+    assert reconcile_once(store, publisher).rung == {}, "bells wait: a drain is coming"
+    publisher.depths[QUEUE_SMALL] = 0  # flushed
 
-    assert reconcile_once(store, publisher, slow).republished == []
-    assert [m.job_id for m in publisher.messages] == [job_id]
+    report = reconcile_once(store, publisher)
 
-
-def test_a_backlog_still_in_the_broker_is_not_republished_until_its_queue_drains(
-    store: JobStore, tmp_path: Path
-) -> None:
-    """Old queued rows on a queue with messages waiting are a backlog, not lost messages:
-    republishing them every threshold would grow the queue without end."""
-    paths = write_mixed(tmp_path / "docs", 3)
-    ids = enqueue(
-        SubmissionRequest([str(p) for p in paths]), publisher=RecordingPublisher(), store=store
-    ).job_ids
-    publisher = RecordingPublisher(depths={"doclane.small": 2500})
-    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.05)).reconcile
-
-    def at_least_stale() -> bool:
-        jobs = store.reads.get_jobs(ids)
-        newest = max(j.updated_at for j in jobs)
-        return (datetime.now(UTC) - newest).total_seconds() > 0.2
-
-    wait_for(at_least_stale, timeout=10, message="the rows to be older than the threshold")
-    busy = reconcile_once(store, publisher, settings)
-
-    assert busy.republished == [] and busy.busy_queues == ["doclane.small"]
-    publisher.depths["doclane.small"] = 0  # the queue drained: what is still queued was lost
-    drained = reconcile_once(store, publisher, settings)
-    assert sorted(drained.republished) == sorted(ids) and drained.busy_queues == []
+    assert report.rung == {QUEUE_SMALL: WAKE_BELLS} and len(publisher.messages) == WAKE_BELLS
+    for job_id in ids:
+        assert store.attempts.claim(job_id, "w", lease_s=60) is not None
+    assert reconcile_once(store, publisher).rung == {}, "nothing claimable: no bell"
 
 
-def test_queued_jobs_beyond_the_messages_of_their_queue_are_republished_soon(
-    store: JobStore, tmp_path: Path
-) -> None:
-    """More queued jobs than their queue's messages stand for: the difference was lost, and
-    that many jobs get claim rights long before the stale threshold (the oldest: a queue hands
-    its oldest messages out first). A message on the small queue stands for eight jobs. A queue
-    with a batch of messages waiting is a backlog: left alone."""
-    per = jobs_per_message("doclane.small")
-    paths = [write_sample(tmp_path / "docs", "md", n) for n in range(2 * per + 4)]
-    ids = enqueue(
-        SubmissionRequest([str(p) for p in paths]), publisher=RecordingPublisher(), store=store
-    ).job_ids
-    settings = read_settings(
-        reconcile=dict(
-            reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05, reconcile_batch=10
-        )
-    ).reconcile
-
-    def past_threshold() -> bool:
-        newest = max(j.updated_at for j in store.reads.get_jobs(ids))
-        return (datetime.now(UTC) - newest).total_seconds() > 0.2
-
-    wait_for(past_threshold, timeout=10, message="the rows to be past the threshold")
-    publisher = RecordingPublisher(depths={"doclane.small": 3})
-    assert reconcile_once(store, publisher, settings).lost == [], "every message is there"
-    publisher.depths["doclane.small"] = 10  # a backlog (a batch or more waiting): not judged
-    assert reconcile_once(store, publisher, settings).lost == []
-
-    publisher.depths["doclane.small"] = 2  # one message lost: two stand for 2 x 8 of 20 jobs
-    report = reconcile_once(store, publisher, settings)
-
-    assert len(report.lost) == 4 and set(report.lost) <= set(ids)
-    assert report.lost == report.republished
-    assert [m.jobs for m in publisher.messages] == [tuple(report.lost)]  # one message for four
-    notes = [
-        e.detail
-        for job_id in report.lost
-        for e in store.reads.events(job_id)
-        if e.kind is EventKind.NOTE
-    ]
-    assert len(notes) == 4 and all("presumed lost" in str(n) for n in notes)
-    publisher.depths["doclane.small"] = 3  # the new message
-    assert reconcile_once(store, publisher, settings).lost == [], "not taken again"
-
-
-def test_a_retrying_job_overdue_is_republished_soon(store: JobStore, tmp_path: Path) -> None:
-    """A retrying job's message waits out its countdown in a worker and runs once due: one
-    overdue by the short threshold lost its message with its worker, whatever the queue holds
-    (below a batch)."""
-    path = write_sample(tmp_path / "docs", "md", 7)
-    job_id = enqueue(
-        SubmissionRequest([str(path)]), publisher=RecordingPublisher(), store=store
-    ).job_ids[0]
-    job = store.attempts.claim(job_id, "killed-worker", lease_s=30)
+def test_a_retry_is_rung_for_once_due_and_not_before(store: JobStore, tmp_path: Path) -> None:
+    [job_id] = submitted(store, tmp_path / "docs", 1)
+    job = store.attempts.claim(job_id, "w", lease_s=60)
     assert job is not None
-    error = DatabaseUnavailable("a retry's countdown, held by a worker killed since")
-    assert store.attempts.schedule_retry(job_id, job.attempt, error, delay=0) is JobState.RETRYING
-    settings = read_settings(
-        reconcile=dict(reconcile_stale_after_s=3600, reconcile_lost_after_s=0.05)
-    ).reconcile
-    publisher = RecordingPublisher(depths={"doclane.small": 3})
-
-    report = wait_for(
-        lambda: (r := reconcile_once(store, publisher, settings)).lost and r,
-        timeout=10,
-        message="the retrying job past the threshold",
-    )
-
-    assert report.lost == [job_id] == report.republished
+    error = ServerUnavailable("HTTP 503")
+    store.attempts.schedule_retry(job_id, job.attempt, error, delay=3600)
+    publisher = RecordingPublisher(depths={QUEUE_SMALL: 0})
+    assert reconcile_once(store, publisher).rung == {}, "not due"
+    assert store.operations.make_due(job_id)
+    assert reconcile_once(store, publisher).rung == {QUEUE_SMALL: 1}
 
 
 def test_the_reconciler_sweeps_what_dead_attempts_left_in_the_inbox(

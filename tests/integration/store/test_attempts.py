@@ -13,7 +13,7 @@ from psycopg import errors as pg_errors
 
 from errors import CallTimeout, ConversionFailed
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.store import AttemptResults, FormatsMismatch, JobStore
+from pipeline.store import AttemptResults, ClaimFound, FormatsMismatch, JobStore
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 
 
@@ -45,32 +45,26 @@ def test_a_retrying_job_can_be_claimed_again(
 ) -> None:
     job = job_factory(JobState.RETRYING)
     assert store.attempts.claim(job.id, "worker-b", lease_s=60) is None, "not before its due time"
-    wait = store.attempts.seconds_until_due(job.id)
-    assert wait is not None and wait > 0
     assert store.operations.make_due(job.id)
-    assert store.attempts.seconds_until_due(job.id) is None
     claimed = store.attempts.claim(job.id, "worker-b", lease_s=60)
     assert claimed is not None and claimed.attempt == job.attempt + 1
     assert claimed.next_attempt_at is None
     assert claimed.started_at == job.started_at  # the job's first start is kept
 
 
-def test_claim_next_claims_or_says_how_long_a_retrying_job_waits(
+def test_the_claim_says_what_it_found_as_a_value(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
-    """The processor's claim: one round trip whether it claims, finds nothing, or finds its
-    job waiting for its backoff."""
-    queued, running, waiting = (job_factory(s) for s in (JobState.QUEUED, JobState.RUNNING,
-                                                         JobState.RETRYING))  # fmt: skip
-    taken = store.attempts.claim_next(queued.id, "worker-a", lease_s=60)
+    """A drain's claim: one statement whether it claims or finds nothing; a running job is
+    not claimable, nor a retrying one before its due time."""
+    running, waiting, queued = (job_factory(s) for s in (JobState.RUNNING, JobState.RETRYING,
+                                                         JobState.QUEUED))  # fmt: skip
+    taken = store.attempts.claim_queue(queued.queue, "worker-a", lease_s=60)
     assert taken.lead is not None and (taken.lead.id, taken.lead.attempt) == (queued.id, 1)
-    assert (taken.found, taken.wait_s, taken.companions) == ("claimed", None, [])
-    nothing = store.attempts.claim_next(running.id, "worker-a", lease_s=60)
-    assert (nothing.lead, nothing.found, nothing.wait_s) == (None, "empty", None)
+    assert (taken.found, taken.companions) == (ClaimFound.CLAIMED, [])
+    nothing = store.attempts.claim_queue(queued.queue, "worker-a", lease_s=60)
+    assert (nothing.lead, nothing.found, nothing.companions) == (None, ClaimFound.EMPTY, [])
     assert store.reads.get_job(running.id) == running
-    early = store.attempts.claim_next(waiting.id, "worker-a", lease_s=60)
-    assert early.lead is None and early.found == "wait"
-    assert early.wait_s is not None and early.wait_s > 0
     assert store.reads.get_job(waiting.id) == waiting, "a job not due is not claimed"
 
 

@@ -1,4 +1,4 @@
-"""The fair claim (migration 0020) on a real database: who goes next, caps, owed messages."""
+"""The one claim on a real database: who goes next, caps, pause, due retries."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import psycopg
 import pytest
 
 from pipeline.jobs import Job, JobState
-from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher
-from pipeline.reconciler.owed import repay_owed
-from pipeline.store import JobStore
+from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, wake
+from pipeline.store import ClaimFound, JobStore
 
 QUEUE = "doclane.small"
 
@@ -52,10 +51,10 @@ def raw(raw_sql: psycopg.Connection) -> Iterator[psycopg.Connection]:
     yield raw_sql
 
 
-def next_tenants(store: JobStore, message: UUID, n: int) -> list[str]:
+def next_tenants(store: JobStore, n: int) -> list[str]:
     taken = []
     for _ in range(n):
-        claim = store.attempts.claim_next(message, "w", lease_s=60)
+        claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
         assert claim.lead is not None
         taken.append(claim.lead.tenant)
     return taken
@@ -72,13 +71,12 @@ def test_round_robin_weighted_fifo_within_a_tenant_priorities_first(
         for name, ids in made.items():
             ids.append(own(raw, job_factory(), name).id)
     urgent = own(raw, job_factory(priority=5), "c")
-    message = made["b"][0]  # any message of the queue: a claim right on it
 
-    first = store.attempts.claim_next(message, "w", lease_s=60)
+    first = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
     assert first.lead is not None and first.lead.id == urgent.id, "a higher priority first"
     claimed: list[Job] = []
     for _ in range(20):
-        claim = store.attempts.claim_next(message, "w", lease_s=60)
+        claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
         assert claim.lead is not None
         claimed.append(claim.lead)
     counts = Counter(job.tenant for job in claimed)
@@ -96,12 +94,11 @@ def test_a_new_tenants_job_is_claimed_within_one_job_per_active_tenant(
 ) -> None:
     backlog(raw, tenant(raw, "big"), 10_000)
     backlog(raw, tenant(raw, "mid"), 100)
-    message = own(raw, job_factory(), "big").id
-    next_tenants(store, message, 5)
+    next_tenants(store, 5)
     newcomer = own(raw, job_factory(), tenant(raw, "small"))
     waited = 0
     while True:
-        claim = store.attempts.claim_next(message, "w", lease_s=60)
+        claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
         assert claim.lead is not None
         if claim.lead.id == newcomer.id:
             break
@@ -109,23 +106,28 @@ def test_a_new_tenants_job_is_claimed_within_one_job_per_active_tenant(
     assert waited <= 2, f"the newcomer waited for {waited} jobs behind two active tenants"
 
 
-def test_pause_claims_nothing_owes_the_message_and_resume_repays_it(
+def test_pause_claims_nothing_and_resume_rings_where_work_waits(
     store: JobStore, raw: psycopg.Connection, job_factory: Callable[..., Job]
 ) -> None:
+    """A paused tenant's work is found, not taken ('capped'), and is not claimable: nothing is
+    owed and nobody rings for it. Resumed, its queue has claimable work, and a wake-up rings
+    there (once: a bell already waiting is enough)."""
     tenant(raw, "p", cap=0)
     jobs = [own(raw, job_factory(), "p") for _ in range(3)]
-    claim = store.attempts.claim_next(jobs[0].id, "w", lease_s=60)
-    assert (claim.lead, claim.found) == (None, "capped")
+    claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
+    assert (claim.lead, claim.found) == (None, ClaimFound.CAPPED)
     assert all(store.reads.get_job(j.id).state is JobState.QUEUED for j in jobs)  # type: ignore[union-attr]
-    assert store.operations.owed_by_queue() == {QUEUE: 1}
-    publisher = RecordingPublisher()
-    assert repay_owed(store.operations, publisher) == 0, "no room yet: nothing published"
+    assert store.operations.claimable_queues() == {}
+    publisher = RecordingPublisher(depths={QUEUE: 0})
+    assert wake(publisher, store.operations.claimable_queues()) == ({}, {})
 
     tenant(raw, "p", cap=2)  # resumed
-    assert repay_owed(store.operations, publisher) == 1
-    assert [m.job_id for m in publisher.messages] == [jobs[0].id]
-    assert store.operations.owed_by_queue() == {}
-    taken = store.attempts.claim_next(publisher.messages[0].job_id, "w", lease_s=60)
+    assert store.operations.claimable_queues() == {QUEUE: 2}, "as many as its room"
+    assert wake(publisher, store.operations.claimable_queues()) == ({QUEUE: 2}, {})
+    assert [m.queue for m in publisher.messages] == [QUEUE, QUEUE]
+    publisher.depths[QUEUE] = 2
+    assert wake(publisher, store.operations.claimable_queues()) == ({}, {}), "bells wait"
+    taken = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
     assert taken.lead is not None and taken.lead.id == jobs[0].id
 
 
@@ -135,16 +137,17 @@ def test_a_capped_tenant_runs_at_most_its_cap_and_others_go_on(
     tenant(raw, "capped", cap=2)
     tenant(raw, "free")
     capped = [own(raw, job_factory(), "capped") for _ in range(5)]
-    free = [own(raw, job_factory(), "free") for _ in range(5)]
-    taken = next_tenants(store, capped[0].id, 7)
+    for _ in range(5):
+        own(raw, job_factory(), "free")
+    taken = next_tenants(store, 7)
     assert Counter(taken) == {"capped": 2, "free": 5}
-    claim = store.attempts.claim_next(capped[0].id, "w", lease_s=60)
-    assert (claim.lead, claim.found) == (None, "capped")
+    claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
+    assert (claim.lead, claim.found) == (None, ClaimFound.CAPPED)
     # one ends: room for one more
     running = [j for j in capped if store.reads.get_job(j.id).state is JobState.RUNNING]  # type: ignore[union-attr]
     job = store.reads.get_job(running[0].id)
     assert job is not None and store.attempts.finish(job.id, job.attempt, {"md": "# x"})
-    again = store.attempts.claim_next(free[0].id, "w", lease_s=60)
+    again = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
     assert again.lead is not None and again.lead.tenant == "capped"
 
 
@@ -154,7 +157,8 @@ def test_concurrent_claimers_never_exceed_a_cap(
     """Eight claimers (each its own pool, like separate processes) race on one tenant's cap:
     the count inside each claim's lock is exact."""
     tenant(raw, "t", cap=3)
-    jobs = [own(raw, job_factory(), "t") for _ in range(30)]
+    for _ in range(30):
+        own(raw, job_factory(), "t")
     workers = [make_store() for _ in range(8)]
     barrier = threading.Barrier(len(workers))
     got: list[Job] = []
@@ -163,7 +167,7 @@ def test_concurrent_claimers_never_exceed_a_cap(
     def claim(worker: JobStore) -> None:
         barrier.wait()
         for _ in range(3):
-            taken = worker.attempts.claim_next(jobs[0].id, "w", lease_s=60)
+            taken = worker.attempts.claim_queue(QUEUE, "w", lease_s=60)
             if taken.lead is not None:
                 with lock:
                     got.append(taken.lead)
@@ -178,23 +182,24 @@ def test_concurrent_claimers_never_exceed_a_cap(
         "SELECT count(*) FROM jobs WHERE tenant = 't' AND state = 'running'"
     ).fetchone()  # type: ignore[misc]
     assert running == 3
-    (owed,) = raw.execute("SELECT coalesce(sum(owed), 0) FROM queue_debts").fetchone()  # type: ignore[misc]
-    assert owed == 8 * 3 - 3, "every message that found only capped work is owed"
 
 
 def test_a_due_retrying_job_rejoins_its_lane_at_its_age(
     store: JobStore, raw: psycopg.Connection, job_factory: Callable[..., Job]
 ) -> None:
+    """A retry's time is a column the claim honours: not due, the claim finds the queue empty;
+    due, the claim stages it back into its lane, where it is its tenant's oldest."""
     retrying = job_factory(JobState.RETRYING)
+    early = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
+    assert (early.lead, early.found) == (None, ClaimFound.EMPTY)
     later = job_factory()
-    early = store.attempts.claim_next(retrying.id, "w", lease_s=60)
-    assert (early.lead, early.found) == (None, "wait")
     raw.execute("UPDATE jobs SET next_attempt_at = now() - interval '1 s' WHERE id = %s",
                 (retrying.id,))  # fmt: skip
-    claim = store.attempts.claim_next(retrying.id, "w", lease_s=60)
+    assert store.operations.claimable_queues() == {QUEUE: 2}
+    claim = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
     assert claim.lead is not None and claim.lead.id == retrying.id, "its tenant's oldest"
     assert claim.lead.attempt == 2
-    after = store.attempts.claim_next(retrying.id, "w", lease_s=60)
+    after = store.attempts.claim_queue(QUEUE, "w", lease_s=60)
     assert after.lead is not None and after.lead.id == later.id
 
 
@@ -203,10 +208,11 @@ def test_a_round_takes_companions_by_rotation_within_each_tenants_room(
 ) -> None:
     tenant(raw, "a", cap=3)
     tenant(raw, "b")
-    a = [own(raw, job_factory(), "a") for _ in range(8)]
+    for _ in range(8):
+        own(raw, job_factory(), "a")
     b = [own(raw, job_factory(), "b") for _ in range(8)]
-    claim = store.attempts.claim_next(
-        a[0].id, "w", lease_s=60, limit=8, small_below=SMALL_BELOW_BYTES
+    claim = store.attempts.claim_queue(
+        QUEUE, "w", lease_s=60, limit=8, small_below=SMALL_BELOW_BYTES
     )
     assert claim.lead is not None
     taken = Counter(job.tenant for job in [claim.lead, *claim.companions])
@@ -224,38 +230,17 @@ def test_a_resumed_tenant_rejoins_the_rotation_without_a_burst(
     tenant(raw, "p", cap=0)
     for name in ("p", tenant(raw, "a"), tenant(raw, "b")):
         backlog(raw, name, 60)
-    message = raw.execute("SELECT id FROM jobs WHERE tenant = 'a' LIMIT 1").fetchone()[0]  # type: ignore[index]
-    assert set(next_tenants(store, message, 40)) == {"a", "b"}, "nothing of a paused tenant"
+    assert set(next_tenants(store, 40)) == {"a", "b"}, "nothing of a paused tenant"
 
     # a new lane starts at the smallest pass of the lanes with work: the paused one's, far back
     backlog(raw, tenant(raw, "n"), 20)
     tenant(raw, "p", cap=None)  # resumed, as `doclane tenants set p --max-running none` does
-    taken = next_tenants(store, message, 16)
+    taken = next_tenants(store, 16)
     for start in range(0, 16, 4):
         assert sorted(taken[start : start + 4]) == ["a", "b", "n", "p"], taken
     raised = tenant(raw, "q", cap=0)  # the same through a cap raised from 0, with a weight
     backlog(raw, raised, 20)
-    next_tenants(store, message, 12)
+    next_tenants(store, 12)
     tenant(raw, "q", weight=2, cap=5)
-    taken = next_tenants(store, message, 6)  # weights 1:1:1:1:2
+    taken = next_tenants(store, 6)  # weights 1:1:1:1:2
     assert set(taken) == {"a", "b", "n", "p", "q"} and taken.count("q") in (2, 3), taken
-
-
-def test_owed_messages_beyond_the_queued_jobs_are_dropped_when_repaid(
-    store: JobStore, raw: psycopg.Connection, job_factory: Callable[..., Job]
-) -> None:
-    """A round takes several jobs for one message, so more messages can find only paused work
-    than there are paused jobs: what is owed beyond the queue's queued jobs is no message's."""
-    tenant(raw, "p", cap=0)
-    jobs = [own(raw, job_factory(), "p") for _ in range(2)]
-    for _ in range(5):
-        assert store.attempts.claim_next(jobs[0].id, "w", lease_s=60).found == "capped"
-    assert store.operations.owed_by_queue() == {QUEUE: 5}
-    publisher = RecordingPublisher()
-    assert repay_owed(store.operations, publisher) == 0
-    assert store.operations.owed_by_queue() == {QUEUE: 2}, "at most a message per queued job"
-
-    tenant(raw, "p", cap=None)
-    assert repay_owed(store.operations, publisher) == 2
-    assert store.operations.owed_by_queue() == {}
-    assert {m.job_id for m in publisher.messages} == {j.id for j in jobs}

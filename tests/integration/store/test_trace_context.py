@@ -4,8 +4,6 @@ its parent's from the database, and a job submitted without one has none."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from errors import ServerUnavailable
 from pipeline.store import JobStore
 from tests.integration.store.builders import new_job
@@ -27,18 +25,6 @@ def test_every_claim_returns_the_trace_context_the_job_was_submitted_with(
     retried = store.attempts.claim(job_id, "worker-b", lease_s=60)
     assert retried is not None and retried.attempt == 2
     assert retried.trace_context == CONTEXT  # the retry continues the same trace
-
-
-def test_a_job_the_reconciler_takes_back_keeps_its_trace_context(store: JobStore) -> None:
-    job_id = store.submissions.create(new_job(trace_context=CONTEXT), dedup=False).job_id
-    created = store.reads.get_job(job_id)
-    assert created is not None
-    taken = store.operations.stale_queued(
-        timedelta(minutes=1), now=created.created_at + timedelta(hours=1)
-    )
-    assert taken == [job_id]
-    claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
-    assert claimed is not None and claimed.trace_context == CONTEXT
 
 
 def test_slices_carry_their_parents_trace_context(store: JobStore) -> None:

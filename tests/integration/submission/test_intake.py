@@ -13,15 +13,13 @@ import pytest
 from errors import DatabaseUnavailable, UnknownTenant
 from pipeline.jobs import Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
-from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
+from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, Wakeup
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.settings import read_settings
 from pipeline.store import JobStore, StorePool, StoreSettings, Submissions
 from pipeline.submission.door import Door, server_tools
 from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue
-from pipeline.submission.publishing import BROKER_DOWN_AFTER
 from tests.fixtures.samples import write_mixed, write_sample
-from tests.fixtures.waiting import wait_for
 from tests.support.long_pdf import write_long_pdf
 
 #: A door with no server to ask: what the best server could do passes (these tests are not
@@ -29,27 +27,34 @@ from tests.support.long_pdf import write_long_pdf
 ANY_SERVER = Door([], ProfileSettings(), server_tools)
 
 
-def covered(publisher: RecordingPublisher) -> list[UUID]:
-    """The jobs whose claim rights the publisher was given, in order."""
-    return [job for message in publisher.messages for job in message.jobs]
+def covered(publisher: CheckingPublisher) -> list[UUID]:
+    """The queued jobs a separate connection saw in a bell's queue when it rang, in order."""
+    return list(dict.fromkeys(publisher.seen))
 
 
 class CheckingPublisher(RecordingPublisher):
-    """Records only what a *separate* connection can already see: the rows are committed."""
+    """Notes what a *separate* connection sees queued in a bell's queue as it rings: a bell
+    rung before its jobs were committed would find them missing."""
 
     def __init__(self, other: JobStore, fail: set[int] | None = None) -> None:
         super().__init__()
         self.other = other
         self.fail = fail or set()
         self.calls = 0
+        self.seen: list[UUID] = []
 
-    def publish(self, message: JobMessage) -> None:
+    def publish(self, wakeup: Wakeup) -> None:
         self.calls += 1
-        job = self.other.reads.get_job(message.job_id)
-        assert job is not None and job.state is JobState.QUEUED, "published before commit"
+        rows = self.other.pool.fetch_rows(
+            "reading what a bell rings for",
+            "SELECT id FROM jobs WHERE queue = %(queue)s AND state = 'queued' "
+            "ORDER BY created_at, id",
+            {"queue": wakeup.queue},
+        )
         if self.calls in self.fail:
             raise ConnectionError("broker down")
-        super().publish(message)
+        self.seen.extend(row["id"] for row in rows)
+        super().publish(wakeup)
 
 
 def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
@@ -95,35 +100,28 @@ def test_rows_are_committed_before_publishing_and_rejections_do_not_stop_others(
         "ftp://example.org/a.md": "E104",
     }
     assert covered(publisher) == submission.job_ids
-    # a message stands for up to a round's worth of small jobs, naming the first it covers
-    assert [m.job_id for m in publisher.messages] == submission.job_ids[::8]
+    assert len(publisher.messages) == len(good), "a bell a job, up to the wake-up's bells"
     job = store.reads.get_job(submission.job_ids[0])
     assert job is not None and job.formats == ("json", "md") and job.content_sha256
 
 
-def test_a_failed_publish_leaves_a_queued_row_that_the_reconciler_publishes(
+def test_a_refused_bell_leaves_queued_rows_that_the_reconciler_rings_for(
     store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
-    paths = write_mixed(tmp_path / "docs", 20)  # three messages: 8, 8 and 4 jobs
+    paths = write_mixed(tmp_path / "docs", 20)
     publisher = CheckingPublisher(make_store(), fail={2})
     submission = enqueue(
         SubmissionRequest([str(p) for p in paths]), publisher=publisher, store=store
     )
     unpublished = [a.job_id for a in submission.accepted if not a.published]
-    assert unpublished == submission.job_ids[8:16]  # the second message's jobs
+    assert unpublished == submission.job_ids, "their queue's bell was refused"
     assert list(submission.publish_failures) == unpublished
-    lost = unpublished[0]
 
-    later = RecordingPublisher()
-    settings = read_settings(reconcile=dict(reconcile_stale_after_s=0.2)).reconcile
-    report = wait_for(
-        lambda: (r := reconcile_once(store, later, settings)).republished and r,
-        timeout=10,
-        message="the reconciler to republish",
-    )
+    later = RecordingPublisher(depths={"doclane.small": 0})
+    report = reconcile_once(store, later)
 
-    assert lost in report.republished
-    assert lost in covered(later)
+    assert report.rung == {"doclane.small": 8}
+    assert {m.queue for m in later.messages} == {"doclane.small"}
 
 
 def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
@@ -141,7 +139,7 @@ def test_dedup_returns_the_succeeded_job_and_no_dedup_makes_a_new_one(
 
     assert again.accepted[0].job_id == first and again.accepted[0].deduplicated
     assert forced.job_ids[0] != first
-    assert [m.job_id for m in publisher.messages] == [first, forced.job_ids[0]]
+    assert len(publisher.messages) == 2, "a deduplicated job rings no bell"
 
 
 def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
@@ -164,7 +162,7 @@ def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
 
     assert not switched.accepted[0].deduplicated and switched.job_ids[0] != first
     assert same.accepted[0].deduplicated and same.job_ids[0] == first
-    assert [m.job_id for m in publisher.messages] == [first, switched.job_ids[0]]
+    assert len(publisher.messages) == 2, "a deduplicated job rings no bell"
 
 
 def test_queues_follow_the_size_tier(store: JobStore, tmp_path: Path) -> None:
@@ -190,16 +188,16 @@ def test_unknown_formats_are_refused_where_they_are_parsed() -> None:
 def test_publishing_stops_trying_once_the_broker_is_plainly_down(
     store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
-    """A broker that refuses three messages in a row is down: the rest are not tried (each
+    """A broker that refuses a chunk's bells is down: the later chunks' are not tried (each
     try costs seconds), their rows stay queued for the reconciler."""
-    paths = write_mixed(tmp_path / "docs", 40)  # five messages of eight small jobs
+    paths = write_mixed(tmp_path / "docs", 200)  # two chunks
     publisher = CheckingPublisher(make_store(), fail=set(range(1, 100)))
 
     submission = enqueue(
         SubmissionRequest([str(p) for p in paths]), publisher=publisher, store=store
     )
 
-    assert publisher.calls == BROKER_DOWN_AFTER
+    assert publisher.calls == 1
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
     assert {j.state for j in store.reads.get_jobs(submission.job_ids)} == {JobState.QUEUED}
 
@@ -220,9 +218,9 @@ class CountingPublisher(RecordingPublisher):
         self.other = other
         self.rows_seen: list[int] = []
 
-    def publish(self, message: JobMessage) -> None:
+    def publish(self, wakeup: Wakeup) -> None:
         self.rows_seen.append(self.other.admin.count_by_state().get(JobState.QUEUED, 0))
-        super().publish(message)
+        super().publish(wakeup)
 
 
 def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
@@ -240,14 +238,11 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
     submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
 
     assert CHUNK_FIRST == 64 and CHUNK_MAX >= 256
-    # 64, then 128, then the last 108 (a message per eight): the rows a publish sees grow by
-    # chunk, never by file
-    assert publisher.rows_seen[:8] == [64] * 8
-    assert publisher.rows_seen[8:24] == [192] * 16
-    assert publisher.rows_seen[24:] == [300] * 14
+    # 64, then 128, then the last 108 (eight bells, then one a chunk): the rows a bell sees
+    # grow by chunk, never by file
+    assert publisher.rows_seen == [64] * 8 + [192] + [300]
     names = [Path(a.uri).name for a in submission.accepted]
     assert names == sorted(names) and len(names) == 300
-    assert covered(publisher) == submission.job_ids
     # within a chunk (one created_at) ids ascend in the sources' order: the tie-break of every
     # oldest-first claim, so a submission is taken in its order
     ids = submission.job_ids
@@ -268,7 +263,7 @@ def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
 
     submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
 
-    assert publisher.calls == BROKER_DOWN_AFTER
+    assert publisher.calls == 1
     assert sorted(submission.publish_failures) == sorted(submission.job_ids)
     assert not any(a.published for a in submission.accepted)
 
@@ -296,7 +291,7 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
         (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
     failing = JobStore(store.settings)
     failing.submissions = FailingSecondChunk(failing.pool)
-    publisher = RecordingPublisher()
+    publisher = CheckingPublisher(admin_store)
 
     with pytest.raises(DatabaseUnavailable) as caught:
         enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=failing)
@@ -310,11 +305,11 @@ def test_a_database_lost_halfway_says_how_many_jobs_were_made_before(
 
 
 def test_a_long_pdf_is_split_and_only_its_slices_are_published(
-    store: JobStore, tmp_path: Path
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
     long_pdf = write_long_pdf(tmp_path / "report.pdf", pages=70)
     short_pdf = write_long_pdf(tmp_path / "short.pdf", pages=32)
-    publisher = RecordingPublisher()
+    publisher = CheckingPublisher(make_store())
     settings = read_settings(submit=dict(slice_pages=32)).submit
     submission = enqueue(
         SubmissionRequest([str(long_pdf), str(short_pdf)]),
@@ -344,7 +339,7 @@ def test_a_long_pdf_is_split_and_only_its_slices_are_published(
 
 
 def test_a_tenants_submission_is_its_and_past_its_quota_each_document_is_refused_with_e115(
-    store: JobStore, tmp_path: Path
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
     """Chunks of 64 then 128: the quota cuts inside the second, and every later source is
     refused alone with E115 while the ones before it are published jobs."""
@@ -353,7 +348,7 @@ def test_a_tenants_submission_is_its_and_past_its_quota_each_document_is_refused
     docs.mkdir()
     for n in range(150):
         (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
-    publisher = RecordingPublisher()
+    publisher = CheckingPublisher(make_store())
 
     submission = enqueue(
         SubmissionRequest([str(docs)], tenant="team-a"), publisher=publisher, store=store

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,8 +25,7 @@ from pipeline.queues import (
     QUEUE_LARGE,
     QUEUE_MEDIUM,
     QUEUE_SMALL,
-    JobMessage,
-    jobs_per_message,
+    Wakeup,
 )
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
@@ -51,7 +49,7 @@ def test_waiting_counts_every_priority_level_and_an_unknown_queue_holds_nothing(
 ) -> None:
     assert publisher.waiting("doclane.never-declared") == 0
     for priority in (0, 4, 9, 100):
-        publisher.publish(JobMessage(uuid.uuid4(), QUEUE_SMALL, priority=priority))
+        publisher.publish(Wakeup(QUEUE_SMALL, priority=priority))
 
     # An AMQP publish is not a round trip: the broker counts the messages a moment later.
     wait_for(lambda: publisher.waiting(QUEUE_SMALL) == 4, timeout=30, message="4 waiting")
@@ -73,8 +71,8 @@ def test_depths_count_every_priority_level_of_every_queue(
     fleet = BrokerFleet(any_broker.url)
     assert [d.queue for d in fleet.queue_depths()] == [*JOB_QUEUES, CONTROL_QUEUE]
     for priority in (0, 4, 9, 100):
-        publisher.publish(JobMessage(uuid.uuid4(), QUEUE_SMALL, priority=priority))
-    publisher.publish(JobMessage(uuid.uuid4(), QUEUE_LARGE, priority=3))
+        publisher.publish(Wakeup(QUEUE_SMALL, priority=priority))
+    publisher.publish(Wakeup(QUEUE_LARGE, priority=3))
 
     def depths() -> dict[str, int]:
         return {d.queue: d.waiting for d in fleet.queue_depths()}
@@ -84,15 +82,14 @@ def test_depths_count_every_priority_level_of_every_queue(
     assert depths()[QUEUE_LARGE] == 1
     assert depths()[CONTROL_QUEUE] == 0
 
-    # /metrics: the messages, and the queued jobs they stand for (what the workers scale on)
+    # /metrics: the bells; the backlog is PostgreSQL's (no job is queued: bells say nothing)
     scraped = {
         f.name: {s.labels["queue"]: s.value for s in f.samples}
         for f in FleetCollector(store, fleet, read_settings().resilience).collect()
-        if f.name in ("doclane_queue_depth", "doclane_queue_claims")
+        if f.name in ("doclane_queue_depth", "doclane_queue_backlog")
     }
     assert scraped["doclane_queue_depth"][QUEUE_SMALL] == 4
-    assert scraped["doclane_queue_claims"][QUEUE_SMALL] == 4 * jobs_per_message(QUEUE_SMALL) > 4
-    assert scraped["doclane_queue_claims"][QUEUE_LARGE] == 1
+    assert scraped["doclane_queue_backlog"] == dict.fromkeys(JOB_QUEUES, 0.0)
 
 
 def test_one_connection_still_answers_after_an_unknown_queue(
@@ -101,7 +98,7 @@ def test_one_connection_still_answers_after_an_unknown_queue(
     """An AMQP 404 closes the channel it was asked on, and py-amqp reopens it: a count of every
     queue is one connection to the broker (a worker counts before each beat), not one per
     queue."""
-    publisher.publish(JobMessage(uuid.uuid4(), QUEUE_LARGE, priority=3))
+    publisher.publish(Wakeup(QUEUE_LARGE, priority=3))
     layout = redis_queue_layout() if uses_redis_transport(any_broker.url) else {}
     with Connection(any_broker.url, transport_options=layout) as conn:
 
