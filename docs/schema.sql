@@ -7,6 +7,16 @@
 --
 
 --
+-- Name: claim_found; Type: TYPE; Schema: public; Owner: -
+--
+
+CREATE TYPE public.claim_found AS ENUM (
+    'claimed',
+    'empty',
+    'capped'
+);
+
+--
 -- Name: assemble_slices(uuid); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -144,17 +154,48 @@ COMMENT ON COLUMN public.jobs.slices_total IS 'Slices this job was split into (N
 COMMENT ON COLUMN public.jobs.slices_done IS 'Slices of this job that have succeeded.';
 
 --
--- Name: claim_fair(text, integer, text, double precision, text, boolean, boolean, text, jsonb, text[], bigint, uuid); Type: FUNCTION; Schema: public; Owner: -
+-- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean DEFAULT true, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[], p_small_below bigint DEFAULT NULL::bigint, p_prefer uuid DEFAULT NULL::uuid) RETURNS SETOF public.jobs
+CREATE FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) RETURNS SETOF public.jobs
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    RETURN QUERY
+    UPDATE jobs
+       SET state = 'running',
+           attempt = attempt + 1,
+           attempts_spent = attempts_spent + 1,
+           lease_owner = p_worker,
+           lease_expires_at = now() + make_interval(secs => p_lease_s),
+           stage = p_stage
+     WHERE id = ANY(p_job_ids)
+       AND (state = 'queued'
+            OR (state = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= now())))
+    RETURNING *;
+END;
+$$;
+
+--
+-- Name: FUNCTION claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
+
+--
+-- Name: claim_queue(text, integer, text, double precision, text, bigint, boolean, text, jsonb, text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint DEFAULT NULL::bigint, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[]) RETURNS TABLE(found public.claim_found, job public.jobs)
     LANGUAGE plpgsql
     AS $$
 DECLARE
     lane record;
     best record;
+    head record;
     found_lane boolean;
     taken integer := 0;
+    wanted integer := p_limit;
     k integer;
     n integer;
     room integer;
@@ -165,10 +206,26 @@ DECLARE
     rooms jsonb := '{}';
     full_tenants text[] := '{}';
     passed text[] := '{}';
-    waited boolean := NOT p_wait;
+    waited boolean := p_keyed;
     saw_work boolean := false;
+    keyed boolean := p_keyed;
 BEGIN
-    WHILE taken < p_limit LOOP
+    IF NOT p_keyed THEN
+        PERFORM set_config('doclane.reason', 'due: back in its tenant''s line', true);
+        UPDATE jobs SET state = 'queued'
+        WHERE id IN (SELECT r.id FROM jobs r
+                     WHERE r.queue = p_queue AND r.state = 'retrying'
+                       AND r.next_attempt_at <= now()
+                     ORDER BY r.next_attempt_at
+                     LIMIT claim_stage_limit()
+                     FOR UPDATE SKIP LOCKED);
+        PERFORM set_config('doclane.reason', '', true);
+        IF p_limit > 1 THEN
+            wanted := 1;  -- the lead first: what it is says whether companions may join it
+        END IF;
+    END IF;
+
+    WHILE taken < wanted LOOP
         SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
         FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
         WHERE l.queue = p_queue AND l.queued > 0
@@ -180,8 +237,6 @@ BEGIN
         FOR UPDATE OF l SKIP LOCKED;
         found_lane := FOUND;
         IF NOT found_lane AND NOT waited AND taken = 0 THEN
-            -- Every lane with work and room is held by other claimers: wait for the best one
-            -- (its count and pass read again once it is ours).
             waited := true;
             SELECT b.priority, b.tenant INTO best FROM live_lanes b
             WHERE b.queue = p_queue AND b.tenant <> ALL (full_tenants)
@@ -204,13 +259,8 @@ BEGIN
         EXIT WHEN NOT found_lane;
         saw_work := true;
 
-        -- No credit: a lane out of the rotation for a while (its tenant paused, then resumed)
-        -- kept its pass while the others' advanced. Served lanes stay within one stride (at
-        -- most 1: weights are >= 1) of each other, so a lane further behind the furthest one
-        -- is clamped up to the smallest pass among those within a stride of it: it rejoins
-        -- the rotation at its place, not with a burst of claims until it catches up. Wherever
-        -- the credit came from (a resume, a raised cap, a new lane started beside a paused
-        -- one), this is where it would be spent, so this is where it is cancelled.
+        -- No credit (0020): a lane further behind the furthest one than a stride rejoins at
+        -- the smallest pass among those within a stride of it.
         SELECT o.pass INTO top_pass FROM live_lanes o
         WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
         ORDER BY o.pass DESC
@@ -243,7 +293,7 @@ BEGIN
             END IF;
         END IF;
 
-        k := p_limit - taken;
+        k := wanted - taken;
         IF room IS NOT NULL THEN
             k := least(k, room);
         END IF;
@@ -258,41 +308,25 @@ BEGIN
             END IF;
         END IF;
 
-        ids := NULL;
-        IF p_prefer IS NOT NULL AND taken = 0 THEN
-            -- The message's own job when it is as old as its lane's head: jobs submitted in
-            -- one transaction share their created_at, and among equals the broker's order
-            -- (the submission's) is as fair as any.
-            SELECT ARRAY[j.id] INTO ids FROM jobs j
-            WHERE j.id = p_prefer AND j.state = 'queued' AND j.queue = p_queue
-              AND j.priority = lane.priority AND j.tenant = lane.tenant
-              AND j.created_at = (SELECT h.created_at FROM jobs h
-                                  WHERE h.queue = p_queue AND h.priority = lane.priority
-                                    AND h.tenant = lane.tenant AND h.state = 'queued'
-                                  ORDER BY h.created_at, h.id LIMIT 1)
-            FOR UPDATE SKIP LOCKED;
-        END IF;
-        IF ids IS NULL THEN
-            SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
+        SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
+        FROM (
+            SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
             FROM (
-                SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
-                FROM (
-                    SELECT j.id, j.created_at,
-                           (NOT p_keyed OR (j.attempt = 0 AND j.source_kind = 'file'
-                                            AND j.profile = p_profile AND j.options = p_options
-                                            AND j.formats = p_formats
-                                            AND j.size_bytes < p_small_below)) AS ok
-                    FROM jobs j
-                    WHERE j.queue = p_queue AND j.priority = lane.priority
-                      AND j.tenant = lane.tenant AND j.state = 'queued'
-                      AND j.id <> ALL (chosen)
-                    ORDER BY j.created_at, j.id
-                    LIMIT k
-                    FOR UPDATE SKIP LOCKED
-                ) w
-            ) h
-            WHERE h.run;
-        END IF;
+                SELECT j.id, j.created_at,
+                       (NOT keyed OR (j.attempt = 0 AND j.source_kind = 'file'
+                                      AND j.profile = p_profile AND j.options = p_options
+                                      AND j.formats = p_formats
+                                      AND j.size_bytes < p_small_below)) AS ok
+                FROM jobs j
+                WHERE j.queue = p_queue AND j.priority = lane.priority
+                  AND j.tenant = lane.tenant AND j.state = 'queued'
+                  AND j.id <> ALL (chosen)
+                ORDER BY j.created_at, j.id
+                LIMIT k
+                FOR UPDATE SKIP LOCKED
+            ) w
+        ) h
+        WHERE h.run;
 
         n := coalesce(cardinality(ids), 0);
         chosen := chosen || coalesce(ids, '{}');
@@ -307,108 +341,72 @@ BEGIN
         IF n < k THEN  -- nothing more to take from this lane in this claim
             passed := passed || (lane.tenant || '/' || lane.priority);
         END IF;
+
+        IF NOT keyed AND taken = 1 AND wanted < p_limit THEN
+            -- the lead: companions like it join when it is a never-tried small file job
+            SELECT j.attempt, j.source_kind, j.size_bytes, j.profile, j.options, j.formats
+            INTO head FROM jobs j WHERE j.id = chosen[1];
+            IF head.attempt = 0 AND head.source_kind = 'file'
+               AND head.size_bytes < p_small_below THEN
+                keyed := true;
+                wanted := p_limit;
+                p_profile := head.profile;
+                p_options := head.options;
+                p_formats := head.formats;
+                waited := true;  -- companions are never waited for
+                passed := '{}';
+            END IF;
+        END IF;
     END LOOP;
 
-    -- One claim for all that were chosen (locked as queued above: each is claimed): the
-    -- triggers of a claim run once a statement, not once a pick.
+    -- One claim for all that were chosen (locked as queued above): the triggers of a claim run
+    -- once a statement, not once a pick. The lead first, then by priority and age.
     IF taken > 0 THEN
-        RETURN QUERY SELECT * FROM claim_jobs(chosen, p_worker, p_lease_s, p_stage);
-        PERFORM set_config('doclane.claim', 'claimed', false);
+        RETURN QUERY
+            SELECT 'claimed'::claim_found, c
+            FROM claim_jobs(chosen, p_worker, p_lease_s, p_stage) c
+            ORDER BY c.id <> chosen[1], c.priority DESC, c.created_at;
     ELSIF saw_work OR EXISTS (SELECT 1 FROM tenant_lanes WHERE queue = p_queue AND queued > 0) THEN
-        PERFORM set_config('doclane.claim', 'capped', false);
+        RETURN QUERY SELECT 'capped'::claim_found, NULL::jobs;
     ELSE
-        PERFORM set_config('doclane.claim', 'empty', false);
+        RETURN QUERY SELECT 'empty'::claim_found, NULL::jobs;
     END IF;
 END
 $$;
 
 --
--- Name: FUNCTION claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[]); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.claim_fair(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_wait boolean, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_small_below bigint, p_prefer uuid) IS 'Up to p_limit jobs of a queue in fair order (migration 0020): lanes by priority and pass, FIFO within a lane, each tenant within its running cap; optionally only jobs like a key.';
+COMMENT ON FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[]) IS 'The one claim (migration 0021): a queue''s due retries staged, then up to p_limit jobs in fair order, each tenant within its running cap; what it found on every row.';
 
 --
--- Name: claim_jobs(uuid[], text, double precision, text); Type: FUNCTION; Schema: public; Owner: -
+-- Name: claim_stage_limit(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) RETURNS SETOF public.jobs
-    LANGUAGE plpgsql
+CREATE FUNCTION public.claim_stage_limit() RETURNS integer
+    LANGUAGE sql IMMUTABLE
+    AS $$SELECT 64$$;
+
+--
+-- Name: claimable_queues(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.claimable_queues() RETURNS TABLE(queue text, claimable bigint)
+    LANGUAGE sql STABLE
     AS $$
-BEGIN
-    RETURN QUERY
-    UPDATE jobs
-       SET state = 'running',
-           attempt = attempt + 1,
-           attempts_spent = attempts_spent + 1,
-           lease_owner = p_worker,
-           lease_expires_at = now() + make_interval(secs => p_lease_s),
-           stage = p_stage
-     WHERE id = ANY(p_job_ids)
-       AND (state = 'queued'
-            OR (state = 'retrying' AND (next_attempt_at IS NULL OR next_attempt_at <= now())))
-    RETURNING *;
-END;
+    SELECT q.queue, sum(q.n)::bigint
+    FROM (
+        SELECT l.queue, least(l.queued, coalesce(tenant_room(l.tenant, false), l.queued)) AS n
+        FROM live_lanes l
+        UNION ALL
+        SELECT r.queue, count(*) FROM jobs r
+        WHERE r.state = 'retrying' AND r.next_attempt_at <= now()
+        GROUP BY r.queue
+    ) q
+    GROUP BY q.queue
+    HAVING sum(q.n) > 0
 $$;
-
---
--- Name: FUNCTION claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
-
---
--- Name: claim_next(uuid, text, double precision, integer, bigint); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) RETURNS SETOF public.jobs
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    named record;
-    lead jobs;
-BEGIN
-    SELECT queue, state, next_attempt_at INTO named FROM jobs WHERE id = p_job_id;
-    IF NOT FOUND THEN
-        PERFORM set_config('doclane.claim', 'empty', false);
-        RETURN;
-    END IF;
-    IF named.state = 'retrying' THEN
-        IF named.next_attempt_at > now() THEN
-            PERFORM set_config('doclane.claim', 'wait', false);
-            RETURN;
-        END IF;
-        PERFORM set_config('doclane.reason', 'due: back in its tenant''s line', true);
-        UPDATE jobs SET state = 'queued'
-        WHERE id = p_job_id AND state = 'retrying'
-          AND (next_attempt_at IS NULL OR next_attempt_at <= now());
-        PERFORM set_config('doclane.reason', '', true);
-    END IF;
-    SELECT * INTO lead FROM claim_fair(named.queue, 1, p_worker, p_lease_s, 'validating',
-                                       p_prefer => p_job_id);
-    IF lead.id IS NULL THEN
-        IF current_setting('doclane.claim') = 'capped' THEN
-            INSERT INTO queue_debts AS d (queue, owed) VALUES (named.queue, 1)
-            ON CONFLICT (queue) DO UPDATE SET owed = d.owed + 1;
-        END IF;
-        RETURN;
-    END IF;
-    RETURN NEXT lead;
-    IF p_limit > 1 AND lead.attempt = 1 AND lead.source_kind = 'file'
-       AND lead.size_bytes < p_small_below THEN
-        RETURN QUERY SELECT * FROM claim_fair(
-            lead.queue, p_limit - 1, p_worker, p_lease_s, 'validating', false, true,
-            lead.profile, lead.options, lead.formats, p_small_below);
-        PERFORM set_config('doclane.claim', 'claimed', false);
-    END IF;
-END
-$$;
-
---
--- Name: FUNCTION claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint); Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON FUNCTION public.claim_next(p_job_id uuid, p_worker text, p_lease_s double precision, p_limit integer, p_small_below bigint) IS 'A message''s claim (migration 0020): its retrying job rejoins its lane when due, then the fair order''s next job and, with p_limit > 1, its round''s companions; an empty claim of capped work owes its message to the queue.';
 
 --
 -- Name: finish_attempt(uuid, integer, text[], text[], jsonb, jsonb, text); Type: FUNCTION; Schema: public; Owner: -
@@ -899,62 +897,6 @@ END;
 $$;
 
 --
--- Name: take_owed(integer); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.take_owed(p_limit integer) RETURNS TABLE(id uuid, queue text, priority smallint)
-    LANGUAGE plpgsql
-    AS $$
-DECLARE
-    debt record;
-    lane record;
-    left_ bigint;
-    room integer;
-    n integer;
-    paid bigint;
-    queued_ bigint;
-BEGIN
-    FOR debt IN
-        SELECT d.queue, d.owed FROM queue_debts d WHERE d.owed > 0 ORDER BY d.queue
-        FOR UPDATE SKIP LOCKED
-    LOOP
-        left_ := least(debt.owed, p_limit);
-        paid := 0;
-        FOR lane IN
-            SELECT l.priority, l.tenant, l.queued FROM live_lanes l
-            WHERE l.queue = debt.queue
-            ORDER BY l.priority DESC, l.pass
-        LOOP
-            EXIT WHEN left_ <= 0;
-            room := tenant_room(lane.tenant, false);
-            n := least(left_, lane.queued, coalesce(room, left_))::integer;
-            CONTINUE WHEN n <= 0;
-            RETURN QUERY
-                SELECT j.id, j.queue, j.priority FROM jobs j
-                WHERE j.queue = debt.queue AND j.priority = lane.priority
-                  AND j.tenant = lane.tenant AND j.state = 'queued'
-                ORDER BY j.created_at, j.id
-                LIMIT n;
-            GET DIAGNOSTICS n = ROW_COUNT;
-            left_ := left_ - n;
-            paid := paid + n;
-        END LOOP;
-        -- A debt beyond the queue's queued jobs is no message's due: a round's claim takes
-        -- several jobs for one message, and their own messages, finding only capped work, were
-        -- owed too. Such a surplus would only publish messages that find nothing, and count
-        -- as messages in the lost-message sweep, so it is dropped, as the broker drops a
-        -- message whose claim finds the queue empty.
-        SELECT coalesce(sum(l.queued), 0) INTO queued_ FROM tenant_lanes l
-        WHERE l.queue = debt.queue AND l.queued > 0;
-        IF paid > 0 OR debt.owed > queued_ THEN
-            UPDATE queue_debts SET owed = least(owed - paid, greatest(queued_ - paid, 0))
-            WHERE queue_debts.queue = debt.queue;
-        END IF;
-    END LOOP;
-END
-$$;
-
---
 -- Name: tenant_lane_add(text, smallint, text, bigint); Type: FUNCTION; Schema: public; Owner: -
 --
 
@@ -1262,22 +1204,6 @@ CREATE VIEW public.live_lanes AS
 COMMENT ON VIEW public.live_lanes IS 'Lanes with work of tenants not paused, with their weight and cap (migration 0020).';
 
 --
--- Name: queue_debts; Type: TABLE; Schema: public; Owner: -
---
-
-CREATE TABLE public.queue_debts (
-    queue text NOT NULL,
-    owed bigint DEFAULT 0 NOT NULL,
-    CONSTRAINT queue_debts_owed_check CHECK ((owed >= 0))
-);
-
---
--- Name: TABLE queue_debts; Type: COMMENT; Schema: public; Owner: -
---
-
-COMMENT ON TABLE public.queue_debts IS 'Messages acknowledged by claims that found only capped work (migration 0020), to be published again when a tenant has room.';
-
---
 -- Name: result_expiries; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1404,13 +1330,6 @@ ALTER TABLE ONLY public.jobs
     ADD CONSTRAINT jobs_pkey PRIMARY KEY (id);
 
 --
--- Name: queue_debts queue_debts_pkey; Type: CONSTRAINT; Schema: public; Owner: -
---
-
-ALTER TABLE ONLY public.queue_debts
-    ADD CONSTRAINT queue_debts_pkey PRIMARY KEY (queue);
-
---
 -- Name: result_expiries result_expiries_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1501,6 +1420,12 @@ CREATE INDEX jobs_created_idx ON public.jobs USING btree (created_at DESC);
 --
 
 CREATE INDEX jobs_dedup_idx ON public.jobs USING hash (content_sha256) WHERE ((state = 'succeeded'::text) AND (content_sha256 IS NOT NULL));
+
+--
+-- Name: jobs_due_retry_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_due_retry_idx ON public.jobs USING btree (queue, next_attempt_at) WHERE (state = 'retrying'::text);
 
 --
 -- Name: jobs_error_code_created_idx; Type: INDEX; Schema: public; Owner: -

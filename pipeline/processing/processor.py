@@ -180,7 +180,8 @@ class JobProcessor:
                 self._again(queue, half_jitter(self.settings.db_retry_s))
                 return Drained(jobs, "database")
             if isinstance(claim, ClaimFound):
-                log.debug("drain of %s ends: %s", queue, claim.value)
+                if not jobs:  # a bell that found no work: said once, as a doubled bell's cost
+                    log.info("nothing to claim in %s: %s", queue, claim.value)
                 return Drained(jobs, claim.value)
             jobs += 1 + len(claim.companions)
             self.run(claim)

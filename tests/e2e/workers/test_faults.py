@@ -12,7 +12,7 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.queues import QUEUE_SMALL, JobMessage, jobs_per_message
+from pipeline.queues import QUEUE_SMALL, Wakeup
 from pipeline.settings import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
@@ -212,16 +212,13 @@ def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    """A process that met every circuit open sends the next messages back until the reset
-    without claiming their jobs: no attempt, no trail, only the named job's due time moved to
-    when the message comes back (so the reconciler does not take it for lost). Claiming them
-    only to fail them at once (E309) cost a claim, a retry and their events, per job and per
-    reset.
+    """A process that met every circuit open claims nothing until the reset: its drain ends
+    and rings its queue for after it. Claiming the waiting jobs only to fail them at once
+    (E309) cost a claim, a retry and their events, per job and per reset.
 
     The reset is long, so the circuit stays open for the whole test: each process claims the
     jobs it needs to find the circuit open (its first; a fourth try always meets the circuit
-    that three failures opened), and no other job is ever claimed. The 20 jobs' messages are
-    three (a message on the small queue stands for eight), naming the 1st, 9th and 17th."""
+    that three failures opened), and no other job is ever claimed."""
     cluster = make_cluster(
         any_broker,
         fake_server.url,
@@ -233,27 +230,21 @@ def test_while_every_circuit_is_open_waiting_jobs_are_not_claimed(
     concurrency = 2
     cluster.start_worker(concurrency=concurrency)
     ids = cluster.submit([str(write_sample(tmp_path / "docs", "md", n)) for n in range(20)]).job_ids
-    named = set(ids[:: jobs_per_message(QUEUE_SMALL)])
-
-    def deferred(job: Job) -> bool:
-        return job.next_attempt_at is not None and (
-            (job.next_attempt_at - job.created_at).total_seconds() > 600
-        )
+    publisher = cluster.publisher()
 
     def accounted() -> list[Job] | None:
-        """Every message taken: its job claimed (its attempt met the server down or the
-        circuit open) or sent back unclaimed, its due time moved past the reset's start."""
+        """Every bell taken and every drain ended: nothing running, some job tried."""
         jobs = cluster.jobs(ids)
-        settled = all(j.state is not JobState.RUNNING for j in jobs)
-        taken = all(j.attempt or deferred(j) for j in jobs if j.id in named)
-        return jobs if settled and taken else None
+        settled = all(j.state is not JobState.RUNNING for j in jobs) and any(
+            j.attempt for j in jobs
+        )
+        return jobs if settled and publisher.waiting(QUEUE_SMALL) == 0 else None
 
-    jobs = wait_for(accounted, timeout=60, message="every job claimed or sent back")
+    jobs = wait_for(accounted, timeout=60, message="every bell taken")
 
     claimed = [j for j in jobs if j.attempt]
     assert 1 <= len(claimed) <= concurrency, [(j.attempt, j.state.value) for j in claimed]
     assert all(j.attempt == 1 and j.state is JobState.RETRYING for j in claimed)
-    assert {j.id for j in claimed} <= named, "a message's own job first"
     for job in jobs:
         if job.attempt == 0:
             assert job.state is JobState.QUEUED and job.attempts_spent == 0
@@ -291,10 +282,9 @@ def test_a_flushed_broker_loses_messages_and_the_reconciler_finishes_every_job(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    # A job at a time (rounds off), and the broker flushed while no worker holds a message:
-    # a message a worker held would carry the rest of the queue by passing itself on (a claim
-    # that takes fewer jobs than its message stands for publishes one for the rest), and the
-    # loss under test is the one only the reconciler can find.
+    # A job at a time (rounds off), and the broker flushed while no worker runs: a drain would
+    # carry the rest of the queue by ringing again, and the loss under test is the one only
+    # the reconciler can mend.
     cluster = make_cluster(any_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
     worker = cluster.start_worker(concurrency=2)
     fake_server.configure(delay_s=0.15, delay_tools=[CONVERT])
@@ -304,18 +294,12 @@ def test_a_flushed_broker_loses_messages_and_the_reconciler_finishes_every_job(
     worker.stop()  # warm shutdown: its jobs end, what it held goes back to the broker
     any_broker.flush()
     waiting_after_flush = len(ids) - succeeded_count(cluster, ids)
-    cluster.start_worker(concurrency=2)
+    after = cluster.start_worker(concurrency=2)
     jobs = cluster.wait_terminal(ids, timeout=120)
 
     assert waiting_after_flush >= 1, "the flush came mid-run"
     assert_one_result_set(cluster, jobs)
-    republished = [
-        e
-        for job_id in ids
-        for e in cluster.store.reads.events(job_id)
-        if e.kind is EventKind.NOTE and "presumed lost" in str((e.detail or {}).get("reason"))
-    ]
-    assert republished, "the reconciler republished lost messages"
+    assert "bells rung on doclane.small" in after.log(), "the reconciler rang the flushed queue"
 
 
 def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
@@ -331,15 +315,13 @@ def test_a_duplicate_delivery_of_a_finished_job_writes_nothing(
     events_before = cluster.store.reads.events(job_id)
     calls_before = fake_server.stats()["requests_by_tool"]
 
-    cluster.publisher().publish(JobMessage(job_id, done.queue))
+    cluster.publisher().publish(Wakeup(done.queue))
 
     def skipped() -> list[dict[str, object]]:
         lines = [json.loads(x) for x in worker.log().splitlines() if x.startswith("{")]
-        return [
-            x for x in lines if x["job_id"] == str(job_id) and "nothing to claim" in x["message"]
-        ]
+        return [x for x in lines if "nothing to claim in doclane.small" in x["message"]]
 
-    wait_for(skipped, message="the duplicate delivered and skipped")
+    wait_for(skipped, message="the doubled bell delivered and its claim empty")
     claimed = [
         json.loads(x) for x in worker.log().splitlines() if x.startswith("{") and "claimed" in x
     ]

@@ -1,6 +1,6 @@
-"""Tenants through real worker processes (migration 0020): a running cap held across processes,
-through a kill -9 and the reconciler's requeue; a pause that claims nothing and loses nothing;
-owed messages repaid by the workers and by the reconciler.
+"""Tenants through real worker processes: a running cap held across processes, through a kill
+-9 and the reconciler's requeue; a pause that claims nothing and loses nothing; a capped
+tenant's jobs taken by the drain that ends one, and a resumed tenant's rung for.
 
 How many of a tenant's jobs run at once is measured in PostgreSQL, exactly: a trigger the test
 installs records, after every job that starts running, the tenant's count of running jobs.
@@ -22,6 +22,7 @@ import psycopg
 import pytest
 
 from pipeline.jobs import EventKind, Job, JobState
+from pipeline.queues import QUEUE_SMALL
 from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
@@ -79,17 +80,14 @@ def submitted_as(
     return ids
 
 
-def owed(raw: psycopg.Connection) -> int:
-    (total,) = raw.execute("SELECT coalesce(sum(owed), 0) FROM queue_debts").fetchone()  # type: ignore[misc]
-    return int(total)
-
-
-def end_once_owing_nothing(
-    cluster: Cluster, raw: psycopg.Connection, job_ids: Sequence[UUID]
-) -> None:
-    """Every job ends succeeded with exactly one result, and nothing stays owed."""
+def end_once(cluster: Cluster, job_ids: Sequence[UUID]) -> None:
+    """Every job ends succeeded with exactly one result."""
     assert_one_result_set(cluster, cluster.wait_terminal(job_ids, timeout=120))
-    assert owed(raw) == 0
+
+
+def no_bell_waits(cluster: Cluster) -> bool:
+    """Every bell was taken and its drain ended: nothing loops through the broker."""
+    return cluster.publisher().waiting(QUEUE_SMALL) == 0
 
 
 def never_claimed(cluster: Cluster, job_ids: Sequence[UUID]) -> bool:
@@ -166,7 +164,7 @@ def test_a_paused_tenant_is_never_claimed_while_others_run_and_resumed_loses_not
 ) -> None:
     cluster = make_cluster(redis_broker, fake_server.url)
     made = cluster.cli_json("tenants", "set", "paused", "--max-running", "0")
-    assert made["tenant"]["max_running"] == 0 and made["repaid"] == 0
+    assert made["tenant"]["max_running"] == 0 and made["rung"] == {}
     paused = cluster.submit(
         [str(p) for p in write_mixed(tmp_path / "p", 10)], tenant="paused"
     ).job_ids
@@ -175,62 +173,57 @@ def test_a_paused_tenant_is_never_claimed_while_others_run_and_resumed_loses_not
 
     done = cluster.wait_terminal(others, timeout=120)
     assert [j.state for j in done] == [JobState.SUCCEEDED] * len(others)
-    # The paused tenant's messages were claims on their queue: they served the others' jobs,
-    # and the rest found only paused work and were owed, not looped through the broker.
-    wait_for(lambda: owed(raw_sql) > 0, timeout=30, message="messages owed to the queue")
+    # The drains served the others' jobs and ended on finding only paused work: no bell
+    # loops through the broker, and the reconciler rings nothing for paused work.
+    wait_for(lambda: no_bell_waits(cluster), timeout=30, message="the drains to end")
     assert never_claimed(cluster, paused)
     assert "paused" not in peaks()
-    for _ in range(2):  # the sweeps leave paused work alone (it waits for room, not a message)
-        report = cluster.cli_json("reconcile")
-        assert not {*report["republished"], *report["lost_messages"]} & {str(i) for i in paused}
+    for _ in range(2):
+        assert cluster.cli_json("reconcile")["rung"] == {}
     assert never_claimed(cluster, paused)
 
-    # Resumed by the operator's command: the limit lifted, and what was owed published at once
-    # (the beat's next pass would too, later).
+    # Resumed by the operator's command: the limit lifted, and its queue rung at once (the
+    # beat's next pass would too, later).
     resumed = cluster.cli_json("tenants", "set", "paused", "--max-running", "none")
-    assert resumed["tenant"]["max_running"] is None and resumed["repaid"] > 0
-    end_once_owing_nothing(cluster, raw_sql, paused)
+    assert resumed["tenant"]["max_running"] is None and resumed["rung"] == {QUEUE_SMALL: 8}
+    end_once(cluster, paused)
 
 
-def test_a_capped_tenants_owed_messages_are_repaid_by_the_worker_as_its_jobs_end(
+def test_a_capped_tenants_jobs_are_taken_by_the_drain_that_ends_one(
     make_cluster: Callable[..., Cluster],
     redis_broker: Broker,
     fake_server: FakeServer,
     raw_sql: psycopg.Connection,
     tmp_path: Path,
 ) -> None:
-    """No reconciler runs: each message that found the tenant at its cap of 1 was owed, and
-    only the worker's repayment after each end brings the next job's message back."""
+    """No reconciler runs: a drain that found the tenant at its cap of 1 ended, and the one
+    running its job claims the next when that ends, until every job is done."""
     cluster = make_cluster(redis_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
     fake_server.configure(delay_s=0.2, delay_tools=[CONVERT])
     tenant(raw_sql, "one", 1)
     capped = submitted_as(cluster, raw_sql, "one", write_mixed(tmp_path / "c", 6))
-    worker = cluster.start_worker(concurrency=2, beat=False)
+    cluster.start_worker(concurrency=2, beat=False)
 
-    end_once_owing_nothing(cluster, raw_sql, capped)
-    assert "owed message(s) published" in worker.log(), "the other slot's messages were owed"
+    end_once(cluster, capped)
 
 
-def test_owed_messages_are_repaid_by_a_reconciler_pass_once_a_tenant_has_room(
+def test_a_reconciler_pass_rings_once_a_tenant_has_room(
     make_cluster: Callable[..., Cluster],
     redis_broker: Broker,
     fake_server: FakeServer,
     raw_sql: psycopg.Connection,
     tmp_path: Path,
 ) -> None:
-    """A pause lifted without the repay hook (a change by hand in psql): the next reconciler
-    pass publishes what was owed, and the worker converts every job once."""
+    """A pause lifted without the operator's command (a change by hand in psql): the next
+    reconciler pass rings the queue, and the worker converts every job once."""
     cluster = make_cluster(redis_broker, fake_server.url)
     tenant(raw_sql, "later", 0)
     paused = submitted_as(cluster, raw_sql, "later", write_mixed(tmp_path / "p", 5))
     cluster.start_worker(concurrency=2, beat=False)
-    messages = small_queue_messages(len(paused))
-    wait_for(lambda: owed(raw_sql) == messages, timeout=60, message="every message owed")
-    publisher = cluster.publisher()
-    assert all(publisher.waiting(job.queue) == 0 for job in cluster.jobs(paused)), "none loops"
+    wait_for(lambda: no_bell_waits(cluster), timeout=60, message="the drains to end")
     assert never_claimed(cluster, paused)
 
     raw_sql.execute("UPDATE tenants SET max_running = NULL WHERE name = 'later'")
     report = cluster.cli_json("reconcile")
-    assert report["repaid_owed_messages"] == messages
-    end_once_owing_nothing(cluster, raw_sql, paused)
+    assert report["rung"] == {QUEUE_SMALL: small_queue_messages(len(paused))}
+    end_once(cluster, paused)
