@@ -39,7 +39,7 @@ from pipeline.admin.jobs import CURSOR_PATTERN, no_job
 from pipeline.admin.stats import tenant_stats
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
-from pipeline.api.errors import ErrorResponse, install_handlers
+from pipeline.api.errors import ErrorResponse, install_handlers, refusal_response
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.quota import quota_retry_after
@@ -63,7 +63,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         401: "no or wrong bearer token",
         403: "the token's role does not allow this request, or names another tenant (E109)",
         404: "no such job (E108), or no such result",
-        409: "not possible in the job's state",
+        409: "not possible in the job's state (wrong_state), or a retry whose resubmission was "
+        "refused (its code: E1xx, E305, E116)",
         410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
@@ -287,11 +288,17 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         return JobOut(job=cancel_job(ctx.store, job_id))
 
     @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
-    def retry(job_id: UUID, caller: Caller = Depends(change)) -> RetryOutcome:  # noqa: B008
+    def retry(job_id: UUID, caller: Caller = Depends(change)) -> Response | RetryOutcome:  # noqa: B008
         """A waiting job now; a failed or cancelled one as a new job, its tenant's (admin; a
-        tenant's submit token, its own jobs)."""
+        tenant's submit token, its own jobs). A resubmission refused (the source is gone, no
+        configured server can serve it, ...) is 409 with the refusal's code: nothing was
+        retried, and a client that reads only the status must not take it for done."""
         _own(ctx, caller, job_id)
-        return retry_job(ctx.store, ctx.publisher, job_id)
+        outcome = retry_job(ctx.store, ctx.publisher, job_id)
+        if outcome.action == "refused" and outcome.code is not None:
+            detail = outcome.model_dump(mode="json")
+            return refusal_response(409, outcome.code, outcome.message or "", detail)
+        return outcome
 
     return router
 
