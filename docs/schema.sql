@@ -91,7 +91,7 @@ CREATE TABLE public.jobs (
     CONSTRAINT jobs_source_fetch_uri_check CHECK ((source_fetch_uri <> ''::text)),
     CONSTRAINT jobs_source_kind_check CHECK ((source_kind = ANY (ARRAY['file'::text, 'url'::text]))),
     CONSTRAINT jobs_source_uri_check CHECK ((source_uri <> ''::text)),
-    CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
+    CONSTRAINT jobs_stage_check CHECK ((stage = ANY (ARRAY['fetching'::text, 'validating'::text, 'converting'::text, 'exporting'::text, 'storing'::text]))),
     CONSTRAINT jobs_state_check CHECK ((state = ANY (ARRAY['queued'::text, 'waiting'::text, 'running'::text, 'retrying'::text, 'succeeded'::text, 'failed'::text, 'cancelled'::text]))),
     CONSTRAINT jobs_terminal_has_finished_at CHECK (((state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (finished_at IS NOT NULL))),
     CONSTRAINT jobs_trace_context_check CHECK (((trace_context IS NULL) OR (jsonb_typeof(trace_context) = 'object'::text))),
@@ -103,7 +103,7 @@ WITH (fillfactor='80');
 -- Name: COLUMN jobs.stage; Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON COLUMN public.jobs.stage IS 'Progress of the current (or last) attempt: validating, converting, exporting, storing.';
+COMMENT ON COLUMN public.jobs.stage IS 'Progress of the current (or last) attempt: fetching, validating, converting, exporting, storing; for a failed or retrying job, the step its attempt failed in.';
 
 --
 -- Name: COLUMN jobs.attempt; Type: COMMENT; Schema: public; Owner: -

@@ -22,7 +22,8 @@ runtime, E4xx store) and the catalog's
     │   ├── ResultsExpired        E113  the results were deleted by retention
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
-    │   └── UnknownTenant         E116  no tenant of this name
+    │   ├── UnknownTenant         E116  no tenant of this name
+    │   └── AmbiguousId           E117  a short id that more than one job (or submission) has
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -100,6 +101,7 @@ from errors._catalog import CATALOG, JSONRPC_CODES, CatalogEntry, entry
 from errors._classify import Stage, classify, classify_jsonrpc
 from errors._tree import (
     ERROR_CLASSES,
+    AmbiguousId,
     AuthorizationFailed,
     AuthorizationUnavailable,
     CallCancelled,
@@ -153,6 +155,7 @@ __all__ = [
     "CATALOG",
     "ERROR_CLASSES",
     "JSONRPC_CODES",
+    "AmbiguousId",
     "AuthorizationFailed",
     "AuthorizationUnavailable",
     "CallCancelled",

@@ -124,6 +124,13 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E117",
+        "ambiguous short id",
+        "More than one job (or submission) has an id that starts with these characters.",
+        "Give more of the id, or all of it (doclane jobs --json and the API show ids in full).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E200",
         "parse error",
         "The conversion server sent a reply that could not be understood.",

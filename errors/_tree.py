@@ -186,6 +186,13 @@ class UnknownTenant(InputError):
     code = "E116"
 
 
+class AmbiguousId(InputError):
+    """A short id (the first characters of a job's or a submission's id) that more than one
+    has: refused rather than guessed, since a command would act on the wrong job."""
+
+    code = "E117"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

@@ -39,7 +39,7 @@ from pipeline.admin.jobs import CURSOR_PATTERN, no_job
 from pipeline.admin.stats import tenant_stats
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
-from pipeline.api.errors import ErrorResponse, install_handlers
+from pipeline.api.errors import ErrorResponse, install_handlers, refusal_response
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.quota import quota_retry_after
@@ -55,6 +55,7 @@ from pipeline.api.submit import (
     submit_upload,
 )
 from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": why}
@@ -63,7 +64,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         401: "no or wrong bearer token",
         403: "the token's role does not allow this request, or names another tenant (E109)",
         404: "no such job (E108), or no such result",
-        409: "not possible in the job's state",
+        409: "not possible in the job's state (wrong_state), or a retry whose resubmission was "
+        "refused (its code: E1xx, E305, E116)",
         410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
@@ -146,6 +148,26 @@ def _stats(ctx: ApiContext) -> Stats:
     return collect_stats(ctx.store, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
 
+#: A job in a path: its id, or a unique prefix of it, as the console shows ids.
+JobIdText = Annotated[
+    str,
+    Path(
+        pattern=ID_PATTERN,
+        description=f"The job's id, or its first characters ({SHORT_ID_MIN} at least) when no "
+        "other job's id starts so (E117 otherwise).",
+    ),
+]
+
+
+def _job_id(ctx: ApiContext, caller: Caller, text: str) -> UUID:
+    """The job ``text`` names among the caller's jobs (a tenant's token: its own): E108 for
+    none, E117 for a prefix of more than one, 422 for no id."""
+    try:
+        return ctx.store.reads.job_id(text, tenant=caller.tenant)
+    except ValueError as exc:
+        raise HTTPException(422, str(exc)) from exc
+
+
 def _own(ctx: ApiContext, caller: Caller, job_id: UUID) -> None:
     """E108 (404) unless the caller sees this job: a tenant's token, another tenant's job is
     answered exactly as one that does not exist. A token of no tenant sees every job."""
@@ -211,7 +233,13 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         ] = None,
         queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
         submission: Annotated[
-            UUID | None, Query(description="The jobs of one submission (its submission_id).")
+            str | None,
+            Query(
+                pattern=ID_PATTERN,
+                description="The jobs of one submission: its submission_id, or the first "
+                f"characters of it ({SHORT_ID_MIN} at least) when no other submission's id "
+                "starts so (E117 otherwise, E108 for none).",
+            ),
         ] = None,
         tenant: Annotated[
             str | None,
@@ -239,6 +267,11 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         try:
             moment = parse_since(since) if since is not None else None
             cursor = parse_cursor(before) if before is not None else None
+            chosen = (
+                ctx.store.reads.submission_id(submission, tenant=caller.tenant)
+                if submission is not None
+                else None
+            )
         except (ValueError, OverflowError) as exc:
             raise HTTPException(422, str(exc)) from exc
         filters = JobFilter(
@@ -246,7 +279,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             error_code=error_code,
             since=moment,
             queue=queue,
-            submission=submission,
+            submission=chosen,
             tenant=tenant,
             before=cursor,
             limit=limit,
@@ -256,11 +289,12 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         return JobList(jobs=found, next_before=page_cursor(found[-1]) if full else None)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail)
-    def job(job_id: UUID, caller: Caller = Depends(read)) -> JobDetail:  # noqa: B008
+    def job(job_id: JobIdText, caller: Caller = Depends(read)) -> JobDetail:  # noqa: B008
         """A job: state, stage, attempts, its error explained, results and history."""
-        detail = job_detail(ctx.store, job_id)
+        jid = _job_id(ctx, caller, job_id)
+        detail = job_detail(ctx.store, jid)
         if not caller.sees(detail.job.tenant):
-            raise no_job(job_id)
+            raise no_job(jid)
         return detail
 
     @router.get(
@@ -269,29 +303,38 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         responses={200: {"content": {"text/plain": {}}, "description": "the result, as stored"}},
     )
     def result(
-        job_id: UUID,
+        job_id: JobIdText,
         fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")],
         caller: Caller = Depends(read),  # noqa: B008
     ) -> Response:
         """One result of a succeeded job, streamed from the result store as stored."""
-        _own(ctx, caller, job_id)
-        return stream_result(ctx.store, job_id, fmt)
+        jid = _job_id(ctx, caller, job_id)
+        _own(ctx, caller, jid)
+        return stream_result(ctx.store, jid, fmt)
 
     change = access.changer()
 
     @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
-    def cancel(job_id: UUID, caller: Caller = Depends(change)) -> JobOut:  # noqa: B008
+    def cancel(job_id: JobIdText, caller: Caller = Depends(change)) -> JobOut:  # noqa: B008
         """Cancel a queued, waiting (its slices with it), retrying or running job (admin; a
         tenant's submit token, its own jobs)."""
-        _own(ctx, caller, job_id)
-        return JobOut(job=cancel_job(ctx.store, job_id))
+        jid = _job_id(ctx, caller, job_id)
+        _own(ctx, caller, jid)
+        return JobOut(job=cancel_job(ctx.store, jid))
 
     @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
-    def retry(job_id: UUID, caller: Caller = Depends(change)) -> RetryOutcome:  # noqa: B008
+    def retry(job_id: JobIdText, caller: Caller = Depends(change)) -> Response | RetryOutcome:  # noqa: B008
         """A waiting job now; a failed or cancelled one as a new job, its tenant's (admin; a
-        tenant's submit token, its own jobs)."""
-        _own(ctx, caller, job_id)
-        return retry_job(ctx.store, ctx.publisher, job_id)
+        tenant's submit token, its own jobs). A resubmission refused (the source is gone, no
+        configured server can serve it, ...) is 409 with the refusal's code: nothing was
+        retried, and a client that reads only the status must not take it for done."""
+        jid = _job_id(ctx, caller, job_id)
+        _own(ctx, caller, jid)
+        outcome = retry_job(ctx.store, ctx.publisher, jid)
+        if outcome.action == "refused" and outcome.code is not None:
+            detail = outcome.model_dump(mode="json")
+            return refusal_response(409, outcome.code, outcome.message or "", detail)
+        return outcome
 
     return router
 

@@ -18,7 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
-from errors import PipelineError, UnexpectedError
+from errors import PipelineError, UnexpectedError, entry
 from pipeline.admin import WrongState
 
 log = logging.getLogger("doclane.api")
@@ -98,6 +98,16 @@ def catalog_response(exc: PipelineError) -> JSONResponse:
         exc.action,
         retryable=exc.retryable,
         detail=body.get("detail"),
+    )
+
+
+def refusal_response(status: int, code: str, message: str, detail: Any = None) -> JSONResponse:
+    """An error answer for a refusal reported by code rather than raised (a retry's
+    resubmission refused by the door or the source checks): the catalog's texts, at
+    ``status``."""
+    row = entry(code)
+    return error_response(
+        status, code, row.title, message, row.action, retryable=row.retryable, detail=detail
     )
 
 

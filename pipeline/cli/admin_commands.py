@@ -10,7 +10,6 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from typing import Annotated, Any
-from uuid import UUID
 
 import typer
 
@@ -20,7 +19,7 @@ from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, render_tenants, usage_error
 from .settings import command_settings
-from .store_access import job_filter, open_store
+from .store_access import job_filter, open_store, parse_submission_id
 from .wiring import broker_fleet, celery_publisher, counted_fleet
 
 app = typer.Typer(add_completion=False)
@@ -138,8 +137,13 @@ def jobs(
         None, "--since", help="Only jobs submitted since: 30m, 1h, 2d, or an ISO time."
     ),
     queue: str | None = typer.Option(None, "--queue", help="Only jobs of this queue."),
-    batch: str | None = typer.Option(
-        None, "--batch", help="Only the jobs of one submission (the id `submit` prints)."
+    submission: str | None = typer.Option(
+        None,
+        "--submission",
+        help="Only the jobs of one submission (the id `submit` prints, or its first characters).",
+    ),
+    old_submission: str | None = typer.Option(
+        None, "--batch", hidden=True, help="The old name of --submission."
     ),
     tenant: str | None = typer.Option(None, "--tenant", help="Only the jobs of this tenant."),
     limit: int = typer.Option(50, "--limit", min=1, max=10000, help="At most this many."),
@@ -152,17 +156,15 @@ def jobs(
     filters = job_filter(
         state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json
     )
-    if batch is not None:
-        try:
-            filters = replace(filters, submission=UUID(batch))
-        except ValueError:
-            usage_error(f"not a submission id: {batch!r}", as_json)
+    submission = submission or old_submission
     if tenant is not None:
         try:
             filters = replace(filters, tenant=check_tenant_name(tenant))
         except ValueError as exc:
             usage_error(str(exc), as_json)
     with open_store(as_json) as store:
+        if submission is not None:
+            filters = replace(filters, submission=parse_submission_id(store, submission, as_json))
         found = list_jobs(store, filters)
     if as_json:
         echo_json({"ok": True, "jobs": [j.model_dump(mode="json") for j in found]})

@@ -39,7 +39,9 @@ from .wiring import celery_publisher
 
 app = typer.Typer(add_completion=False)
 
-_JOB_ID = typer.Argument(..., help="The job's id.")
+_JOB_ID = typer.Argument(
+    ..., help="The job's id, or its first characters (at least 6, as the console shows them)."
+)
 
 
 # ---- submit ------------------------------------------------------------------------------------
@@ -206,7 +208,9 @@ def _print_submission(submission: Submission, jobs: list[Job] | None) -> None:
         skipped = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
         typer.echo(f"skipped in folders: {skipped}", err=True)
     if submission.accepted:
-        typer.echo(f"submission {submission.id}: doclane jobs --batch {submission.id}", err=True)
+        typer.echo(
+            f"submission {submission.id}: doclane jobs --submission {submission.id}", err=True
+        )
 
 
 # ---- status ------------------------------------------------------------------------------------
@@ -217,8 +221,8 @@ def status(
     as_json: bool = AS_JSON,
 ) -> None:
     """Show a job: state, stage, attempt, error, results and its history."""
-    jid = parse_job_id(job_id, as_json)
     with open_store(as_json) as store:
+        jid = parse_job_id(store, job_id, as_json)
         job = get_job(store, jid, as_json)
         results = store.reads.list_results(jid)
         trail = store.reads.events(jid) if events else []
@@ -236,7 +240,8 @@ def status(
     typer.echo(f"state    {_state_text(job)}")
     typer.echo(f"source   {job.source_kind.value} {job.source_uri}")
     if job.submission_id:
-        typer.echo(f"batch    {job.submission_id} (doclane jobs --batch {job.submission_id})")
+        sid = job.submission_id
+        typer.echo(f"submission {sid} (doclane jobs --submission {sid})")
     if job.parent_id is not None:
         typer.echo(f"slice    pages {job.options.get('pages')} of job {job.parent_id}")
     typer.echo(f"queue    {job.queue}   formats {', '.join(job.formats)}   priority {job.priority}")
@@ -263,7 +268,8 @@ def _state_text(job: Job) -> str:
     if job.state is JobState.RUNNING and job.stage is not None:
         return f"running ({job.stage.value})"
     if job.state in (JobState.FAILED, JobState.RETRYING) and job.error_code:
-        return f"{job.state.value} ({job.error_code})"
+        where = f" while {job.stage.value}" if job.stage is not None else ""
+        return f"{job.state.value} ({job.error_code}{where})"
     return job.state.value
 
 
@@ -300,8 +306,8 @@ def result(
     as_json: bool = AS_JSON,
 ) -> None:
     """Print one result of a succeeded job (streamed as stored, byte for byte)."""
-    jid = parse_job_id(job_id, as_json)
     with open_store(as_json) as store:
+        jid = parse_job_id(store, job_id, as_json)
         if as_json:
             content = store.reads.get_result(jid, fmt)
             if content is None:
@@ -334,8 +340,8 @@ def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     writes nothing. No worker process is signalled, so no other job is disturbed, and the
     broker need not be reachable.
     """
-    jid = parse_job_id(job_id, as_json)
     with open_store(as_json) as store:
+        jid = parse_job_id(store, job_id, as_json)
         cancellation = store.operations.cancel(jid, reason="cancelled by doclane cancel")
         if cancellation is None:
             job = get_job(store, jid, as_json)
@@ -383,8 +389,8 @@ def retry(
     assert job_id is not None
     from pipeline.admin import JobNotFound, WrongState, retry_job
 
-    jid = parse_job_id(job_id, as_json)
     with open_store(as_json) as store, celery_publisher() as publisher:
+        jid = parse_job_id(store, job_id, as_json)
         try:
             outcome = retry_job(store, publisher, jid)
         except JobNotFound:

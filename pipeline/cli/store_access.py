@@ -2,9 +2,9 @@
 
 Every command that reads or writes jobs opens its store through :func:`open_store`, which
 reports a catalog error (the database unreachable, its schema missing: "run ``doclane db
-migrate``") as ``output.fail`` does, and closes the store whatever happens. A job's id and the
-filters of ``doclane jobs`` and ``doclane retry --failed`` are checked here, a bad one being a
-usage error.
+migrate``") as ``output.fail`` does, and closes the store whatever happens. A job's id (or a
+unique prefix of it, as the console shows ids) and the filters of ``doclane jobs`` and
+``doclane retry --failed`` are checked here, a bad one being a usage error.
 """
 
 from __future__ import annotations
@@ -42,11 +42,22 @@ def open_store(as_json: bool) -> Iterator[JobStore]:
         store.close()
 
 
-def parse_job_id(text: str, as_json: bool) -> UUID:
+def parse_job_id(store: JobStore, text: str, as_json: bool) -> UUID:
+    """The job ``text`` names: its id or a unique prefix of it (``Reads.job_id``); not an id
+    is a usage error, a prefix no job or many jobs have E108 or E117 (through
+    :func:`open_store`)."""
     try:
-        return UUID(text)
-    except ValueError:
-        usage_error(f"not a job id: {text!r}", as_json)
+        return store.reads.job_id(text)
+    except ValueError as exc:
+        usage_error(str(exc), as_json)
+
+
+def parse_submission_id(store: JobStore, text: str, as_json: bool) -> UUID:
+    """The submission ``text`` names, as :func:`parse_job_id`."""
+    try:
+        return store.reads.submission_id(text)
+    except ValueError as exc:
+        usage_error(str(exc), as_json)
 
 
 def no_such_job(jid: UUID, as_json: bool) -> NoReturn:

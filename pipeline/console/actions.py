@@ -16,6 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
+from errors import entry
 from pipeline.admin import cancel_job, retry_failed, retry_job
 from pipeline.api.context import ApiContext
 from pipeline.console.listing import BadFilter, ListQuery
@@ -64,9 +65,10 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         session, _ = await _posted(request, sessions)
         await run_in_threadpool(session.require_job, ctx, job_id)
         outcome = await run_in_threadpool(retry_job, ctx.store, ctx.publisher, job_id)
-        if outcome.action == "refused":
+        if outcome.action == "refused":  # nothing was retried: said as the API says it (409)
             why = f"{outcome.code}: {outcome.message}"
-            return page("problem.html", 422, title="Retry refused", message=why)
+            action = entry(outcome.code).action if outcome.code else ""
+            return page("problem.html", 409, title="Retry refused", message=why, action=action)
         target = outcome.job_id or job_id
         return RedirectResponse(f"/console/jobs/{target}?done={outcome.action}", status_code=303)
 

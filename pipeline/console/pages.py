@@ -7,6 +7,7 @@ from uuid import UUID
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
+from errors import AmbiguousId, JobNotFound
 from pipeline.admin import JobDetail, job_detail, list_jobs
 from pipeline.admin.jobs import no_job
 from pipeline.api.context import ApiContext
@@ -35,8 +36,17 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     ) -> Response:
         session = sessions.current(request)
         own = session.caller.tenant
-        if job.strip():  # "go to a job": its id pasted into the search box
-            return _go_to(job.strip())
+        if job.strip():  # "go to a job": its id, or the start of it as shown, in the box
+            return _go_to(ctx, job.strip(), own)
+        problem = ""
+        submission = submission.strip().lower()
+        if submission:  # a short id as the list shows it: the whole id in the form and links
+            try:
+                submission = str(ctx.store.reads.submission_id(submission, tenant=own))
+            except ValueError as exc:
+                problem = str(exc)
+            except (JobNotFound, AmbiguousId) as exc:
+                problem = f"{exc.code}: {exc.message}"
         asked = ListQuery(
             state=state,
             error_code=error_code.strip().upper(),
@@ -44,12 +54,11 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             since=since.strip(),
             until=until,
             before=before,
-            submission=submission.strip().lower(),
+            submission=submission,
             tenant=own or tenant.strip().lower(),  # a tenant's token: its own, whatever it asks
         )
         try:
-            found = list_jobs(ctx.store, asked.to_filter())
-            problem = ""
+            found = [] if problem else list_jobs(ctx.store, asked.to_filter())
         except BadFilter as exc:
             found, problem = [], str(exc)
         return page(
@@ -100,11 +109,17 @@ def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         return response
 
 
-def _go_to(text: str) -> Response:
+def _go_to(ctx: ApiContext, text: str, tenant: str | None) -> Response:
+    """The job the box names (its id, or a unique start of it, among the token's jobs); a page
+    saying why not otherwise: no id (422), no such job (404, E108), many (422, E117)."""
     try:
-        return RedirectResponse(f"/console/jobs/{UUID(text)}", status_code=303)
-    except ValueError:
-        return RedirectResponse("/console/jobs", status_code=303)
+        job_id = ctx.store.reads.job_id(text, tenant=tenant)
+    except ValueError as exc:
+        return page("problem.html", 422, title="Not a job id", message=str(exc))
+    except AmbiguousId as exc:
+        why = f"{exc.code}: {exc.message}"
+        return page("problem.html", 422, title="More than one job", message=why, action=exc.action)
+    return RedirectResponse(f"/console/jobs/{job_id}", status_code=303)
 
 
 def _markdown(ctx: ApiContext, detail: JobDetail) -> tuple[str | None, bool]:

@@ -63,8 +63,11 @@ LEGAL_TRANSITIONS: frozenset[tuple[JobState, JobState]] = frozenset(
 
 
 class Stage(StrEnum):
-    """Where a running attempt is, shown by ``doclane status`` as progress."""
+    """Where a running attempt is, shown by ``doclane status`` as progress; a failed (or
+    retrying) job's stage is the step its attempt failed in."""
 
+    #: Downloading a URL or an ``s3://`` object into the attempt's scratch folder.
+    FETCHING = "fetching"
     VALIDATING = "validating"
     CONVERTING = "converting"
     EXPORTING = "exporting"

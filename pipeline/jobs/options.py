@@ -132,9 +132,9 @@ def page_range(text: str) -> str:
     """``"1-5"`` or ``"3"``: one run of pages numbered from 1; E110 otherwise.
 
     One run only: docling.rs takes no lists (``1,3`` is its own error), and a submitter is
-    better told now than by every attempt's failure. A run's ends may come in either order
-    (``5-2`` is pages 2 to 5): the schema the API publishes cannot order them, and what it
-    calls valid is accepted.
+    better told now than by every attempt's failure. A run's first page comes first: ``5-2``
+    is refused (E110), not read as pages 2 to 5, since a reversed run is more often a slip
+    than a wish (the API's schema cannot order the ends, so this check is the one that does).
     """
     cleaned = text.replace(" ", "")
     if not re.fullmatch(PAGES_PATTERN, cleaned):
@@ -143,8 +143,18 @@ def page_range(text: str) -> str:
             detail={"option": PAGES, "value": text[:100]},
         )
     first, _, last = cleaned.partition("-")
-    low, high = sorted((int(first), int(last or first)))
+    low, high = int(first), int(last or first)
+    if low > high:
+        raise InvalidOption(
+            f"page range {cleaned!r} is reversed: give its first page first ({high}-{low})",
+            detail={"option": PAGES, "value": text[:100]},
+        )
     return str(low) if low == high else f"{low}-{high}"
+
+
+def last_page(pages: str) -> int:
+    """The last page a stored run (:func:`page_range`'s form) asks for."""
+    return int(pages.rpartition("-")[2])
 
 
 def server_options(options: Mapping[str, Any]) -> dict[str, Any]:

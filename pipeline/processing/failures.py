@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from errors import CircuitOpen, DatabaseUnavailable, PipelineError
-from pipeline.jobs import Job, JobState
+from pipeline.jobs import Job, JobState, Stage
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import Publisher, Wakeup, ring
@@ -49,10 +49,13 @@ class FailurePolicy:
         self.job_waits = Backoff(settings.job_retry_base_s, settings.job_retry_max_s, half_jitter)
 
     # ---- outcomes -----------------------------------------------------------------------------
-    def failure(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
-        """Record ``error`` for this attempt (see the module docstring)."""
+    def failure(
+        self, job: Job, error: PipelineError, *, reached_server: bool, stage: Stage | None = None
+    ) -> Outcome:
+        """Record ``error`` for this attempt (see the module docstring), and ``stage``, the step
+        it failed in, as the job's stage (None: the stage last written stays)."""
         try:
-            return self._record(job, error, reached_server=reached_server)
+            return self._record(job, error, reached_server=reached_server, stage=stage)
         except DatabaseUnavailable as exc:
             log.warning("cannot record %s: %s", error.code, exc)
             return self.give_back_uncharged(job, exc)
@@ -100,12 +103,14 @@ class FailurePolicy:
         )(write)
         return retrying()
 
-    def _record(self, job: Job, error: PipelineError, *, reached_server: bool) -> Outcome:
+    def _record(
+        self, job: Job, error: PipelineError, *, reached_server: bool, stage: Stage | None
+    ) -> Outcome:
         circuit_open = isinstance(error, CircuitOpen)
         if circuit_open and not reached_server:
             delay = after_reset(error.retry_after or self.settings.circuit_retry_s)
             state = self.store.schedule_retry(
-                job.id, job.attempt, error, delay=delay, spend_attempt=False
+                job.id, job.attempt, error, delay=delay, spend_attempt=False, stage=stage
             )
             if state is None:
                 return lost(job, "scheduling a retry")
@@ -115,7 +120,7 @@ class FailurePolicy:
             delay = max(self.job_waits.wait(job.attempts_spent), error.retry_after or 0.0)
             if circuit_open:  # charged: a try reached a server before the circuits opened
                 delay = max(delay, after_reset(error.retry_after or self.settings.circuit_retry_s))
-            state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay)
+            state = self.store.schedule_retry(job.id, job.attempt, error, delay=delay, stage=stage)
             if state is None:
                 return lost(job, "scheduling a retry")
             if state is JobState.RETRYING:
@@ -131,7 +136,7 @@ class FailurePolicy:
                 )
             log.error("%s; no attempts left: failed", error)
             return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)
-        if not self.store.fail(job.id, job.attempt, error):
+        if not self.store.fail(job.id, job.attempt, error, stage=stage):
             return lost(job, "recording the failure")
         log.error("failed: %s", error)
         return Outcome(OutcomeKind.FAILED, job.id, job.attempt, error.code, error.message)

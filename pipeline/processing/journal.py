@@ -128,6 +128,9 @@ class AttemptJournal:
         #: Taken by every write of held state, so that the timer thread's write of a held stage
         #: and the attempt's own next write never cross (the trail keeps its order).
         self._lock = threading.Lock()
+        #: The step the attempt is in, written or held (the claim starts it validating): a
+        #: failure records it as the job's stage, so a failed job says where it failed.
+        self.step = Stage.VALIDATING
 
     def hold_from_now(self) -> None:
         """Start the progress hold again: a round's job that waited for a free round thread
@@ -139,6 +142,7 @@ class AttemptJournal:
 
     def stage(self, stage: Stage, *, origin: str | None = None) -> None:
         """Record progress; AttemptLost when the job is no longer this attempt's."""
+        self.step = stage
         if self.keeper.lost:
             self.flush()
             raise AttemptLost(f"the job was taken from this attempt before {stage.value}")
@@ -250,6 +254,7 @@ class AttemptJournal:
 
     def _results(self, conversion: Conversion) -> AttemptResults:
         self._end_hold()
+        self.step = Stage.STORING  # no write of its own: storing is the results' commit
         job = self.job
         return AttemptResults(
             job.id,

@@ -320,7 +320,9 @@ class LoneRunner:
             log.warning("database unreachable during the attempt: %s", exc)
             return self.failures.give_back_uncharged(job, exc)
         error = job_masker(job).error(self._as_catalog(exc))
-        return self.failures.failure(job, error, reached_server=attempt.tries.reached_server)
+        return self.failures.failure(
+            job, error, reached_server=attempt.tries.reached_server, stage=attempt.journal.step
+        )
 
     def _convert(
         self, job: Job, journal: AttemptJournal, scope: CancelScope, tries: RetryRecord

@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.jobs import Job, SourceKind
+from pipeline.jobs import Job, SourceKind, Stage
 from pipeline.objects import is_object_address
 from pipeline.processing.journal import AttemptJournal
 from pipeline.sources import (
@@ -75,9 +75,11 @@ class SourcePreparer:
             return PreparedSource(info)
         url = job.fetch_uri
         if is_object_address(url):
+            journal.stage(Stage.FETCHING)
             return self._fetch_object(job, url, journal)
         if self.settings.url_mode == "server":
             return PreparedSource(check_url(url, self.settings))
+        journal.stage(Stage.FETCHING)
         scratch = scratch_folder(self.settings.inbox_dir, job)
         downloader = self.downloader or Downloader(self.settings, path_map=self.path_map)
         try:

@@ -297,9 +297,17 @@ class Attempts:
         stored, rows = self.result_writer.finish_then_claim(ends, params)
         return stored, _in_round_order(rows)
 
-    def fail(self, job_id: UUID, attempt: int, error: PipelineError) -> bool:
-        """running -> failed with the error's code; ``False`` for a stale attempt."""
-        params = {"job_id": job_id, "attempt": attempt, **error_columns(error)}
+    def fail(
+        self, job_id: UUID, attempt: int, error: PipelineError, *, stage: Stage | None = None
+    ) -> bool:
+        """running -> failed with the error's code, and ``stage``, the step it failed in (None:
+        the stage last written stays); ``False`` for a stale attempt."""
+        params = {
+            "job_id": job_id,
+            "attempt": attempt,
+            "stage": stage.value if stage is not None else None,
+            **error_columns(error),
+        }
         return self.pool.update("failing a job", query("mark_failed"), params)
 
     def schedule_retry(
@@ -310,6 +318,7 @@ class Attempts:
         *,
         delay: timedelta | float,
         spend_attempt: bool = True,
+        stage: Stage | None = None,
     ) -> JobState | None:
         """running -> retrying, due ``delay`` from now (the database's clock).
 
@@ -317,7 +326,7 @@ class Attempts:
         caller must not retry then); or ``None`` for a stale attempt. ``spend_attempt=False``
         (the circuit breaker was open, the server never asked) refunds the attempt the claim
         charged: ``attempts_spent`` goes back down, while ``attempt``, the fencing token, keeps
-        growing so the stale-write guard stays sound.
+        growing so the stale-write guard stays sound. ``stage`` as for :meth:`fail`.
         """
         delay_s = delay.total_seconds() if isinstance(delay, timedelta) else float(delay)
         params = {
@@ -325,6 +334,7 @@ class Attempts:
             "attempt": attempt,
             "spend": spend_attempt,
             "delay_s": max(delay_s, 0.0),
+            "stage": stage.value if stage is not None else None,
             **error_columns(error),
         }
         reason = None if spend_attempt else f"{error.code}: retry without charging an attempt"

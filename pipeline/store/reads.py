@@ -14,6 +14,7 @@ from uuid import UUID
 
 from errors import ResultsExpired
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
+from pipeline.store.ids import IdRange, id_range, one_of
 from pipeline.store.large_values import copy_single_value
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
@@ -25,6 +26,29 @@ class Reads:
 
     def __init__(self, pool: StorePool) -> None:
         self.pool = pool
+
+    # ---- ids ---------------------------------------------------------------------------------
+    def job_id(self, text: str, *, tenant: str | None = None) -> UUID:
+        """The job id ``text`` names: the id, or a unique prefix of it (:mod:`.ids`), among
+        ``tenant``'s jobs when given. ``ValueError`` when it is no id; E108 when no job's id
+        starts so, E117 when more than one's does."""
+        asked = id_range(text)
+        if asked.whole is not None:
+            return asked.whole
+        return one_of(self._by_prefix("job_ids_by_prefix", asked, tenant), asked, "job")
+
+    def submission_id(self, text: str, *, tenant: str | None = None) -> UUID:
+        """The submission id ``text`` names, as :meth:`job_id` (E108: no submission's id)."""
+        asked = id_range(text, "submission")
+        if asked.whole is not None:
+            return asked.whole
+        found = self._by_prefix("submission_ids_by_prefix", asked, tenant)
+        return one_of(found, asked, "submission")
+
+    def _by_prefix(self, name: str, asked: IdRange, tenant: str | None) -> list[tuple[UUID, int]]:
+        params = {"low": asked.low, "high": asked.high, "tenant": tenant}
+        with self.pool.connection("resolving a short id") as conn:
+            return [(row[0], row[1]) for row in conn.execute(query(name), params)]
 
     def get_job(self, job_id: UUID) -> Job | None:
         return self.pool.fetch_job("reading a job", query("get_job"), {"job_id": job_id})

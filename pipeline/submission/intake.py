@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
-from errors import DatabaseUnavailable, TenantQueueFull, UnknownTenant
+from errors import DatabaseUnavailable, InputError, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import WAKE_BELLS, Publisher, bells_for, queue_for, ring
@@ -41,7 +41,7 @@ from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings,
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.submission.door import Door, admit
-from pipeline.submission.slicing import slices_for
+from pipeline.submission.slicing import pages_refusal, slices_for
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.support.tracing import JobTraces
 from pipeline.webhooks.sender import check_webhook_url
@@ -80,7 +80,7 @@ class Accepted:
 
 @dataclass(slots=True)
 class Submission:
-    #: Every job of this submission carries it: ``doclane jobs --batch ID`` lists them.
+    #: Every job of this submission carries it: ``doclane jobs --submission ID`` lists them.
     id: UUID = field(default_factory=uuid4)
     accepted: list[Accepted] = field(default_factory=list)
     #: Sources that did not become jobs, as they may be shown (a URL's secrets masked).
@@ -157,6 +157,9 @@ def enqueue(
         new_job=lambda c: _new_job(
             c, request, submit, shown=shown, webhook_url=webhook, submission_id=submission.id
         ),
+        refusal=lambda c: pages_refusal(
+            c.info.path if c.info.kind == "file" else None, request.options
+        ),
         shown=shown,
     )
     try:
@@ -208,6 +211,7 @@ class _Chunks:
         dedup: bool,
         dedup_engine: str | None,
         new_job: Callable[[Candidate], NewJob],
+        refusal: Callable[[Candidate], InputError | None],
         shown: Callable[[str], str],
     ) -> None:
         self.submission = submission
@@ -216,6 +220,7 @@ class _Chunks:
         self.dedup = dedup
         self.dedup_engine = dedup_engine
         self.new_job = new_job
+        self.refusal = refusal
         self.shown = shown
         self.size = CHUNK_FIRST
         self.pending: list[Candidate] = []
@@ -227,6 +232,10 @@ class _Chunks:
         self.wake_bells = WAKE_BELLS
 
     def add(self, item: Candidate | Rejected) -> None:
+        if not isinstance(item, Rejected):
+            refused = self.refusal(item)
+            if refused is not None:
+                item = Rejected(item.source, refused)
         if isinstance(item, Rejected):
             self.submission.rejected.append(item.masked(self.shown))
             return

@@ -13,7 +13,9 @@ format whose slices cannot be joined by concatenation (Docling JSON and HTML are
 document each, with references and a head of their own). Only ``md``, ``text`` and ``chunks``
 are joined.
 
-Pages are counted by pypdf, at submission, from the file's own page tree.
+Pages are counted by pypdf, at submission, from the file's own page tree; the same count
+refuses a page range past a PDF's last page (E110, :func:`pages_refusal`) before it is a job
+whose every attempt would fail on a worker.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import logging
 from collections.abc import Iterable
 from pathlib import Path
 
+from errors import InvalidOption
 from pipeline.jobs import ConversionOptions
+from pipeline.jobs.options import PAGES, last_page
 
 log = logging.getLogger("doclane.slicing")
 
@@ -76,3 +80,19 @@ def slices_for(
     if pages is None or pages <= slice_pages:
         return ()
     return page_runs(pages, slice_pages)
+
+
+def pages_refusal(path: Path | None, options: ConversionOptions) -> InvalidOption | None:
+    """E110 when the job's page range ends past the last page of the PDF at ``path``; None
+    when it fits, or when the count is not known here (not a local PDF, encrypted, damaged:
+    the server is the judge then)."""
+    if options.pages is None or path is None or path.suffix.lower() != ".pdf":
+        return None
+    pages = count_pages(path)
+    if pages is None or last_page(options.pages) <= pages:
+        return None
+    whole = "page 1" if pages == 1 else f"pages 1-{pages}"
+    return InvalidOption(
+        f"page range {options.pages} is past the end of {path.name}, which has {whole}",
+        detail={"option": PAGES, "value": options.pages, "document_pages": pages},
+    )

@@ -104,6 +104,10 @@ def test_a_failed_job_and_a_wait_that_times_out(fleet: Fleet) -> None:
         with pytest.raises(JobFailed) as raised:
             dl.result(jobs[0].id)
         assert (raised.value.code, raised.value.state) == ("E101", "failed")
+        with pytest.raises(WrongState) as not_retried:  # its source is still gone: refused
+            dl.retry(jobs[0].id)
+        assert (not_retried.value.status, not_retried.value.code) == (409, "E101")
+        assert not_retried.value.detail["retry_of"] == jobs[0].id
         assert ended[jobs[1].id].state == "succeeded"
 
 

@@ -242,10 +242,10 @@ def test_the_console_filters_by_submission_and_uploads_with_options(
     cluster, api = fleet
     docs = tmp_path / "docs"
     docs.mkdir()
-    for name in ("paged", "refused", "batch-1", "batch-2"):
+    for name in ("paged", "refused", "together-1", "together-2"):
         (docs / f"{name}.md").write_text(f"# {name}\n\nA page or two of {name}.\n")
-    batch = api.post(
-        "/v1/jobs", json={"sources": [str(docs / "batch-1.md"), str(docs / "batch-2.md")]}
+    together = api.post(
+        "/v1/jobs", json={"sources": [str(docs / "together-1.md"), str(docs / "together-2.md")]}
     ).json()
     context = browser.new_context(base_url=api.url, viewport={"width": 1280, "height": 900})
     page = context.new_page()
@@ -262,7 +262,7 @@ def test_the_console_filters_by_submission_and_uploads_with_options(
 
     # ---- a page range no configured server can honour (the fake is a docling-mcp server) is
     # refused at the upload with E305, before any job is made; without it the upload converts
-    _upload(page, [docs / "paged.md"], pages="2 - 1", ocr_lang="en")
+    _upload(page, [docs / "paged.md"], pages="1 - 2", ocr_lang="en")
     expect(_row(page, "paged.md").locator("[data-state]")).to_have_text("refused")
     expect(_row(page, "paged.md").locator("[data-error]")).to_contain_text("E305")
     _upload(page, [docs / "paged.md"])
@@ -271,16 +271,20 @@ def test_the_console_filters_by_submission_and_uploads_with_options(
     row.locator("a").click()
     [paged] = cluster.jobs([_job_id_of(api, "paged.md")])
     assert paged.options == {}
-    assert len(_jobs(api)) == 3  # the batch's two and paged: the refused uploads made none
+    assert len(_jobs(api)) == 3  # the submission's two and paged: the refused uploads made none
 
     # ---- a job's page links to its submission's jobs; the list filters by a typed submission
     page.click("#submission")
     expect(page.locator("#jobs tbody tr")).to_have_count(1)
     expect(page.locator(f"#jobs tr[data-job-id='{paged.id}']")).to_be_visible()
-    page.fill("input[name=submission]", batch["submission_id"])
+    page.fill("input[name=submission]", together["submission_id"][:8])  # as the list shows it
     page.click("#filters button[type=submit]")
-    expect(page).to_have_url(re.compile(rf"[?&]submission={batch['submission_id']}(&|$)"))
+    expect(page.locator("input[name=submission]")).to_have_value(together["submission_id"])
     expect(page.locator("#jobs tbody tr[data-job-id]")).to_have_count(2)
-    for accepted in batch["accepted"]:
+    for accepted in together["accepted"]:
         expect(page.locator(f"#jobs tr[data-job-id='{accepted['job_id']}']")).to_be_visible()
+    # ---- the job-id box takes the 8 characters the list shows
+    page.fill("input[name=job]", str(paged.id)[:8])
+    page.press("input[name=job]", "Enter")
+    expect(page).to_have_url(re.compile(rf"/console/jobs/{paged.id}$"))
     context.close()

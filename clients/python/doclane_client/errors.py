@@ -12,7 +12,8 @@ about it; the code says exactly what happened::
     ├── NotFound                 404: no such job (E108), or no such result
     │   └── ResultExpired        410 (E113): the result was deleted by the retention
     ├── InvalidInput             400, 413 (E103), 415, 422 (E1xx, E305, invalid_request)
-    ├── WrongState               409: not possible in the job's state (cancel a finished job)
+    ├── WrongState               409: not possible in the job's state (cancel a finished job),
+    │                            or a retry whose resubmission was refused (E101, E305, ...)
     ├── QuotaExceeded            429 (E115): come back after ``retry_after`` seconds
     ├── Unavailable              503, 502, or no answer (code "unreachable"): retried first
     ├── ServerError              500 (E399) and other answers the client cannot place
@@ -75,7 +76,9 @@ class InvalidInput(DoclaneError):
 
 
 class WrongState(DoclaneError):
-    """Not possible in the job's state (409), e.g. cancelling a job that has ended."""
+    """Not possible in the job's state (409), e.g. cancelling a job that has ended; or a
+    retry that did not happen because its resubmission was refused (``code`` says why: E101
+    the source is gone, E305 no configured server can serve it; ``detail["retry_of"]``)."""
 
 
 class QuotaExceeded(DoclaneError):

@@ -109,8 +109,9 @@ RETURNING formats
 COPY results (job_id, format, attempt, content) FROM STDIN (FORMAT binary)
 
 -- name: mark_failed
+-- The stage, when given, is the step the attempt failed in (a held stage was never written).
 UPDATE jobs
-SET state = 'failed',
+SET state = 'failed', stage = coalesce(%(stage)s, stage),
     error_code = %(error_code)s, error_message = %(error_message)s, error_detail = %(error_detail)s
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 
@@ -123,6 +124,7 @@ SET state = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
     attempts_spent = attempts_spent - CASE WHEN %(spend)s THEN 0 ELSE 1 END,
     next_attempt_at = CASE WHEN %(spend)s AND attempts_spent >= max_attempts
                            THEN NULL ELSE now() + make_interval(secs => %(delay_s)s) END,
+    stage = coalesce(%(stage)s, stage),
     error_code = %(error_code)s, error_message = %(error_message)s, error_detail = %(error_detail)s
 WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 RETURNING state

@@ -1,6 +1,6 @@
 """Completion webhooks through the real entry points: ``doclane submit --webhook --wait`` and
 real workers, a receiver that verifies every event with Standard Webhooks' own library and is
-down for its first tries, ``doclane jobs --batch`` and ``doclane webhooks``."""
+down for its first tries, ``doclane jobs --submission`` and ``doclane webhooks``."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_submit_with_a_webhook_tells_a_receiver_that_was_down_of_every_job_once(
     assert len({r.event_id for r in accepted}) == 3  # one id per event, each accepted once
     assert {r.event_id for r in requests} == {r.event_id for r in accepted}
 
-    listed = cluster.cli_json("jobs", "--batch", submitted["submission_id"])
+    listed = cluster.cli_json("jobs", "--submission", submitted["submission_id"])
     assert sorted(job["id"] for job in listed["jobs"]) == job_ids
     assert f"batch    {submitted['submission_id']}" in cluster.cli("status", job_ids[0]).stdout
     outbox = cluster.cli_json("webhooks")

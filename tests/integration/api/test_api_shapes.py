@@ -17,6 +17,7 @@ from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.integration.store.builders import job_in_state
+from tests.support.long_pdf import write_long_pdf
 
 
 @pytest.fixture
@@ -80,6 +81,26 @@ def test_a_job_through_every_endpoint(api: ApiServer, tmp_path: Path) -> None:
         assert api.get(path, token=None).status_code == 200, path
 
 
+def test_a_retry_whose_resubmission_is_refused_is_409_with_the_refusals_code(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    doc = tmp_path / "gone.md"
+    doc.write_text("# Soon gone\n")
+    job_id = api.post("/v1/jobs", json={"sources": [str(doc)]}).json()["accepted"][0]["job_id"]
+    assert api.post(f"/v1/jobs/{job_id}/cancel").status_code == 200
+    doc.unlink()  # a cancelled job is retried as a new one, whose source is no longer there
+    refused = api.post(f"/v1/jobs/{job_id}/retry")
+    assert refused.status_code == 409, refused.text
+    error = refused.json()["error"]
+    assert (error["code"], error["title"]) == ("E101", "source not found or unreadable")
+    assert error["action"] and str(doc) in error["message"]
+    assert error["detail"]["retry_of"] == job_id and error["detail"]["action"] == "refused"
+    assert [j["id"] for j in api.get("/v1/jobs").json()["jobs"]] == [job_id]  # nothing new
+
+    again = api.post(f"/v1/jobs/{job_id}/cancel")  # and the state machine's own refusal
+    assert again.status_code == 409 and again.json()["error"]["code"] == "wrong_state"
+
+
 def test_requests_the_api_cannot_take_get_the_error_shape(api: ApiServer) -> None:
     as_json = {"Content-Type": "application/json"}
     as_text = {"Content-Type": "text/plain"}
@@ -125,7 +146,7 @@ def test_json_options_are_stored_normalized_and_part_of_dedup(
 ) -> None:
     doc = tmp_path / "report.md"
     doc.write_text("# Report\n")
-    options = {"pages": "5-2", "ocr_lang": "en", "password_env": "REPORT_PW"}
+    options = {"pages": " 2 - 5", "ocr_lang": "en", "password_env": "REPORT_PW"}
     sent = api.post("/v1/jobs", json={"sources": [str(doc)], "to": "md,text", "options": options})
     assert sent.status_code == 202, sent.text
     job_id = sent.json()["accepted"][0]["job_id"]
@@ -139,7 +160,13 @@ def test_json_options_are_stored_normalized_and_part_of_dedup(
 
 @pytest.mark.parametrize(
     "options",
-    [{"pages": "0-3"}, {"pages": "1,3"}, {"password_env": "A PASSWORD"}, {"ocr_lang": "e n"}],
+    [
+        {"pages": "0-3"},
+        {"pages": "5-2"},
+        {"pages": "1,3"},
+        {"password_env": "A PASSWORD"},
+        {"ocr_lang": "e n"},
+    ],
 )
 def test_a_bad_option_is_refused_with_e110(
     api: ApiServer, tmp_path: Path, options: dict[str, str]
@@ -150,6 +177,34 @@ def test_a_bad_option_is_refused_with_e110(
     assert refused.status_code == 422
     assert refused.json()["error"]["code"] == "E110"
     assert api.get("/v1/jobs").json()["jobs"] == []
+
+
+def test_a_page_range_past_a_pdfs_end_is_refused_at_submission_with_the_others_accepted(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    pdf = write_long_pdf(tmp_path / "brief.pdf", pages=2)
+    doc = tmp_path / "report.md"
+    doc.write_text("# Report\n")
+    options = {"pages": "999"}
+    sent = api.post("/v1/jobs", json={"sources": [str(pdf), str(doc)], "options": options})
+    assert sent.status_code == 202, sent.text
+    body = sent.json()
+    assert [a["uri"] for a in body["accepted"]] == [str(doc)]
+    assert body["rejected"] == [
+        {
+            "source": str(pdf),
+            "code": "E110",
+            "message": "page range 999 is past the end of brief.pdf, which has pages 1-2",
+        }
+    ]
+    uploaded = api.post(
+        "/v1/jobs",
+        files={"file": ("brief.pdf", pdf.read_bytes(), "application/pdf")},
+        data=options,
+    )
+    assert uploaded.status_code == 422, uploaded.text  # the one document refused: nothing made
+    assert uploaded.json()["error"]["code"] == "E110"
+    assert len(api.get("/v1/jobs").json()["jobs"]) == 1
 
 
 def test_multipart_fields_carry_the_options(api: ApiServer, store: JobStore) -> None:

@@ -179,6 +179,22 @@ def _listed(client: httpx.Client, path: str) -> list[str]:
     return seen
 
 
+def test_a_refused_retry_says_so_with_its_code_and_what_to_do(
+    api: ApiServer, tmp_path: Path
+) -> None:
+    doc = tmp_path / "gone.md"
+    doc.write_text("# Soon gone\n")
+    job_id = api.post("/v1/jobs", json={"sources": [str(doc)]}).json()["accepted"][0]["job_id"]
+    api.post(f"/v1/jobs/{job_id}/cancel")
+    doc.unlink()
+    client = _signed_in(api)
+    refused = client.post(f"/console/jobs/{job_id}/retry", data={"csrf": _csrf(client)})
+    assert refused.status_code == 409, refused.text
+    assert "Retry refused" in refused.text and "E101: " in refused.text
+    assert 'id="problem-action">Check the path or URL' in refused.text
+    assert [j["id"] for j in api.get("/v1/jobs").json()["jobs"]] == [job_id]
+
+
 def test_the_list_filters_by_submission_page_by_page(api: ApiServer, tmp_path: Path) -> None:
     submissions: dict[str, list[str]] = {}
     for name, count in (("big", 60), ("other", 3), ("small", 4)):
@@ -222,7 +238,7 @@ def test_an_upload_carries_its_conversion_options(
     assert '<fieldset id="options">' in form and 'name="pages"' in form
     assert 'value="text"' in form and 'value="chunks"' in form
     files = {"file": ("report.md", b"# Report\n", "text/markdown")}
-    options = {"pages": " 5 - 2 ", "ocr_lang": "en,de", "text_layer_only": "true"}
+    options = {"pages": " 2 - 5 ", "ocr_lang": "en,de", "text_layer_only": "true"}
     sent = client.post(
         "/console/upload",
         files=files,
@@ -244,7 +260,12 @@ def test_an_upload_carries_its_conversion_options(
     assert 'data-option="password_env">password_env <b>REPORT_PASSWORD</b>' in shown
     assert 'data-option="text_layer_only">text_layer_only <b>yes</b>' in shown
 
-    for field, value in (("pages", "1,3"), ("ocr_lang", "en de"), ("text_layer_only", "maybe")):
+    for field, value in (
+        ("pages", "1,3"),
+        ("pages", "5-2"),
+        ("ocr_lang", "en de"),
+        ("text_layer_only", "maybe"),
+    ):
         refused = client.post(
             "/console/upload",
             files={"file": ("other.md", b"# Other\n", "text/markdown")},

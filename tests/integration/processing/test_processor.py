@@ -209,6 +209,47 @@ def test_a_source_gone_bad_after_submission_fails_with_its_code_and_no_server_ca
     assert bench.store.reads.list_results(job_id) == []
 
 
+def test_a_failed_jobs_stage_is_the_step_it_failed_in(
+    make_bench: Callable[..., Bench], http_source: Any
+) -> None:
+    """Not the last progress write, which the progress hold may never have made: a URL that
+    cannot be fetched failed fetching, a file gone bad validating, a server's refusal to
+    export exporting, results that cannot be stored storing."""
+    bench = make_bench()
+
+    def stage_of(job_id: Any) -> str | None:
+        job = bench.store.reads.get_job(job_id)
+        assert job is not None and job.state is JobState.FAILED, job
+        return job.stage.value if job.stage else None
+
+    # each submitted just before it is processed: a message's claim takes the waiting
+    # small jobs along with its own
+    http_source.fail("/gone.md", 404)
+    fetched = bench.submit(http_source.url("/gone.md")).accepted[0].job_id
+    assert bench.processor.process(fetched).code == "E101"
+    assert stage_of(fetched) == "fetching"
+
+    gone = write_sample(bench.folder, "md", 11)
+    validated = bench.submit_one(gone)
+    gone.write_bytes(b"")
+    assert bench.processor.process(validated).code == "E106"
+    assert stage_of(validated) == "validating"
+
+    bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[EXPORT])
+    exported = bench.submit_one(write_sample(bench.folder, "html", 12))
+    assert bench.processor.process(exported).code == "E307"
+    assert stage_of(exported) == "exporting"
+
+    def not_its_formats(conversion: Any) -> Any:  # a bug: the database refuses such results
+        conversion.outputs = {"html": "<p>not md</p>"}
+        return conversion
+
+    bench.runner.alter_result = not_its_formats
+    stored = bench.submit_one(write_sample(bench.folder, "csv", 13))
+    assert bench.processor.process(stored).kind is OutcomeKind.FAILED
+    assert stage_of(stored) == "storing"
+
+
 def test_a_conversion_failure_keeps_the_server_text_and_is_final(
     make_bench: Callable[..., Bench],
 ) -> None:

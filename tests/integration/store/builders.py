@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from typing import Any
-from uuid import uuid4
+from uuid import UUID, uuid4
 
 import psycopg
 
@@ -66,3 +66,20 @@ def someone_waits_for_a_lock(url: str) -> bool:
             " WHERE datname = current_database() AND wait_event_type = 'Lock'"
         ).fetchone()
     return row is not None and row[0] > 0
+
+
+def job_with_id(
+    conn: psycopg.Connection,
+    job_id: str,
+    *,
+    tenant: str = "default",
+    submission_id: str | None = None,
+) -> UUID:
+    """A queued job whose id the test chose (to give two jobs ids that start alike), inserted
+    as an operator would; its tenant must exist."""
+    conn.execute(
+        "INSERT INTO jobs (id, source_kind, source_uri, profile, formats, queue, tenant,"
+        " submission_id) VALUES (%s, 'file', %s, 'auto', '{md}', 'doclane.small', %s, %s)",
+        (job_id, f"/inbox/{job_id}.md", tenant, submission_id),
+    )
+    return UUID(job_id)

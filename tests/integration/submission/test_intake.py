@@ -11,7 +11,7 @@ from uuid import UUID
 import pytest
 
 from errors import DatabaseUnavailable, UnknownTenant
-from pipeline.jobs import Formats, JobState, SubmissionRequest
+from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, Wakeup
 from pipeline.reconciler.sweeps import reconcile_once
@@ -380,3 +380,39 @@ def test_an_unknown_tenant_refuses_the_whole_submission_before_any_job(
     assert caught.value.code == "E116" and "nobody" in caught.value.message
     assert not publisher.messages
     assert sum(store.admin.count_by_state().values()) == 0
+
+
+def test_a_page_range_past_a_pdfs_end_refuses_that_pdf_alone_before_it_is_a_job(
+    store: JobStore, tmp_path: Path
+) -> None:
+    short = write_long_pdf(tmp_path / "short.pdf", pages=3)
+    long = write_long_pdf(tmp_path / "long.pdf", pages=12)
+    notes = tmp_path / "notes.md"  # not a PDF: its pages are the server's to judge
+    notes.write_text("# Notes\n")
+    damaged = tmp_path / "damaged.pdf"  # pages unknown here: left to the server too
+    damaged.write_bytes(b"%PDF-1.7\nnot a page tree\n")
+    publisher = RecordingPublisher()
+    submission = enqueue(
+        SubmissionRequest(
+            [str(short), str(long), str(notes), str(damaged)],
+            options=ConversionOptions.parse({"pages": "4-10"}),
+        ),
+        door=ANY_SERVER,
+        publisher=publisher,
+        store=store,
+    )
+    [refused] = submission.rejected
+    assert (refused.source, refused.code) == (str(short), "E110")
+    assert refused.message == "page range 4-10 is past the end of short.pdf, which has pages 1-3"
+    accepted = {Path(item.uri).name for item in submission.accepted}
+    assert accepted == {"long.pdf", "notes.md", "damaged.pdf"}
+    assert sorted(covered(publisher)) == sorted(submission.job_ids)
+    assert {j.options["pages"] for j in store.reads.get_jobs(submission.job_ids)} == {"4-10"}
+
+    fits = enqueue(
+        SubmissionRequest([str(short)], options=ConversionOptions.parse({"pages": "3"})),
+        door=ANY_SERVER,
+        publisher=publisher,
+        store=store,
+    )
+    assert fits.rejected == [] and len(fits.accepted) == 1
