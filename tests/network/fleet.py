@@ -63,6 +63,8 @@ class Fleet:
     broker_handle: Broker
     #: The database on loopback, as the test reaches it.
     database_url: str = ""
+    #: Every server's forwarder when the connection string names several (``database`` first).
+    databases: list[Forward] = field(default_factory=list)
     cluster: Cluster | None = None
     apis: list[ApiServer] = field(default_factory=list)
 
@@ -116,9 +118,12 @@ def build_fleet(
     **env: str,
 ) -> Fleet:
     forwarders = Forwarders(network.services_address)
+    # One forwarder per server of the connection string (a multi-host one: the primary and its
+    # standby), so that the hosts' string names the same servers, each behind its forwarder.
+    pg_ports = [int(p) for p in _conninfo_port(database_url).split(",")]
     try:
-        pg_port = int(_conninfo_port(database_url))
-        database = forwarders.add("postgresql", pg_port)
+        databases = [forwarders.add(f"postgresql-{n}", port) for n, port in enumerate(pg_ports)]
+        database = databases[0]
         broker_fwd = forwarders.add("broker", urlsplit(broker.url).port or REDIS_PORT)
         redis_fwd = forwarders.add("redis", REDIS_PORT)
         server_fwds = [forwarders.add(f"mcp-{n}", s.port) for n, s in enumerate(servers)]
@@ -131,7 +136,11 @@ def build_fleet(
     )
     redis_db = os.environ.get("DOCLANE_TEST_BREAKER_REDIS_DB", "0")
     hosts_env = {
-        "DOCLANE_DATABASE_URL": make_conninfo(database_url, host=address, port=database.port),
+        "DOCLANE_DATABASE_URL": make_conninfo(
+            database_url,
+            host=",".join([address] * len(databases)),
+            port=",".join(str(d.port) for d in databases),
+        ),
         "DOCLANE_BROKER_URL": via(broker.url, address, broker_fwd.port),
         "DOCLANE_REDIS_URL": f"redis://{address}:{redis_fwd.port}/{redis_db}",
         "DOCLING_MCP_ORIGIN": origins,
@@ -142,6 +151,7 @@ def build_fleet(
         make_cluster, broker,
     )  # fmt: skip
     fleet.database_url = database_url
+    fleet.databases = databases
     fleet.cluster = make_cluster(broker, origins, **hosts_env)
     fleet.env = fleet.cluster.env
     return fleet
