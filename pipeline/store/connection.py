@@ -68,9 +68,26 @@ def connection_kwargs(settings: StoreSettings) -> dict[str, Any]:
         "connect_timeout": settings.connect_timeout_s,
         "application_name": settings.application_name,
     }
+    kwargs.update(tcp_deadline(settings.database_tcp_timeout_s))
     if settings.statement_timeout_s:
         kwargs["options"] = f"-c statement_timeout={int(settings.statement_timeout_s * 1000)}"
     return kwargs
+
+
+def tcp_deadline(seconds: float) -> dict[str, int]:
+    """libpq's parameters that bound a silent link: ``tcp_user_timeout`` ends a connection whose
+    bytes go unacknowledged that long, and keepalives probe an idle one (waiting for a reply
+    that a lost link will never bring) so the same limit finds it dead too. Empty for 0."""
+    if seconds <= 0:
+        return {}
+    whole = max(1, int(seconds))
+    return {
+        "tcp_user_timeout": int(seconds * 1000),
+        "keepalives": 1,
+        "keepalives_idle": max(1, whole // 4),
+        "keepalives_interval": max(1, whole // 8),
+        "keepalives_count": 4,
+    }
 
 
 def looks_alive(conn: psycopg.Connection[Any]) -> bool:

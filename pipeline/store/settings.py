@@ -30,6 +30,12 @@ class StoreSettings(Section):
     pool_timeout_s: float = Field(default=10.0, gt=0)
     #: How long opening one connection may take before it counts as a failure.
     connect_timeout_s: int = Field(default=5, ge=1)
+    #: How long a connection may leave what it sent unacknowledged, or its keepalive probes
+    #: unanswered, before it counts as dead (E401): a database behind a link that drops packets
+    #: (a partition, a failed-over address) gives no reset, and without this a call waits for
+    #: the kernel's own limit, about 15 minutes. A long statement is not cut: the server's
+    #: kernel acknowledges while it runs. 0 leaves it to the operating system.
+    database_tcp_timeout_s: float = Field(default=20.0, ge=0)
     #: Server-side limit on one statement, so a stuck lock cannot hang a worker forever.
     statement_timeout_s: float = Field(default=60.0, ge=0)
     #: How doclane's connections are named in pg_stat_activity.

@@ -29,6 +29,8 @@ class FakeServerOptions:
     cache_dir: Path = Path("fake-docling-cache")
     cache_max_documents: int = 10
     host: str = "127.0.0.1"
+    #: More Host headers to admit, as a server behind a proxy (tests/network's forwarders) is.
+    also_hosts: tuple[str, ...] = ()
 
 
 def build_app(options: FakeServerOptions) -> tuple[ASGIApp, FakeState]:
@@ -55,8 +57,10 @@ def build_app(options: FakeServerOptions) -> tuple[ASGIApp, FakeState]:
         retry_interval=defaults.sse_retry_ms,
         transport_security=TransportSecuritySettings(
             enable_dns_rebinding_protection=True,
-            allowed_hosts=[f"{options.host}:*", "localhost:*"],
-            allowed_origins=[f"http://{options.host}:*", "http://localhost:*"],
+            allowed_hosts=[f"{h}:*" for h in (options.host, "localhost", *options.also_hosts)],
+            allowed_origins=[
+                f"http://{h}:*" for h in (options.host, "localhost", *options.also_hosts)
+            ],
         ),
         host=options.host,
         custom_starlette_routes=[

@@ -59,6 +59,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument(
+        "--also-host", action="append", default=[], help="another Host header to admit (a proxy's)"
+    )
     parser.add_argument("--profile", choices=("docling", "per-format"), default="docling")
     parser.add_argument(
         "--json-response",
@@ -98,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
             cache_dir=cache_dir,
             cache_max_documents=args.cache_max_documents,
             host=args.host,
+            also_hosts=tuple(args.also_host),
         )
     )
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets whose proto says TCP (accepted

@@ -46,7 +46,9 @@ class FakeServer:
         cache_max_documents: int = 10,
         port: int = 0,
         startup_timeout: float = 30.0,
+        also_hosts: tuple[str, ...] = (),
     ) -> None:
+        self.also_hosts = also_hosts
         self.profile = profile
         self.json_response = json_response
         self.cache_max_documents = cache_max_documents
@@ -106,6 +108,8 @@ class FakeServer:
         ]  # fmt: skip
         if self.json_response:
             command.append("--json-response")
+        for host in self.also_hosts:
+            command += ["--also-host", host]
         with self.log_path.open("ab") as log:
             self._process = subprocess.Popen(
                 command,

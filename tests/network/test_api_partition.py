@@ -1,0 +1,81 @@
+"""The API host cut from PostgreSQL (a black hole): it says so, takes nothing, and comes back.
+
+``/readyz`` answers 503 naming the database within its deadline, a submission answers 503 with
+E401 and leaves no job behind (none half-taken), and once healed everything answers again and
+a submission is taken and converted once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import psycopg
+import pytest
+
+from pipeline.jobs import JobState
+from tests.fixtures.samples import write_sample
+from tests.fixtures.waiting import wait_for
+from tests.network.fleet import Fleet, figures, write_figures
+
+pytestmark = pytest.mark.network
+
+
+def test_the_api_host_cut_from_postgresql_refuses_with_503_and_answers_again_when_healed(
+    make_fleet: Callable[..., Fleet], tmp_path: Path
+) -> None:
+    fleet = make_fleet(DOCLANE_DATABASE_TCP_TIMEOUT_S="4")
+    cluster = fleet.cluster
+    assert cluster is not None
+    api_host, worker_host = fleet.add_host(), fleet.add_host()
+    fleet.start_worker(worker_host, concurrency=1)
+    api = fleet.start_api(api_host, tmp_path)
+    body = {"sources": [str(write_sample(tmp_path / "docs", "md", 1))]}
+    first = api.post("/v1/jobs", json=body)
+    assert first.status_code == 202, first.text
+    assert api.get("/readyz", token=None).status_code == 200
+
+    api_host.cut(fleet.database.port)
+    began = time.monotonic()
+    ready = api.get("/readyz", token=None)
+    assert ready.status_code == 503, ready.text
+    assert ready.json()["parts"]["database"] != "ok"
+    assert time.monotonic() - began < 25, "readyz answered within its deadline"
+    refused = api.post("/v1/jobs", json=body)
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"]["code"] == "E401", refused.text
+
+    api_host.heal()
+    healed = time.monotonic()
+    wait_for(
+        lambda: api.get("/readyz", token=None).status_code == 200,
+        timeout=60,
+        interval=0.5,
+        message="readyz after the heal",
+    )
+    body = {"sources": [str(write_sample(tmp_path / "docs", "md", 2))]}
+    again = api.post("/v1/jobs", json=body)
+    heal_to_rate = time.monotonic() - healed
+    assert again.status_code == 202, again.text
+    ids = [*_ids(first.json()), *_ids(again.json())]
+    jobs = cluster.wait_terminal(ids, timeout=90)
+    assert all(j.state is JobState.SUCCEEDED for j in jobs)
+    every = _all_job_ids(fleet)
+    assert sorted(every) == sorted(ids), "the refused submission left no job behind"
+    row = figures("API host cut from PostgreSQL", cluster, ids, heal_to_rate_s=heal_to_rate)
+    assert (row.lost, row.doubled) == (0, 0), row
+    write_figures(row)
+
+
+def _ids(answer: dict[str, Any]) -> list[UUID]:
+    return [UUID(accepted["job_id"]) for accepted in answer["accepted"]]
+
+
+def _all_job_ids(fleet: Fleet) -> list[UUID]:
+    """Every job in the database, read on loopback (the test is beside the services)."""
+    assert fleet.cluster is not None
+    with psycopg.connect(fleet.database_url) as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM jobs")]
