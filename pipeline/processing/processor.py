@@ -70,7 +70,8 @@ log = logging.getLogger("doclane.processor")
 
 @dataclass(frozen=True, slots=True)
 class Drained:
-    """What one drain did: the jobs it claimed, and why it stopped."""
+    """What one drain did: the jobs its claims took (a round's growth takes more), and why
+    it stopped."""
 
     jobs: int
     #: ``empty``/``capped`` (a claim found nothing it may take), ``budget`` (rung again),

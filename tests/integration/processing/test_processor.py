@@ -329,7 +329,9 @@ def test_with_every_circuit_open_a_drain_claims_nothing_and_rings_for_after_the_
     )
     bench.server.configure(fail_next=1, fail_with="http503")
     tripping = bench.submit_one(write_sample(bench.folder, "md", 13))
-    assert bench.take(tripping).code == "E302"
+    assert bench.take(tripping).code == "E302"  # opens the circuit
+    met = bench.submit_one(write_sample(bench.folder, "md", 14))
+    assert bench.take(met).code == "E309"  # the process meets it open
     waiting = bench.submit_one(write_sample(bench.folder, "md", 15))
     bench.publisher.messages.clear()
 
@@ -539,7 +541,10 @@ def test_a_drain_goes_on_past_a_job_that_must_be_tried_again(
     rung for its due time; the drain takes the others."""
     bench = make_bench(
         batches=True,
-        processing={"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600},
+        processing={
+            **{"batch_max_docs": 1, "round_max_docs": 1, "round_max_s": 600},
+            **{"job_retry_base_s": 60, "job_retry_max_s": 60},  # not due within the drain
+        },
         resilience={"retry_max_tries": 1, "breaker_fail_max": 100},
     )
     ids = [bench.submit_one(write_sample(bench.folder, "md", n)) for n in range(6)]

@@ -92,16 +92,16 @@ def test_one_docling_mcp_gets_no_round_its_jobs_go_alone(
     make_bench: Callable[..., Bench],
 ) -> None:
     """One server that converts one document at a time: a round would convert them one after
-    the other anyway, and only add its steps; each claim takes one job. The message stands
-    for eight: it passes one on, then takes the other seven one after another (a budget of
-    ``DOCLANE_ROUND_MAX_S`` no machine runs out of here)."""
+    the other anyway, and only add its steps; each claim takes one job, and the drain takes
+    the eight one after another (a budget of ``DOCLANE_ROUND_MAX_S`` no machine runs out of
+    here)."""
     bench = fitted_bench(make_bench, processing={"round_max_s": 600})
     ids = submit_samples(bench, 8)
     units = UnitsInside(bench.runner)
 
-    outcome = bench.take(ids[0])
+    drained = bench.processor.drain("doclane.small")
 
-    assert (outcome.kind, outcome.job_id) == (OutcomeKind.SUCCEEDED, ids[0])
+    assert (drained.jobs, drained.stopped) == (8, "empty")
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
     jobs = sorted(bench.store.reads.get_jobs(ids), key=lambda j: j.started_at or j.created_at)

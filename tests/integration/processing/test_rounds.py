@@ -22,6 +22,7 @@ from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.mcp import McpClient
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.profiles import Conversion
+from pipeline.store import ClaimFound
 from pipeline.support.logs import current_job_context
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
@@ -144,14 +145,14 @@ def test_a_round_claims_more_as_room_frees_never_holding_more_than_its_room(
     ids = submit_samples(bench, 7)
     other = submit_samples_from(bench, 20, formats=("md", "html"))
 
-    assert bench.take(ids[0]).kind is OutcomeKind.SUCCEEDED
+    assert bench.processor.drain("doclane.small").stopped == "empty"
 
     for number, job_id in enumerate(ids, start=1):
         assert_succeeded_once(bench, job_id, number)
     assert most_held_at_once(bench, ids) <= 3
     claims = {j.started_at for j in bench.store.reads.get_jobs(ids)}
     assert len(claims) >= 3, "seven jobs at most three at a time: three claims at least"
-    # the round leaves the job of other formats alone; the message's next claim takes it
+    # the round leaves the job of other formats alone; the drain's next claim takes it
     other_job = bench.store.reads.get_job(other)
     assert other_job is not None and other_job.started_at is not None
     round_jobs = bench.store.reads.get_jobs(ids)
@@ -288,7 +289,7 @@ def test_a_job_cancelled_mid_round_stops_alone(
     ids = submit_samples(bench, 4)
     # The round's first convert hangs until it is withdrawn; every other call answers at once.
     bench.server.configure(fail_next=1, fail_with="hang", fail_tools=[CONVERT])
-    running: Future[Outcome] = background.submit(bench.processor.process, ids[0])
+    running: Future[Outcome] = background.submit(bench.take, ids[0])
 
     hanging = wait_for(lambda: hanging_job(bench, ids), timeout=30, message="a call hanging")
     assert bench.store.operations.cancel(hanging) is not None
@@ -365,9 +366,8 @@ def _interrupt_when_hanging(bench: Bench, ids: list[UUID]) -> UUID:
 def test_a_job_tried_before_goes_alone_and_one_not_yet_due_takes_no_round(
     make_bench: Callable[..., Bench],
 ) -> None:
-    """A retrying job's message claims no companions: not when the job is due (a document
-    that may have broken a round goes alone), nor when it is not yet (it comes back later).
-    The message's further claims are not under test (``DOCLANE_ROUND_MAX_S`` 0)."""
+    """A retrying job claims no companions when it is due (a document that may have broken a
+    round goes alone), and is not claimed at all before (the claim takes the next job)."""
     bench = round_bench(make_bench, round_max_s=0)
     ids = submit_samples(bench, 4)
     waiting, due, untouched = ids[0], ids[1], ids[2:]
@@ -379,8 +379,10 @@ def test_a_job_tried_before_goes_alone_and_one_not_yet_due_takes_no_round(
             is JobState.RETRYING
         )
 
-    assert bench.take(waiting).kind is OutcomeKind.RETRY
-    assert bench.take(due).kind is OutcomeKind.SUCCEEDED
+    claim = bench.processor.claim("doclane.small")
+    assert not isinstance(claim, ClaimFound)
+    assert claim.job.id == due and claim.companions == [], "due: staged first, alone"
+    assert bench.processor.run(claim).kind is OutcomeKind.SUCCEEDED
 
     jobs = {j.id: j for j in bench.store.reads.get_jobs(ids)}
     assert jobs[due].attempt == 2 and jobs[waiting].state is JobState.RETRYING

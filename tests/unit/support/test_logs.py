@@ -111,30 +111,10 @@ def test_what_the_processor_learns_stays_on_the_task_context_celery_opened(
     token = enter_job_context("job-3")  # Celery's task_prerun
     with job_context("job-3"):  # the processor, for the same job
         update_job_context(attempt=4, origin="http://b:2")
-    log.info("Task doclane.convert[job-3] succeeded")  # Celery's trace line, after the processor
+    log.info("Task doclane.drain[job-3] succeeded")  # Celery's trace line, after the processor
     leave_job_context(token)
     assert "[job=job-3 attempt=4 origin=http://b:2] Task" in stream.getvalue()
     assert current_job_context() is None
-
-
-def test_celery_lines_about_a_received_conversion_name_its_job(
-    captured: tuple[io.StringIO, logging.Logger],
-) -> None:
-    from workers.app import CeleryTaskRecordFilter
-
-    stream, log = captured
-    configure_logging(
-        read_settings(logs=dict(format="json")).logs,
-        stream,
-        first_filters=[CeleryTaskRecordFilter()],
-    )
-    received = {"id": "job-9", "name": "doclane.convert", "args": "", "kwargs": "", "eta": None}
-    log.info("Task %(name)s[%(id)s] received", received, extra={"data": received})
-    other = {**received, "name": "doclane.reconcile", "id": "task-1"}
-    log.info("Task %(name)s[%(id)s] received", other, extra={"data": other})
-    first, second = (json.loads(line) for line in stream.getvalue().splitlines())
-    assert first["job_id"] == "job-9" and first["message"] == "Task doclane.convert[job-9] received"
-    assert second["job_id"] == "-"
 
 
 @pytest.mark.parametrize(("level", "shown"), [("INFO", False), ("DEBUG", True)])
@@ -155,8 +135,8 @@ def test_celerys_per_task_lines_show_only_at_debug(
         stream = io.StringIO()
         logging.getLogger().handlers[0].setStream(stream)  # type: ignore[attr-defined]
         for logger in loggers:
-            logger.info("Task doclane.convert[job-1] succeeded in 0.01s")
-            logger.warning("Task doclane.convert[job-2] raised")
+            logger.info("Task doclane.drain[job-1] succeeded in 0.01s")
+            logger.warning("Task doclane.drain[job-2] raised")
         text = stream.getvalue()
     finally:
         for logger, level_before in zip(loggers, saved, strict=True):

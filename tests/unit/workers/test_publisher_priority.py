@@ -5,16 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import uuid4
 
 import pytest
 from celery import Celery
 
-from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL, JobMessage
+from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL, Wakeup
 from pipeline.settings import read_settings
 from workers.app import create_app
 from workers.publisher import (
-    CONVERT_TASK,
+    DRAIN_TASK,
     MAX_BROKER_PRIORITY,
     CeleryPublisher,
     broker_priority,
@@ -89,7 +88,7 @@ class _RecordingApp:
 
 
 class _Limits:
-    def for_queue(self, queue: str) -> tuple[float, float]:
+    def for_drain(self, queue: str) -> tuple[float, float]:
         return 100.0, 130.0
 
 
@@ -97,18 +96,14 @@ class _Limits:
 def test_the_publisher_sends_the_job_priority_on_the_broker_scale(url: str, expected: int) -> None:
     app = _RecordingApp(_Conf(url))
     publisher = CeleryPublisher(app, _Limits())  # type: ignore[arg-type]
-    job_id = uuid4()
 
-    publisher.publish(JobMessage(job_id, QUEUE_SMALL, countdown_s=5, priority=7))
+    publisher.publish(Wakeup(QUEUE_SMALL, countdown_s=5, priority=7))
 
     [(name, args, options)] = app.sent
-    assert (name, args) == (CONVERT_TASK, [str(job_id)])
+    assert (name, args) == (DRAIN_TASK, [QUEUE_SMALL]), "a bell names its queue, no job"
     assert options["priority"] == expected
-    assert (options["queue"], options["task_id"], options["countdown"]) == (
-        QUEUE_SMALL,
-        str(job_id),
-        5,
-    )
+    assert (options["queue"], options["countdown"], options["time_limit"]) == (QUEUE_SMALL, 5, 130)
+    assert "task_id" not in options
 
 
 def _app(url: str) -> Iterator[Celery]:
@@ -154,8 +149,8 @@ def test_a_second_app_in_one_process_does_not_meet_the_first_ones_tasks() -> Non
     first = create_app(read_settings(worker=dict(broker_url=REDIS_URL)))
     second = create_app(read_settings(worker=dict(broker_url=REDIS_URL)))
     try:
-        assert first.tasks[CONVERT_TASK] is not second.tasks[CONVERT_TASK]
-        assert first.tasks[CONVERT_TASK].app is first and second.tasks[CONVERT_TASK].app is second
+        assert first.tasks[DRAIN_TASK] is not second.tasks[DRAIN_TASK]
+        assert first.tasks[DRAIN_TASK].app is first and second.tasks[DRAIN_TASK].app is second
     finally:
         first.close()
         second.close()
