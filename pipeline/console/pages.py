@@ -75,11 +75,15 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         )
 
     @app.get("/jobs/{job_id}", include_in_schema=False)
-    def job(request: Request, job_id: UUID, done: str = "") -> Response:
+    def job(request: Request, job_id: str, done: str = "") -> Response:
         session = sessions.current(request)
-        detail = job_detail(ctx.store, job_id)
+        try:
+            whole = UUID(job_id)
+        except ValueError:  # the start of an id, typed into the address: its job's page
+            return _go_to(ctx, job_id, session.caller.tenant)
+        detail = job_detail(ctx.store, whole)
         if not session.caller.sees(detail.job.tenant):
-            raise no_job(job_id)
+            raise no_job(whole)
         markdown, too_large = _markdown(ctx, detail)
         return page(
             "job.html",

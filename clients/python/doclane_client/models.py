@@ -104,8 +104,10 @@ class SourceKind(StrEnum):
 
 
 class Stage(StrEnum):
-    """Where a running attempt is, shown by ``doclane status`` as progress."""
+    """Where a running attempt is, shown by ``doclane status`` as progress; a failed (or
+    retrying) job's stage is the step its attempt failed in."""
 
+    FETCHING = "fetching"
     VALIDATING = "validating"
     CONVERTING = "converting"
     EXPORTING = "exporting"

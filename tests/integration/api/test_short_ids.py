@@ -118,6 +118,8 @@ def test_the_consoles_box_and_filter_take_a_unique_prefix(api: ApiServer) -> Non
     assert many.status_code == 422 and "E117: 3 jobs have an id" in many.text
     assert client.get("/console/jobs", params={"job": "abcdef12"}).status_code == 404
     assert client.get("/console/jobs", params={"job": "6f1d"}).status_code == 422
+    typed = client.get(f"/console/jobs/{A[:8]}")  # the start of an id in the address
+    assert typed.status_code == 303 and typed.headers["location"] == f"/console/jobs/{A}"
 
     listed = client.get("/console/jobs", params={"submission": S1[:8]}).text
     assert f'name="submission" value="{S1}"' in listed  # the whole id, in the form and links
