@@ -95,7 +95,7 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     fleet.start_worker(host, concurrency=3)
     bad, good = (origin_of(fleet.origin_of(s)) for s in fleet.servers)
     # Warm: both servers shaken hands with, connections open (the black hole meets them).
-    warm = cluster.submit([write_sample(tmp_path / "warm", "md", n) for n in range(6)]).job_ids
+    warm = cluster.submit([write_sample(tmp_path / "warm", "md", n) for n in range(4)]).job_ids
     cluster.wait_terminal(warm, timeout=90)
     wait_for(lambda: len(converted_by(cluster, warm)) == 2, timeout=5, message="both servers used")
 
@@ -103,7 +103,7 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     # The other server slower: its units in flight make the cut one the least loaded now and
     # then, so units keep meeting the black hole until its circuit opens.
     fleet.fakes[1].configure(delay_s=0.5, delay_tools=[CONVERT])
-    ids = cluster.submit([write_sample(tmp_path / "docs", "md", 10 + n) for n in range(16)]).job_ids
+    ids = cluster.submit([write_sample(tmp_path / "docs", "md", 10 + n) for n in range(10)]).job_ids
     jobs = cluster.wait_terminal(ids, timeout=180)
 
     assert all(j.state is JobState.SUCCEEDED for j in jobs), [(j.state, j.error_code) for j in jobs]
