@@ -169,6 +169,12 @@ ensure_redis() {
   wait_until 30 Redis _redis_up
 }
 
+# tests/network/: hosts in network namespaces (iproute2's ip) with faults made by nftables.
+ensure_nftables() {
+  command -v nft >/dev/null && command -v ip >/dev/null && return
+  apt_install nftables iproute2
+}
+
 ensure_rabbitmq() {
   _rabbit_up && return
   command -v rabbitmq-server >/dev/null || apt_install rabbitmq-server

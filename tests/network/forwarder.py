@@ -98,7 +98,7 @@ class Forwarders:
                     forward.server.close()
             for task in list(self._tasks):
                 task.cancel()
-            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # wait-ok: let the cancelled tasks run their ends
 
         with contextlib.suppress(Exception):
             self._call(stop())
@@ -121,7 +121,7 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
                 return
             wait = due - time.monotonic()
             if wait > 0:
-                await asyncio.sleep(wait)
+                await asyncio.sleep(wait)  # wait-ok: the link's latency, the fault itself
             writer.write(data)
             await writer.drain()
 

@@ -95,7 +95,7 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     fleet.start_worker(host, concurrency=3)
     bad, good = (origin_of(fleet.origin_of(s)) for s in fleet.servers)
     # Warm: both servers shaken hands with, connections open (the black hole meets them).
-    warm = cluster.submit([write_sample(tmp_path / "warm", "md", n) for n in range(6)]).job_ids
+    warm = cluster.submit([write_sample(tmp_path / "warm", "md", n) for n in range(4)]).job_ids
     cluster.wait_terminal(warm, timeout=90)
     wait_for(lambda: len(converted_by(cluster, warm)) == 2, timeout=5, message="both servers used")
 
@@ -103,7 +103,7 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     # The other server slower: its units in flight make the cut one the least loaded now and
     # then, so units keep meeting the black hole until its circuit opens.
     fleet.fakes[1].configure(delay_s=0.5, delay_tools=[CONVERT])
-    ids = cluster.submit([write_sample(tmp_path / "docs", "md", 10 + n) for n in range(16)]).job_ids
+    ids = cluster.submit([write_sample(tmp_path / "docs", "md", 10 + n) for n in range(10)]).job_ids
     jobs = cluster.wait_terminal(ids, timeout=180)
 
     assert all(j.state is JobState.SUCCEEDED for j in jobs), [(j.state, j.error_code) for j in jobs]
@@ -133,5 +133,36 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     assert breaker_state(bad) == "closed"
     row = figures("black hole to one MCP server", cluster, [*warm, *ids, *after])
     row.heal_to_rate_s = time.monotonic() - started
+    assert (row.lost, row.doubled) == (0, 0), row
+    write_figures(row)
+
+
+def test_replies_lost_one_way_end_at_the_deadline_and_the_fleet_converts_on_the_other_server(
+    make_fleet: Callable[..., Fleet], tmp_path: Path
+) -> None:
+    """One-way loss: the worker's requests reach the server (it counts them), its replies never
+    come back. The same guards as a black hole must end it: the deadline, then the breaker."""
+    fleet = make_fleet(servers=2, DOCLANE_ROUND_MAX_DOCS="1", **DEADLINES)
+    cluster = fleet.cluster
+    assert cluster is not None
+    host = fleet.add_host()
+    fleet.start_worker(host, concurrency=3)
+    bad, good = (origin_of(fleet.origin_of(s)) for s in fleet.servers)
+    warm = cluster.submit([write_sample(tmp_path / "warm", "md", n) for n in range(4)]).job_ids
+    cluster.wait_terminal(warm, timeout=90)
+    reached_before = fleet.fakes[0].stats()["requests_by_tool"].get(CONVERT, 0)
+
+    host.cut(fleet.servers[0].port, "in")
+    fleet.fakes[1].configure(delay_s=0.5, delay_tools=[CONVERT])
+    ids = cluster.submit([write_sample(tmp_path / "docs", "md", 10 + n) for n in range(10)]).job_ids
+    jobs = cluster.wait_terminal(ids, timeout=180)
+    host.heal()
+
+    assert all(j.state is JobState.SUCCEEDED for j in jobs), [(j.state, j.error_code) for j in jobs]
+    reached = fleet.fakes[0].stats()["requests_by_tool"].get(CONVERT, 0) - reached_before
+    assert reached >= 1, "the requests reached the server"
+    assert "E303" in call_errors(cluster, ids, bad), "the unanswered call ended by its deadline"
+    assert times_opened(good) == 0
+    row = figures("replies from one MCP server lost", cluster, [*warm, *ids])
     assert (row.lost, row.doubled) == (0, 0), row
     write_figures(row)
