@@ -36,7 +36,8 @@ pass does three sweeps, each a bounded batch that is safe to run from several pr
    counts a queue's owed messages with the broker's.
 
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
-left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
+left behind (:mod:`pipeline.processing.scratch`), and of the uploads no job names
+(:mod:`.uploads`), when it is given the inbox; deletes results
 older than ``DOCLANE_RESULT_RETENTION`` (their jobs keep their rows and history and say
 "expired"); and deletes result objects no row names (uploaded by a worker killed before its
 commit), once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``. Each is a bounded batch.
@@ -58,6 +59,7 @@ from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import JOB_QUEUES, Publisher, jobs_per_message, messages_for
 from pipeline.reconciler.owed import repay_owed
+from pipeline.reconciler.uploads import sweep_uploads
 from pipeline.store import JobStore
 from pipeline.submission.publishing import publish_all
 
@@ -79,6 +81,8 @@ class ReconcileReport:
     busy_queues: list[str] = field(default_factory=list)
     #: Scratch folders and partial downloads of attempts that no longer run, removed.
     swept: list[Path] = field(default_factory=list)
+    #: Upload folders no job names, removed.
+    uploads: list[Path] = field(default_factory=list)
     #: Result objects no row names (a commit that never came), deleted.
     orphans: list[str] = field(default_factory=list)
     #: Results older than DOCLANE_RESULT_RETENTION, deleted: (job id, format).
@@ -105,6 +109,7 @@ class ReconcileReport:
             "busy_queues": list(self.busy_queues),
             "repaid_owed_messages": self.repaid,
             "swept": [str(p) for p in self.swept],
+            "removed_uploads": [str(p) for p in self.uploads],
             "orphan_objects": list(self.orphans),
             "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
         }
@@ -178,6 +183,12 @@ def reconcile_once(
     if inbox_dir is not None:
         report.swept = sweep_scratch(
             inbox_dir, store.operations.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
+        )
+        report.uploads = sweep_uploads(
+            inbox_dir,
+            store.operations.named_uploads,
+            min_age_s=cfg.reconcile_upload_min_age_s,
+            limit=cfg.reconcile_batch,
         )
     _sweep_results(store, cfg, report)
     expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)

@@ -69,6 +69,14 @@ class Operations:
             rows = conn.execute(query("running_attempts"), {"job_ids": list(job_ids)})
             return {(row[0], row[1]) for row in rows}
 
+    def named_uploads(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` (files in the inbox's uploads folder) that some job names."""
+        if not paths:
+            return set()
+        with self.pool.connection("reading which uploads jobs name") as conn:
+            rows = conn.execute(query("named_uploads"), {"paths": list(paths)})
+            return {row[0] for row in rows}
+
     def stale_queued(
         self,
         older_than: timedelta,

@@ -118,3 +118,10 @@ SELECT queue, owed FROM queue_debts WHERE owed > 0
 -- name: capped_tenants
 -- Tenants with a running cap (or paused): the end of one of their jobs may free room.
 SELECT name FROM tenants WHERE max_running IS NOT NULL
+
+-- name: named_uploads
+-- Which of these files (in the inbox's uploads folder) a job names: the others' folders may be
+-- removed. The LIKE is migration 0023's index predicate, which the planner needs to see here.
+SELECT DISTINCT source_uri FROM jobs
+WHERE source_kind = 'file' AND source_uri LIKE '%%/uploads/%%'
+  AND source_uri = ANY(%(paths)s::text[])
