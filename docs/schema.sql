@@ -1494,6 +1494,12 @@ CREATE INDEX jobs_tenant_created_idx ON public.jobs USING btree (tenant, created
 CREATE INDEX jobs_tenant_running_idx ON public.jobs USING btree (tenant) WHERE (state = 'running'::text);
 
 --
+-- Name: jobs_upload_source_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX jobs_upload_source_idx ON public.jobs USING hash (source_uri) WHERE ((source_kind = 'file'::text) AND (source_uri ~~ '%/uploads/%'::text));
+
+--
 -- Name: jobs_waiting_idx; Type: INDEX; Schema: public; Owner: -
 --
 

@@ -10,6 +10,8 @@ refusal's and whose detail is the whole answer, each refused source with its cod
 
 An upload is stored into the inbox's uploads folder first (``pipeline.api.uploads``), then
 submitted as that file; the answer names it by its file name, never by its path on the server.
+An upload no new job reads (refused, or deduplicated to a job made before) is removed at once;
+one left behind otherwise is the reconciler's (``pipeline.reconciler.uploads``).
 
 Whose jobs they are: a token of a tenant submits as that tenant, always; a ``tenant`` field
 naming another is refused (403, E109) rather than ignored, so a client that thinks it may choose
@@ -213,7 +215,10 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
     except (UrlRefused, MissingCapability, UnknownTenant):  # refused whole, no job made
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
-    if not answer.accepted:  # refused (e.g. E102): nothing will read the file
+    if not any(not accepted.deduplicated for accepted in answer.accepted):
+        # Refused (E102, say), or the same document as a job already made: no job will read
+        # this copy. Anything else that goes wrong is left to the reconciler, which removes
+        # the folder once it is old and no job names it (a job may have been made before).
         shutil.rmtree(upload.path.parent, ignore_errors=True)
     return _named_by_file(answer, upload)
 

@@ -82,7 +82,8 @@ def reconcile(as_json: bool = AS_JSON) -> None:
         typer.echo(
             f"requeued {len(report.requeued)} expired lease(s), failed {len(report.failed)} "
             f"on their last attempt, rang {sum(report.rung.values())} bell(s), "
-            f"swept {len(report.swept)} leftover download(s), expired {len(report.expired)} "
+            f"swept {len(report.swept)} leftover download(s), removed {len(report.uploads)} "
+            f"upload(s) no job names, expired {len(report.expired)} "
             f"result(s), deleted {len(report.orphans)} orphaned result object(s)"
             + (f", {failures} publish failure(s)" if failures else "")
         )

@@ -43,6 +43,9 @@ class ReconcileSettings(Section):
     #: An object under DOCLANE_RESULT_STORE's prefix that no result names is deleted once it is
     #: older than this (younger, its job's commit may still be coming).
     reconcile_orphan_min_age_s: float = Field(default=3600.0, ge=0)
+    #: An upload folder in the inbox that no job names is removed once nothing in it was
+    #: written for this long (younger, its submission may still be making its job).
+    reconcile_upload_min_age_s: float = Field(default=3600.0, ge=0)
     #: Results older than this are deleted, a batch per pass (their jobs say "expired"):
     #: a duration such as ``30d``, ``12h``, ``90m`` (s, m, h, d, w); empty or ``off``: kept.
     result_retention: Annotated[timedelta | None, BeforeValidator(parse_duration)] = None

@@ -5,6 +5,11 @@ A worker that claimed a small file job (its *lead*) takes more due jobs that can
 ``DOCLANE_BATCH_MAX_DOCS`` and ``DOCLANE_BATCH_MAX_BYTES``. Each keeps its own claim, attempt,
 lease and fencing.
 
+Whether the servers can take a batch at all is asked once per process, before any companion is
+claimed (:class:`ServerBatching`): a server without the directory tool (docling-rs-mcp), or one
+whose saved JSON this worker cannot read, never sees a batch, so no job is claimed into one only
+to be given back with an attempt number spent and a note of a batch that never ran.
+
 The documents go to the server as a folder it can read (``inbox/batch-<lead>-<attempt>/``,
 through the path map), each hard-linked under its own name (names are unique in a batch), and
 the folder is removed afterwards, or swept by the reconciler when the worker dies first. The
@@ -75,7 +80,7 @@ class UnitRunner(Protocol):
 
     def on_each_server(self, look: Callable[[McpClient], T]) -> Sequence[T | None]:
         """``look`` once on every server (None where it got no answer): what a round's
-        concurrency is fitted to (:mod:`.concurrency`)."""
+        concurrency is fitted to (:mod:`.concurrency`), and whether batches can be had."""
         ...
 
 
@@ -85,6 +90,65 @@ class NotBatchable(PipelineError):
     Control flow that never leaves this module: raised inside the batch's unit and caught
     around it, to send every document alone. A PipelineError (E399, final) so that the retry
     and breaker layers the unit passes through neither retry it nor count it."""
+
+
+def batch_profile(
+    client: McpClient, profile_settings: ProfileSettings, path_map: PathMap
+) -> DoclingBatchProfile:
+    """The batch profile for the server behind ``client`` (NotBatchable: none there)."""
+    names = frozenset(tool.name for tool in client.tools())
+    if not DoclingBatchProfile.fits(names):
+        raise NotBatchable("the server offers no directory tool")
+    found = available_profiles(names, profile_settings, path_map.to_worker_path)
+    for profile in found:
+        if isinstance(profile, DoclingMcpProfile) and profile.reads_saved_json:
+            return DoclingBatchProfile(profile)
+    raise NotBatchable("this worker cannot read the Docling JSON the server saves")
+
+
+class ServerBatching:
+    """Whether every server of the process takes a batch, asked once per process.
+
+    Each server is asked its tools (the registry its first conversion lists anyway), through its
+    breaker and without retry, the first time a job could lead a batch. A server that answers
+    decides for good: batches only when every server offers the directory tool and saves JSON
+    this worker reads (a unit may land on any of them). A server that does not answer (down,
+    its circuit open) leaves the question open: no batch until it answers, asked again at the
+    next job that could lead one."""
+
+    def __init__(
+        self, servers: UnitRunner, profile_settings: ProfileSettings, path_map: PathMap
+    ) -> None:
+        self._servers = servers
+        self._profile_settings = profile_settings
+        self._path_map = path_map
+        self._decided: bool | None = None
+
+    @property
+    def decided(self) -> bool | None:
+        """The decision once made (None: not yet)."""
+        return self._decided
+
+    def __call__(self) -> bool:
+        if self._decided is not None:
+            return self._decided
+        answers = self._servers.on_each_server(self._why_not)
+        reasons = [reason for reason in answers if reason]
+        if reasons:
+            self._decided = False
+            log.info("no batches: %s", reasons[0])
+        elif None not in answers:
+            self._decided = True
+            log.info("batches: every server offers the directory tool")
+        return bool(self._decided)
+
+    def _why_not(self, client: McpClient) -> str:
+        """Why the server takes no batch ('' when it takes one)."""
+        try:
+            batch_profile(client, self._profile_settings, self._path_map)
+        except NotBatchable as exc:
+            return exc.message
+        return ""
 
 
 @dataclass
@@ -140,6 +204,8 @@ class BatchRunner:
         self.timeouts = timeouts
         self.worker_id = worker_id
         self._origin = ""
+        #: Whether the servers take a batch at all, asked before any companion is claimed.
+        self.servers_batch = ServerBatching(runner, profile_settings, path_map)
 
     # ---- who may share a call ----------------------------------------------------------------
     @property
@@ -160,6 +226,7 @@ class BatchRunner:
             and job.size_bytes is not None
             and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)
             and self.admitted(job.source_uri, job.size_bytes)
+            and self.servers_batch()  # last: it may ask the servers, once
         )
 
     def admitted(self, source_uri: str, size_bytes: int) -> bool:
@@ -245,8 +312,6 @@ class BatchRunner:
                 member.outcome = self.failures.failure(member.job, error, reached_server=False)
             else:
                 batch.active.append(member)
-                note = {"batch": batch.id, "size": len(batch.members), "place": member.place}
-                self._note(member, "converted in a batch", **note)
 
     def _convert(self, batch: _Batch) -> None:
         """The batch's one call, and what it comes to for each member."""
@@ -327,18 +392,16 @@ class BatchRunner:
             elif conversion is None:
                 self._release(member, "the batch gave no result it could prove; converting alone")
             else:
+                # The history and the counters (stats, /metrics) know a batch from this note,
+                # written only for a document whose result the call gave.
+                note = {"batch": batch.id, "size": len(batch.active), "place": member.place}
+                self._note(member, "converted in a batch", **note)
                 member.outcome = self._store(member, conversion)
 
     # ---- per member ----------------------------------------------------------------------------
     def _profile(self, client: McpClient) -> DoclingBatchProfile:
-        names = frozenset(tool.name for tool in client.tools())
-        if not DoclingBatchProfile.fits(names):
-            raise NotBatchable("the server offers no directory tool")
-        found = available_profiles(names, self.profile_settings, self.path_map.to_worker_path)
-        for profile in found:
-            if isinstance(profile, DoclingMcpProfile) and profile.reads_saved_json:
-                return DoclingBatchProfile(profile)
-        raise NotBatchable("this worker cannot read the Docling JSON the server saves")
+        """Asked again on each try: the server behind an origin may have changed since."""
+        return batch_profile(client, self.profile_settings, self.path_map)
 
     @staticmethod
     def _stage(member: _Member, stage: Stage, origin: str | None = None) -> None:

@@ -219,11 +219,24 @@ class JobProcessor:
         if claim.companions and self.rounds is not None:
             return self.rounds, claim
         lead = claim.lead()
+        fitted: tuple[Runner, Claim] = (self.lone, claim)
         for runner in self._sharing:
             companions = _companions_of(lead, runner) if runner.may_lead(lead) else []
             if companions:
-                return runner, replace(claim, companions=companions)
-        return self.lone, claim
+                fitted = (runner, replace(claim, companions=companions))
+                break
+        self._without_batches_once_known()
+        return fitted
+
+    def _without_batches_once_known(self) -> None:
+        """Once the servers are known to take no batch, claims go as they do where batches
+        are off: a round's companions claimed with its job, in one round trip."""
+        batches = self.batches
+        if not self._sharing or batches is None or batches.servers_batch.decided is not False:
+            return
+        self._sharing = []
+        if self.rounds is not None:
+            self._claim = self.rounds.claim
 
 
 @dataclass(kw_only=True, eq=False)

@@ -12,7 +12,7 @@ LOCKED):
    lost, flushed or never rung delays work by one interval at most, and a doubled one costs
    an empty claim; nothing is owed, so nothing is counted;
 3. the inbox is swept of the scratch folders and partial downloads killed workers left
-   (:mod:`pipeline.processing.scratch`), results older than ``DOCLANE_RESULT_RETENTION`` are
+   (:mod:`pipeline.processing.scratch`) and of the uploads no job names (:mod:`.uploads`), results older than ``DOCLANE_RESULT_RETENTION`` are
    deleted (their jobs keep their rows and history and say "expired"), and result objects no
    row names (a commit that never came) once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``.
 
@@ -32,6 +32,7 @@ from errors import ResultStoreUnavailable
 from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import Publisher, wake
+from pipeline.reconciler.uploads import sweep_uploads
 from pipeline.store import JobStore
 
 log = logging.getLogger("doclane.reconcile")
@@ -47,6 +48,8 @@ class ReconcileReport:
     publish_failures: dict[str, str] = field(default_factory=dict)
     #: Scratch folders and partial downloads of attempts that no longer run, removed.
     swept: list[Path] = field(default_factory=list)
+    #: Upload folders no job names, removed.
+    uploads: list[Path] = field(default_factory=list)
     #: Result objects no row names (a commit that never came), deleted.
     orphans: list[str] = field(default_factory=list)
     #: Results older than DOCLANE_RESULT_RETENTION, deleted: (job id, format).
@@ -63,6 +66,7 @@ class ReconcileReport:
             "rung": dict(self.rung),
             "publish_failures": dict(self.publish_failures),
             "swept": [str(p) for p in self.swept],
+            "removed_uploads": [str(p) for p in self.uploads],
             "orphan_objects": list(self.orphans),
             "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
         }
@@ -101,6 +105,12 @@ def reconcile_once(
     if inbox_dir is not None:
         report.swept = sweep_scratch(
             inbox_dir, store.operations.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
+        )
+        report.uploads = sweep_uploads(
+            inbox_dir,
+            store.operations.named_uploads,
+            min_age_s=cfg.reconcile_upload_min_age_s,
+            limit=cfg.reconcile_batch,
         )
     _sweep_results(store, cfg, report)
     expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)

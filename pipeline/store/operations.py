@@ -73,6 +73,14 @@ class Operations:
         rows = self.pool.fetch_rows("reading claimable work", query("claimable_queues"), {})
         return {row["queue"]: int(row["claimable"]) for row in rows}
 
+    def named_uploads(self, paths: Sequence[str]) -> set[str]:
+        """Those of ``paths`` (files in the inbox's uploads folder) that some job names."""
+        if not paths:
+            return set()
+        with self.pool.connection("reading which uploads jobs name") as conn:
+            rows = conn.execute(query("named_uploads"), {"paths": list(paths)})
+            return {row[0] for row in rows}
+
     def expire_results(self, cutoff: datetime, *, limit: int) -> list[tuple[UUID, str]]:
         """The retention sweep's batch: up to ``limit`` results created before ``cutoff``
         deleted, oldest first, and their jobs marked expired (a note in each history). Objects

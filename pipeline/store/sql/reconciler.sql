@@ -29,3 +29,10 @@ SELECT id, attempt FROM jobs WHERE state = 'running' AND id = ANY(%(job_ids)s::u
 -- name: claimable_queues
 -- Jobs a drain could take now, by queue (migration 0021): where the reconciler rings.
 SELECT queue, claimable FROM claimable_queues()
+
+-- name: named_uploads
+-- Which of these files (in the inbox's uploads folder) a job names: the others' folders may be
+-- removed. The LIKE is the uploads index's predicate, which the planner needs to see here.
+SELECT DISTINCT source_uri FROM jobs
+WHERE source_kind = 'file' AND source_uri LIKE '%%/uploads/%%'
+  AND source_uri = ANY(%(paths)s::text[])

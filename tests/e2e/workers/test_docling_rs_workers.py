@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs import EventKind, JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
@@ -26,6 +26,7 @@ from tests.fixtures.examples import (
     PDF_SAMPLE,
     example,
 )
+from tests.fixtures.samples import write_sample
 from tests.fixtures.workers import Cluster
 
 pytestmark = pytest.mark.docling
@@ -157,3 +158,42 @@ def test_docling_mcp_says_it_cannot_honour_options(
     assert out["ok"] is False and out["error"]["code"] == "E305"
     assert "cannot honour conversion options (pages)" in out["error"]["message"]
     assert cluster.store.reads.count_in_flight()[JobState.QUEUED] == 0
+
+
+def test_a_cache_folder_makes_no_batch_for_a_server_without_the_directory_tool(
+    make_cluster: Callable[..., Cluster],
+    make_api_server: Callable[..., ApiServer],
+    redis_broker: Broker,
+    docling_rs_root: Path,
+    tmp_path: Path,
+) -> None:
+    """The tour's ``DOCLANE_SERVER_CACHE_DIR`` with docling-rs-mcp, which has no directory
+    tool: the small jobs of a submission are converted on their first attempt, no job's history
+    tells of a batch, the workers warn of nothing, and the batch counters stay at zero."""
+    cluster = stdio_cluster(
+        make_cluster,
+        redis_broker,
+        [docling_rs_root],
+        DOCLANE_SERVER_CACHE_DIR=str(tmp_path / "server-cache"),
+        DOCLANE_BATCH_MAX_DOCS="4",
+    )
+    cluster.start_worker(concurrency=1)
+    folder = docling_rs_root / tmp_path.name
+    samples = [write_sample(folder, "md", n) for n in range(1, 7)]
+
+    jobs = cluster.wait_terminal(cluster.submit(samples).job_ids)
+
+    for number, job in enumerate(jobs, start=1):
+        assert job.state is JobState.SUCCEEDED, (job.error_code, job.error_message)
+        assert (job.attempt, job.attempts_spent) == (1, 1), "no attempt went to a batch"
+        assert f"# Notes {number}" in (cluster.store.reads.get_result(job.id, "md") or "")
+        notes = [e.detail for e in cluster.store.reads.events(job.id) if e.kind is EventKind.NOTE]
+        assert not [n for n in notes if n and "batch" in n], notes
+    logs = cluster.logs()
+    assert "E399" not in logs and "not batched" not in logs
+    assert "no batches: the server offers no directory tool" in logs
+    stats = cluster.cli_json("stats", check=False)
+    assert stats["batches_last_hour"]["batches"] == 0, stats["batches_last_hour"]
+    scraped = make_api_server(cluster.env).get("/metrics").text
+    assert "doclane_batches_last_hour 0.0" in scraped
+    assert "doclane_batched_documents_last_hour 0.0" in scraped

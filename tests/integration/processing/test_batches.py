@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -20,6 +21,7 @@ from pipeline.admin.stats import batches_since
 from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
+from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.integration.processing.conftest import Bench, retry_bells
@@ -302,3 +304,44 @@ def test_a_table_over_the_cap_is_converted_alone(make_bench: Callable[..., Bench
     assert left is not None and left.state is JobState.QUEUED
     for number in (1, 2, 3, 4, 6):
         assert_own_result(bench, ids[number - 1], number)
+
+
+def test_a_server_without_the_directory_tool_is_never_sent_a_batch(
+    make_bench: Callable[..., Bench],
+    fake_server_factory: Callable[..., FakeServer],
+    store_settings: StoreSettings,
+) -> None:
+    """Batches on (a cache folder, several documents a call), a server with no directory tool
+    (docling-rs-mcp has none; the per-format fake neither): it is asked once, before any
+    companion is claimed, and every job is converted on its first attempt, with no note of a
+    batch that never ran and nothing for the batch counters."""
+    server = fake_server_factory(profile="per-format")  # its tools convert DOCX, say
+    bench = make_bench(server, batches=True, processing={"batch_max_docs": 4})
+    asked: list[str] = []
+    ask = bench.runner.on_each_server
+
+    def counted(look: Callable[[Any], Any]) -> list[Any]:
+        asked.append(getattr(look, "__qualname__", ""))
+        return ask(look)
+
+    bench.runner.on_each_server = counted  # type: ignore[method-assign]
+    submission = bench.submit(*[write_sample(bench.folder, "docx", n) for n in range(1, 9)])
+    assert not submission.rejected
+    ids = [a.job_id for a in submission.accepted]
+
+    for job_id in ids:
+        job = bench.store.reads.get_job(job_id)
+        if job is not None and not job.state.terminal:
+            bench.processor.process(job_id)
+
+    assert server.stats()["directory_calls"] == []
+    for number, job_id in enumerate(ids, start=1):
+        job = bench.store.reads.get_job(job_id)
+        assert job is not None and job.state is JobState.SUCCEEDED, (job_id, job)
+        assert (job.attempt, job.attempts_spent) == (1, 1), "no attempt went to a batch"
+        assert batch_notes(bench, job_id) == []
+        assert f"sample-{number:04d}" in (bench.store.reads.get_result(job_id, "md") or "")
+    assert sum(1 for name in asked if name.startswith("ServerBatching")) == 1, asked
+    with JobStore(store_settings, explain_missing_schema=True) as admin:
+        batches = batches_since(admin, datetime.now(UTC) - timedelta(hours=1))
+    assert (batches.batches, batches.documents) == (0, 0)
