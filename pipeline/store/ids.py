@@ -19,9 +19,11 @@ from errors import AmbiguousId, JobNotFound
 #: this long is nearly always one job's, and a typo is a clear E108 rather than another job.
 SHORT_ID_MIN = 6
 
-#: What an id or its prefix may look like where a schema says so (the API's paths); the
-#: digits are counted by :func:`id_range`.
-ID_PATTERN = r"^[0-9A-Fa-f-]{6,36}$"
+#: An id or its start as a schema says it (the API's paths and filter): 6 to 32 hex digits,
+#: bare or with the id's dashes after its first 8; every text it matches :func:`id_range` takes.
+ID_PATTERN = (
+    r"^(?:[0-9A-Fa-f]{6,32}|[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{0,4}){1,3}(?:-[0-9A-Fa-f]{0,12})?)$"
+)
 
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
