@@ -3,7 +3,7 @@
 The console shows ids by their first 8 characters, and people copy what they see; every door
 (the CLI, the API's paths and filters, the console's box) takes a unique prefix of at least
 :data:`SHORT_ID_MIN` hex digits, resolved here, by one indexed query (``sql/ids.sql``), into
-the whole id. A prefix more than one id has is E117 (how many), one no id has E108; a whole id
+the whole id. A prefix more than one id has is E121 (how many), one no id has E108; a whole id
 is taken as it is, with no query (whoever reads the job says E108 when there is none).
 """
 
@@ -59,7 +59,7 @@ def id_range(text: str, what: str = "job") -> IdRange:
 
 
 def one_of(found: list[tuple[UUID, int]], asked: IdRange, what: str) -> UUID:
-    """The one id the prefix query found; E108 for none, E117 for more (saying how many)."""
+    """The one id the prefix query found; E108 for none, E121 for more (saying how many)."""
     if not found:
         raise JobNotFound(
             f"no {what} id starts with {asked.prefix!r}", detail={"id_prefix": asked.prefix}
