@@ -23,7 +23,7 @@ runtime, E4xx store) and the catalog's
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
     │   ├── UnknownTenant         E116  no tenant of this name
-    │   └── AmbiguousId           E117  a short id that more than one job (or submission) has
+    │   └── AmbiguousId           E121  a short id that more than one job (or submission) has
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600

@@ -124,7 +124,7 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
-        "E117",
+        "E121",
         "ambiguous short id",
         "More than one job (or submission) has an id that starts with these characters.",
         "Give more of the id, or all of it (doclane jobs --json and the API show ids in full).",

@@ -190,7 +190,7 @@ class AmbiguousId(InputError):
     """A short id (the first characters of a job's or a submission's id) that more than one
     has: refused rather than guessed, since a command would act on the wrong job."""
 
-    code = "E117"
+    code = "E121"
 
 
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------

@@ -154,14 +154,14 @@ JobIdText = Annotated[
     Path(
         pattern=ID_PATTERN,
         description=f"The job's id, or its first characters ({SHORT_ID_MIN} at least) when no "
-        "other job's id starts so (E117 otherwise).",
+        "other job's id starts so (E121 otherwise).",
     ),
 ]
 
 
 def _job_id(ctx: ApiContext, caller: Caller, text: str) -> UUID:
     """The job ``text`` names among the caller's jobs (a tenant's token: its own): E108 for
-    none, E117 for a prefix of more than one, 422 for no id."""
+    none, E121 for a prefix of more than one, 422 for no id."""
     try:
         return ctx.store.reads.job_id(text, tenant=caller.tenant)
     except ValueError as exc:
@@ -238,7 +238,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
                 pattern=ID_PATTERN,
                 description="The jobs of one submission: its submission_id, or the first "
                 f"characters of it ({SHORT_ID_MIN} at least) when no other submission's id "
-                "starts so (E117 otherwise, E108 for none).",
+                "starts so (E121 otherwise, E108 for none).",
             ),
         ] = None,
         tenant: Annotated[

@@ -44,7 +44,7 @@ def open_store(as_json: bool) -> Iterator[JobStore]:
 
 def parse_job_id(store: JobStore, text: str, as_json: bool) -> UUID:
     """The job ``text`` names: its id or a unique prefix of it (``Reads.job_id``); not an id
-    is a usage error, a prefix no job or many jobs have E108 or E117 (through
+    is a usage error, a prefix no job or many jobs have E108 or E121 (through
     :func:`open_store`)."""
     try:
         return store.reads.job_id(text)

@@ -115,7 +115,7 @@ def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
 
 def _go_to(ctx: ApiContext, text: str, tenant: str | None) -> Response:
     """The job the box names (its id, or a unique start of it, among the token's jobs); a page
-    saying why not otherwise: no id (422), no such job (404, E108), many (422, E117)."""
+    saying why not otherwise: no id (422), no such job (404, E108), many (422, E121)."""
     try:
         job_id = ctx.store.reads.job_id(text, tenant=tenant)
     except ValueError as exc:

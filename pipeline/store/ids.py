@@ -3,7 +3,7 @@
 The console shows ids by their first 8 characters, and people copy what they see; every door
 (the CLI, the API's paths and filters, the console's box) takes a unique prefix of at least
 :data:`SHORT_ID_MIN` hex digits, resolved here, by one indexed query (``sql/ids.sql``), into
-the whole id. A prefix more than one id has is E117 (how many), one no id has E108; a whole id
+the whole id. A prefix more than one id has is E121 (how many), one no id has E108; a whole id
 is taken as it is, with no query (whoever reads the job says E108 when there is none).
 """
 
@@ -19,9 +19,11 @@ from errors import AmbiguousId, JobNotFound
 #: this long is nearly always one job's, and a typo is a clear E108 rather than another job.
 SHORT_ID_MIN = 6
 
-#: What an id or its prefix may look like where a schema says so (the API's paths); the
-#: digits are counted by :func:`id_range`.
-ID_PATTERN = r"^[0-9A-Fa-f-]{6,36}$"
+#: An id or its start as a schema says it (the API's paths and filter): 6 to 32 hex digits,
+#: bare or with the id's dashes after its first 8; every text it matches :func:`id_range` takes.
+ID_PATTERN = (
+    r"^(?:[0-9A-Fa-f]{6,32}|[0-9A-Fa-f]{8}(?:-[0-9A-Fa-f]{0,4}){1,3}(?:-[0-9A-Fa-f]{0,12})?)$"
+)
 
 _HEX = re.compile(r"^[0-9a-f]{1,32}$")
 
@@ -57,7 +59,7 @@ def id_range(text: str, what: str = "job") -> IdRange:
 
 
 def one_of(found: list[tuple[UUID, int]], asked: IdRange, what: str) -> UUID:
-    """The one id the prefix query found; E108 for none, E117 for more (saying how many)."""
+    """The one id the prefix query found; E108 for none, E121 for more (saying how many)."""
     if not found:
         raise JobNotFound(
             f"no {what} id starts with {asked.prefix!r}", detail={"id_prefix": asked.prefix}

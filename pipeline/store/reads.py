@@ -31,7 +31,7 @@ class Reads:
     def job_id(self, text: str, *, tenant: str | None = None) -> UUID:
         """The job id ``text`` names: the id, or a unique prefix of it (:mod:`.ids`), among
         ``tenant``'s jobs when given. ``ValueError`` when it is no id; E108 when no job's id
-        starts so, E117 when more than one's does."""
+        starts so, E121 when more than one's does."""
         asked = id_range(text)
         if asked.whole is not None:
             return asked.whole

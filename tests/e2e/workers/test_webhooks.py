@@ -54,6 +54,6 @@ def test_submit_with_a_webhook_tells_a_receiver_that_was_down_of_every_job_once(
 
     listed = cluster.cli_json("jobs", "--submission", submitted["submission_id"])
     assert sorted(job["id"] for job in listed["jobs"]) == job_ids
-    assert f"batch    {submitted['submission_id']}" in cluster.cli("status", job_ids[0]).stdout
+    assert f"submission {submitted['submission_id']}" in cluster.cli("status", job_ids[0]).stdout
     outbox = cluster.cli_json("webhooks")
     assert outbox["counts"] == {"pending": 0, "failed": 0, "dead": 0}

@@ -1,6 +1,6 @@
 """Short ids at every door, as the console shows them (8 characters): the API's paths and its
 ``submission`` filter, the CLI's commands and ``jobs --submission``, the console's job-id box
-and its submission filter. A unique prefix names its job; more than one is E117 saying how
+and its submission filter. A unique prefix names its job; more than one is E121 saying how
 many; none is E108."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_the_apis_paths_and_filter_take_a_unique_prefix(api: ApiServer) -> None:
     no_result = api.get(f"/v1/jobs/{A[:8]}/result/md")
     assert no_result.status_code == 404 and "cancelled" in no_result.json()["error"]["message"]
     many = api.get("/v1/jobs/6f1d2c1")
-    assert many.status_code == 422 and many.json()["error"]["code"] == "E117"
+    assert many.status_code == 422 and many.json()["error"]["code"] == "E121"
     assert "3 jobs have an id that starts with '6f1d2c1'" in many.json()["error"]["message"]
     none = api.get("/v1/jobs/abcdef12")
     assert none.status_code == 404 and none.json()["error"]["code"] == "E108"
@@ -60,7 +60,7 @@ def test_the_apis_paths_and_filter_take_a_unique_prefix(api: ApiServer) -> None:
     listed = api.get("/v1/jobs", params={"submission": S1[:8]}).json()["jobs"]
     assert [j["id"] for j in listed] == [A]
     mixed = api.get("/v1/jobs", params={"submission": "1234abc"})
-    assert mixed.status_code == 422 and mixed.json()["error"]["code"] == "E117"
+    assert mixed.status_code == 422 and mixed.json()["error"]["code"] == "E121"
 
     # a tenant's token: the others' ids are neither found nor counted
     assert api.get("/v1/jobs/6f1d2c1", token=TEAM_B).json()["job"]["id"] == C
@@ -86,9 +86,9 @@ def test_the_cli_takes_a_unique_prefix(api: ApiServer, test_database_env: dict[s
     cancelled = _doclane(env, "cancel", B[:8])
     assert cancelled.returncode == 0 and cancelled.stdout.startswith(B), cancelled.stderr
     many = _doclane(env, "status", "6f1d2c1")
-    assert many.returncode == 1 and many.stderr.startswith("E117 ambiguous short id: 3 jobs")
+    assert many.returncode == 1 and many.stderr.startswith("E121 ambiguous short id: 3 jobs")
     as_json = json.loads(_doclane(env, "result", "6f1d2c1", "--json").stdout)
-    assert as_json["ok"] is False and as_json["error"]["code"] == "E117"
+    assert as_json["ok"] is False and as_json["error"]["code"] == "E121"
     none = _doclane(env, "status", "abcdef12")
     assert none.returncode == 1 and none.stderr.startswith("E108 ")
     short = _doclane(env, "status", "6f1d")
@@ -100,7 +100,7 @@ def test_the_cli_takes_a_unique_prefix(api: ApiServer, test_database_env: dict[s
     assert [j["id"] for j in json.loads(old.stdout)["jobs"]] == [B]
     assert "--batch" not in _doclane(env, "jobs", "--help").stdout
     mixed = _doclane(env, "jobs", "--submission", "1234abc")
-    assert mixed.returncode == 1 and mixed.stderr.startswith("E117 ")
+    assert mixed.returncode == 1 and mixed.stderr.startswith("E121 ")
 
 
 def _signed_in(api: ApiServer) -> httpx.Client:
@@ -115,7 +115,7 @@ def test_the_consoles_box_and_filter_take_a_unique_prefix(api: ApiServer) -> Non
     went = client.get("/console/jobs", params={"job": A[:8]})
     assert went.status_code == 303 and went.headers["location"] == f"/console/jobs/{A}"
     many = client.get("/console/jobs", params={"job": "6f1d2c1"})
-    assert many.status_code == 422 and "E117: 3 jobs have an id" in many.text
+    assert many.status_code == 422 and "E121: 3 jobs have an id" in many.text
     assert client.get("/console/jobs", params={"job": "abcdef12"}).status_code == 404
     assert client.get("/console/jobs", params={"job": "6f1d"}).status_code == 422
     typed = client.get(f"/console/jobs/{A[:8]}")  # the start of an id in the address
@@ -125,4 +125,4 @@ def test_the_consoles_box_and_filter_take_a_unique_prefix(api: ApiServer) -> Non
     assert f'name="submission" value="{S1}"' in listed  # the whole id, in the form and links
     assert re.findall(r'<tr data-job-id="([^"]+)"', listed) == [A]
     mixed = client.get("/console/jobs", params={"submission": "1234abc"}).text
-    assert 'id="problem"' in mixed and "E117: 2 submissions" in mixed
+    assert 'id="problem"' in mixed and "E121: 2 submissions" in mixed

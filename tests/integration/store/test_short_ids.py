@@ -1,5 +1,5 @@
 """Short ids against a real database: a unique prefix names its job (or submission), among a
-tenant's when asked; more than one is E117 saying how many, none E108; and the query is an
+tenant's when asked; more than one is E121 saying how many, none E108; and the query is an
 index range, never a scan of every id as text."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_a_unique_prefix_names_its_job_and_others_say_why_not(store: JobStore) -
     assert reads.job_id("6f1d2c10") == UUID(C)
     with pytest.raises(AmbiguousId) as many:
         reads.job_id("6f1d2c1")
-    assert many.value.code == "E117" and many.value.detail["matches"] == 3
+    assert many.value.code == "E121" and many.value.detail["matches"] == 3
     assert "3 jobs have an id that starts with '6f1d2c1'" in many.value.message
     with pytest.raises(AmbiguousId) as two:  # a tenant's own jobs only: the other's not counted
         reads.job_id("6f1d2c1", tenant="default")
