@@ -22,7 +22,10 @@ runtime, E4xx store) and the catalog's
     │   ├── ResultsExpired        E113  the results were deleted by retention
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
-    │   └── UnknownTenant         E116  no tenant of this name
+    │   ├── UnknownTenant         E116  no tenant of this name
+    │   ├── RateLimited           E117  past the caller's API rate (429)
+    │   ├── IdempotencyKeyReused  E118  an Idempotency-Key sent with another body
+    │   └── BearerTokenRefused    E119  a bearer JWT refused (401)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -70,6 +73,7 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
     ├── FormatsMismatch        pipeline.store       the database refused results that are not the
     │                                               job's formats (SQLSTATE DL001: a bug)
+    ├── TokenNameTaken         pipeline.store       a stored API token of that name exists (409)
     └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
@@ -102,6 +106,7 @@ from errors._tree import (
     ERROR_CLASSES,
     AuthorizationFailed,
     AuthorizationUnavailable,
+    BearerTokenRefused,
     CallCancelled,
     CallTimeout,
     CircuitOpen,
@@ -109,6 +114,7 @@ from errors._tree import (
     DatabaseUnavailable,
     EmptySource,
     ExportFailed,
+    IdempotencyKeyReused,
     InputError,
     InternalError,
     InvalidOption,
@@ -126,6 +132,7 @@ from errors._tree import (
     PathOutsideRoots,
     PipelineError,
     ProtocolError,
+    RateLimited,
     ReplyTooLarge,
     ResultsExpired,
     ResultStoreUnavailable,
@@ -155,6 +162,7 @@ __all__ = [
     "JSONRPC_CODES",
     "AuthorizationFailed",
     "AuthorizationUnavailable",
+    "BearerTokenRefused",
     "CallCancelled",
     "CallTimeout",
     "CatalogEntry",
@@ -163,6 +171,7 @@ __all__ = [
     "DatabaseUnavailable",
     "EmptySource",
     "ExportFailed",
+    "IdempotencyKeyReused",
     "InputError",
     "InternalError",
     "InvalidOption",
@@ -180,6 +189,7 @@ __all__ = [
     "PathOutsideRoots",
     "PipelineError",
     "ProtocolError",
+    "RateLimited",
     "ReplyTooLarge",
     "ResultStoreUnavailable",
     "ResultsExpired",

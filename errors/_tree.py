@@ -186,6 +186,26 @@ class UnknownTenant(InputError):
     code = "E116"
 
 
+class RateLimited(InputError):
+    """A caller past its rate of API requests (DOCLANE_API_RATE_LIMIT): 429, ``retry_after``
+    seconds until its window has room. Not the tenant's queue quota (E115)."""
+
+    code = "E117"
+
+
+class IdempotencyKeyReused(InputError):
+    """An ``Idempotency-Key`` sent again with another body: the first submission stands."""
+
+    code = "E118"
+
+
+class BearerTokenRefused(InputError):
+    """A bearer JWT the API does not accept (expired, not yet valid, another issuer or audience,
+    an algorithm refused, a bad signature, an unknown key): 401, why in ``detail.reason``."""
+
+    code = "E119"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""

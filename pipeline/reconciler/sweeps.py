@@ -38,8 +38,10 @@ pass does three sweeps, each a bounded batch that is safe to run from several pr
 A pass also sweeps the inbox of the scratch folders and partial downloads that killed workers
 left behind (:mod:`pipeline.processing.scratch`), when it is given the inbox; deletes results
 older than ``DOCLANE_RESULT_RETENTION`` (their jobs keep their rows and history and say
-"expired"); and deletes result objects no row names (uploaded by a worker killed before its
-commit), once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``. Each is a bounded batch.
+"expired"); deletes audit entries older than ``DOCLANE_AUDIT_RETENTION_DAYS`` (and
+submissions' Idempotency-Keys older than a day); and deletes result objects no row names
+(uploaded by a worker killed before its commit), once older than
+``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``. Each is a bounded batch.
 
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
 """
@@ -83,6 +85,8 @@ class ReconcileReport:
     orphans: list[str] = field(default_factory=list)
     #: Results older than DOCLANE_RESULT_RETENTION, deleted: (job id, format).
     expired: list[tuple[UUID, str]] = field(default_factory=list)
+    #: Audit entries older than DOCLANE_AUDIT_RETENTION_DAYS, deleted.
+    audit_pruned: int = 0
 
     @property
     def changed(self) -> bool:
@@ -107,6 +111,7 @@ class ReconcileReport:
             "swept": [str(p) for p in self.swept],
             "orphan_objects": list(self.orphans),
             "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
+            "audit_pruned": self.audit_pruned,
         }
 
 
@@ -180,6 +185,7 @@ def reconcile_once(
             inbox_dir, store.operations.running_attempts, min_age_s=cfg.reconcile_scratch_min_age_s
         )
     _sweep_results(store, cfg, report)
+    report.audit_pruned = store.audit.prune(cfg.audit_retention_days * 86400.0)
     expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)
