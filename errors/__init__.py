@@ -23,9 +23,9 @@ runtime, E4xx store) and the catalog's
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
     │   ├── UnknownTenant         E116  no tenant of this name
-    │   ├── RateLimited           E117  past the caller's API rate (429)
-    │   ├── IdempotencyKeyReused  E118  an Idempotency-Key sent with another body
-    │   └── BearerTokenRefused    E119  a bearer JWT refused (401)
+    │   ├── RateLimited           E122  past the caller's API rate (429)
+    │   ├── IdempotencyKeyReused  E123  an Idempotency-Key sent with another body
+    │   └── BearerTokenRefused    E124  a bearer JWT refused (401)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600

@@ -124,7 +124,7 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
-        "E117",
+        "E122",
         "rate limit exceeded",
         "This caller sent more API requests than its rate allows; this one was not served.",
         "Wait the seconds of Retry-After and send it again, or ask an operator to raise the rate "
@@ -132,14 +132,14 @@ _ENTRIES = (
         retryable=True,
     ),
     CatalogEntry(
-        "E118",
+        "E123",
         "idempotency key reused",
         "This Idempotency-Key came with another submission before; nothing was submitted.",
         "Send a new key for a new submission; the same key only to retry the same one.",
         retryable=False,
     ),
     CatalogEntry(
-        "E119",
+        "E124",
         "bearer token refused",
         "The bearer token is not one the API accepts: expired, not yet valid, from another issuer "
         "or for another audience, or its signature or key is not the issuer's.",

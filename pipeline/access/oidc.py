@@ -6,7 +6,7 @@ The issuer's discovery document (``<issuer>/.well-known/openid-configuration``, 
 fetches them again at once (an issuer rotated its keys: no restart), at most once a minute, so
 a flood of made-up ``kid``\\s cannot turn into a flood of requests to the issuer.
 
-A token is checked in this order, each refusal E119 (401) with its reason in ``detail.reason``:
+A token is checked in this order, each refusal E124 (401) with its reason in ``detail.reason``:
 its header's ``alg`` among DOCLANE_OIDC_ALGORITHMS (never ``none``, never an HMAC one, so a
 token "signed" with the issuer's public key as an HMAC secret is refused before any key is
 looked at: ``alg_refused``), its ``kid`` among the issuer's keys (``unknown_kid``), the

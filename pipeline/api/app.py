@@ -73,9 +73,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
         422: "invalid parameters, every source refused (E1xx), no such tenant (E116), or an "
-        "Idempotency-Key sent with another body (E118)",
+        "Idempotency-Key sent with another body (E123)",
         429: "every source refused for the tenant's queue quota (E115), or the caller past its "
-        "rate (E117); see Retry-After",
+        "rate (E122); see Retry-After",
         500: "a bug (E399)",
         502: "a server answered with an error",
         503: "the database, broker or a server is unreachable (E401, E302 ...)",
@@ -198,7 +198,7 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
                 max_length=255,
                 description="The same key from the same caller within a day answers the first "
                 "submission's jobs again (with `Idempotent-Replayed: true`); with another body, "
-                "422 E118.",
+                "422 E123.",
             ),
         ] = None,
     ) -> Response:

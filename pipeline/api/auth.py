@@ -7,7 +7,7 @@ among the tokens kept in PostgreSQL (``doclane tokens create``), as the row is n
 expired one is refused at the next request by every API process. No token, or an unknown one:
 401 ``unauthorized``.
 A bearer JWT of the OpenID Connect issuer (DOCLANE_OIDC_ISSUER) is checked last
-(:mod:`pipeline.access.oidc`): one refused is 401 with E119 and its reason. A known token whose
+(:mod:`pipeline.access.oidc`): one refused is 401 with E124 and its reason. A known token whose
 role falls short: 403 with E109, naming the token by its name.
 
 ::
@@ -99,7 +99,7 @@ class TokenRoles:
 
     def check(self, token: str) -> Caller | None:
         """Whose ``token`` is: an environment token's caller, a live stored token's, a valid
-        JWT's subject (:mod:`pipeline.access.oidc`; an invalid one raises E119), or None."""
+        JWT's subject (:mod:`pipeline.access.oidc`; an invalid one raises E124), or None."""
         if not token:
             return None
         given = _digest(token)

@@ -3,7 +3,7 @@
 The first request with a key takes it (``idempotency_keys``, per caller, in one transaction:
 of two at once, one takes it); once it is answered with 202 its answer is kept, and the same key
 from the same caller within a day is answered the same again (with ``Idempotent-Replayed:
-true``), nothing submitted. The same key with another body is refused (422, E118); while the
+true``), nothing submitted. The same key with another body is refused (422, E123); while the
 first is still running, 409 ``idempotency_in_progress`` (the client asks again shortly). A
 first request that is not accepted (a refusal, a quota's 429, a failure) gives the key back, so
 that the client's retry is a submission of its own.

@@ -4,7 +4,7 @@
 script a hit): a caller is its token's name, or a JWT's issuer and subject. Its rate is its
 own (``DOCLANE_API_RATE_LIMITS``: ``ci-bulk=5/second``), its role's (``admin=100/second``), or
 ``DOCLANE_API_RATE_LIMIT``; none set, nothing is counted. Past it: 429 with ``Retry-After`` and
-E117, which a client tells from the tenant's queue quota (E115, also 429) by its code.
+E122, which a client tells from the tenant's queue quota (E115, also 429) by its code.
 
 Redis unreachable: the request is served (a rate limit protects the fleet from a flood, it is
 not what decides who may call; refusing everyone while Redis is down would be worse), and the
@@ -36,7 +36,7 @@ _WARN_EVERY_S = 60.0
 
 
 class RateLimits:
-    """The /v1 dependency :meth:`check` (a caller past its rate: E117), over ``redis_url``."""
+    """The /v1 dependency :meth:`check` (a caller past its rate: E122), over ``redis_url``."""
 
     def __init__(self, settings: AccessSettings, redis_url: str) -> None:
         self._settings = settings

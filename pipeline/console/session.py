@@ -85,7 +85,7 @@ def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
     given the token typed into the form; whose token it is and its role, or None."""
     try:
         return ctx.guard.check(token)
-    except PipelineError:  # a JWT refused (E119), its tenant unknown, or no role of doclane's
+    except PipelineError:  # a JWT refused (E124), its tenant unknown, or no role of doclane's
         return None
 
 

@@ -22,7 +22,7 @@ RATE_PATTERN = r"^\s*\d+\s*(/|per)\s*\d*\s*(second|minute|hour|day)s?\s*$"
 class AccessSettings(Section):
     #: Requests one caller (a token, a JWT subject) may make to /v1, shared by every API
     #: process through Redis (DOCLANE_REDIS_URL): a rate such as ``20/second`` or
-    #: ``1000/minute``. Past it: 429 with Retry-After and the code E117. Empty: no limit.
+    #: ``1000/minute``. Past it: 429 with Retry-After and the code E122. Empty: no limit.
     api_rate_limit: str = Field(default="", pattern=r"^$|" + RATE_PATTERN)
     #: Rates for some roles or tokens instead of DOCLANE_API_RATE_LIMIT, comma-separated
     #: ``who=rate`` where who is a role (read, submit, admin) or a token's name

@@ -1,4 +1,4 @@
-"""The client against a real API's rate limit (E117, told from the quota's E115) and its
+"""The client against a real API's rate limit (E122, told from the quota's E115) and its
 Idempotency-Key: a submission whose answer was lost on the way back is sent again with the same
 key and answered the first submission's jobs, not submitted twice."""
 
@@ -39,7 +39,7 @@ def test_a_rate_limit_past_the_cap_is_raised_as_rate_limited(fleet: Fleet) -> No
             dl.stats()
     error = limited.value
     assert isinstance(error, QuotaExceeded)  # waited for as a quota is, where it can be
-    assert (error.status, error.code, error.retryable) == (429, "E117", True)
+    assert (error.status, error.code, error.retryable) == (429, "E122", True)
     assert error.retry_after is not None and error.retry_after > POLICY.max_retry_after_s
 
 

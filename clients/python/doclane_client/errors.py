@@ -14,7 +14,7 @@ about it; the code says exactly what happened::
     ├── InvalidInput             400, 413 (E103), 415, 422 (E1xx, E305, invalid_request)
     ├── WrongState               409: not possible in the job's state (cancel a finished job)
     ├── QuotaExceeded            429 (E115): come back after ``retry_after`` seconds
-    │   └── RateLimited          429 (E117): this caller's rate of requests, not a quota
+    │   └── RateLimited          429 (E122): this caller's rate of requests, not a quota
     ├── Unavailable              503, 502, or no answer (code "unreachable"): retried first
     ├── ServerError              500 (E399) and other answers the client cannot place
     ├── JobFailed                a job ended failed or cancelled (its own code and message)
@@ -86,7 +86,7 @@ class QuotaExceeded(DoclaneError):
 
 
 class RateLimited(QuotaExceeded):
-    """Too many requests from this caller (429, E117: DOCLANE_API_RATE_LIMIT), told from a
+    """Too many requests from this caller (429, E122: DOCLANE_API_RATE_LIMIT), told from a
     tenant's queue quota (E115) by its code; waited for and retried as a quota is."""
 
 
@@ -151,7 +151,7 @@ def error_for(status: int, body: bytes, retry_after: float | None = None) -> Doc
         "retry_after": retry_after,
     }
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else InvalidInput)
-    if status == 429 and code == "E117":
+    if status == 429 and code == "E122":
         cls = RateLimited
     return cls(code, message, **kw)
 

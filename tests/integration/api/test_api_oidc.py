@@ -2,7 +2,7 @@
 
 The provider issues the access tokens (client credentials, JWTs for the API's audience, with
 roles and tenant claims); the refusals are tokens the provider never issued, signed here with
-its very key (or another) and each made wrong in one way: each is 401 E119 with its reason (or
+its very key (or another) and each made wrong in one way: each is 401 E124 with its reason (or
 E116 for a tenant that does not exist), and the same request with a valid token passes, so each
 test fails when the check it covers is removed. Keys rotate without a restart.
 """
@@ -116,13 +116,13 @@ def test_a_forged_token_with_the_providers_key_and_valid_claims_passes(
 def test_claims_out_of_bounds_are_refused(
     api: ApiServer, provider: OidcProvider, change: dict[str, Any], reason: str
 ) -> None:
-    assert _refusal(api, provider.sign(provider.claims(**change))) == (401, "E119", reason)
+    assert _refusal(api, provider.sign(provider.claims(**change))) == (401, "E124", reason)
 
 
 def test_alg_none_is_refused(api: ApiServer, provider: OidcProvider) -> None:
     head = _b64(json.dumps({"alg": "none", "kid": provider.key.kid}).encode())
     body = _b64(json.dumps(provider.claims()).encode())
-    assert _refusal(api, f"{head}.{body}.") == (401, "E119", "alg_refused")
+    assert _refusal(api, f"{head}.{body}.") == (401, "E124", "alg_refused")
 
 
 def test_an_hmac_token_signed_with_the_public_key_is_refused(
@@ -134,19 +134,19 @@ def test_an_hmac_token_signed_with_the_public_key_is_refused(
     head = _b64(json.dumps({"alg": "HS256", "kid": provider.key.kid}).encode())
     body = _b64(json.dumps(provider.claims()).encode())
     mac = hmac.new(public_pem, f"{head}.{body}".encode(), hashlib.sha256).digest()
-    assert _refusal(api, f"{head}.{body}.{_b64(mac)}") == (401, "E119", "alg_refused")
+    assert _refusal(api, f"{head}.{body}.{_b64(mac)}") == (401, "E124", "alg_refused")
 
 
 def test_an_unknown_kid_is_refused(api: ApiServer, provider: OidcProvider) -> None:
     stranger = RSAKey.generate_key(2048, parameters={"kid": "not-the-providers"})
     token = jwt.encode({"alg": "RS256", "kid": "not-the-providers"}, provider.claims(), stranger)
-    assert _refusal(api, token) == (401, "E119", "unknown_kid")
+    assert _refusal(api, token) == (401, "E124", "unknown_kid")
 
 
 def test_a_tampered_payload_is_refused(api: ApiServer, provider: OidcProvider) -> None:
     head, _, signature = provider.sign(provider.claims(roles=["read"])).split(".")
     promoted = _b64(json.dumps(provider.claims(roles=["admin"])).encode())
-    assert _refusal(api, f"{head}.{promoted}.{signature}") == (401, "E119", "bad_signature")
+    assert _refusal(api, f"{head}.{promoted}.{signature}") == (401, "E124", "bad_signature")
 
 
 def test_a_key_signed_by_another_with_the_providers_kid_is_a_bad_signature(
@@ -154,7 +154,7 @@ def test_a_key_signed_by_another_with_the_providers_kid_is_a_bad_signature(
 ) -> None:
     stranger = RSAKey.generate_key(2048)
     token = jwt.encode({"alg": "RS256", "kid": provider.key.kid}, provider.claims(), stranger)
-    assert _refusal(api, token) == (401, "E119", "bad_signature")
+    assert _refusal(api, token) == (401, "E124", "bad_signature")
 
 
 def test_the_issuers_new_key_is_fetched_without_a_restart(

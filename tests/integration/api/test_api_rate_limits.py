@@ -46,7 +46,7 @@ def test_a_caller_past_its_rate_is_429_with_retry_after_on_every_process(
         refused = api.get("/v1/stats", token=BULK)
         assert refused.status_code == 429, refused.text
         error = refused.json()["error"]
-        assert error["code"] == "E117" and error["retryable"] is True
+        assert error["code"] == "E122" and error["retryable"] is True
         wait = int(refused.headers["Retry-After"])
         assert 1 <= wait <= 60 and error["detail"]["retry_after"] == wait
         assert error["detail"]["rate"] == "3/minute"
@@ -95,7 +95,7 @@ def test_the_same_idempotency_key_answers_the_first_submission_again(
 
     other = api.post("/v1/jobs", json={"sources": [_doc(tmp_path)]}, headers=key)
     assert other.status_code == 422, other.text
-    assert other.json()["error"]["code"] == "E118"
+    assert other.json()["error"]["code"] == "E123"
     assert len(api.get("/v1/jobs").json()["jobs"]) == 2
     # Without a key, the same body is a submission of its own (deduplication aside).
     fresh = api.post("/v1/jobs", json={"sources": [_doc(tmp_path)]})
@@ -105,7 +105,7 @@ def test_the_same_idempotency_key_answers_the_first_submission_again(
     assert [e["detail"].get("replayed", False) for e in reversed(trail)] == [
         False, True, False, False,
     ]  # fmt: skip
-    assert [e["outcome"] for e in reversed(trail)] == ["ok", "ok", "E118", "ok"]
+    assert [e["outcome"] for e in reversed(trail)] == ["ok", "ok", "E123", "ok"]
 
 
 def test_a_refused_first_submission_gives_its_key_back(
