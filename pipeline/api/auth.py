@@ -2,8 +2,13 @@
 
 Every configured token is compared with the one presented, all of them every time, as SHA-256
 digests with :func:`hmac.compare_digest`: the time taken says neither which token nor how much
-of one matched, nor how long the tokens are. No token, or an unknown one: 401 ``unauthorized``.
-A known token whose role falls short: 403 with E109, naming the token by its name.
+of one matched, nor how long the tokens are. A token none of them is is looked up by its digest
+among the tokens kept in PostgreSQL (``doclane tokens create``), as the row is now: a revoked or
+expired one is refused at the next request by every API process. No token, or an unknown one:
+401 ``unauthorized``.
+A bearer JWT of the OpenID Connect issuer (DOCLANE_OIDC_ISSUER) is checked last
+(:mod:`pipeline.access.oidc`): one refused is 401 with E124 and its reason. A known token whose
+role falls short: 403 with E109, naming the token by its name.
 
 ::
 
@@ -20,16 +25,23 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
+from pipeline.access.oidc import OidcIssuer, looks_like_jwt
 from pipeline.settings.api import ROLES, ApiToken, Role
+from pipeline.store.access import ApiTokens
 
 _BEARER = HTTPBearer(
-    auto_error=False, description="A token of DOCLANE_API_TOKENS (or DOCLANE_API_TOKEN)"
+    auto_error=False,
+    description="A token of DOCLANE_API_TOKENS (or DOCLANE_API_TOKEN), or one made by "
+    "`doclane tokens create` / POST /v1/tokens",
 )
+
+#: Where the caller is kept in the request's scope, for the audit trail and the rate limit.
+CALLER_STATE = "doclane.caller"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +52,9 @@ class Caller:
     name: str
     role: Role
     tenant: str | None = None
+    #: Who vouches for the name: None for a token (the environment's or the store's), the
+    #: issuer for a JWT's subject.
+    issuer: str | None = None
 
     def may(self, role: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
@@ -58,25 +73,50 @@ class TokenRoles:
     """The dependencies that guard /v1: :meth:`caller` (401 unless a token matches) and
     :meth:`require` (403 unless its role allows)."""
 
-    def __init__(self, tokens: Sequence[ApiToken]) -> None:
+    def __init__(
+        self,
+        tokens: Sequence[ApiToken],
+        stored: ApiTokens | None = None,
+        issuer: OidcIssuer | None = None,
+    ) -> None:
         self._known = [
             (_digest(t.token.get_secret_value()), Caller(t.name, t.role, t.tenant)) for t in tokens
         ]
-        self._required: dict[Role, Callable[[Caller], Caller]] = {}
+        self._stored = stored
+        self.issuer = issuer
+        self._required: dict[Role, Callable[..., Caller]] = {}
 
     def caller(
-        self, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]
+        self,
+        credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)],
+        request: Request,
     ) -> Caller:
-        given = _digest(credentials.credentials if credentials else "")
+        found = self.check(credentials.credentials if credentials else "")
+        if found is None:
+            raise HTTPException(401, "a valid bearer token is required")
+        request.scope.setdefault("state", {})[CALLER_STATE] = found
+        return found
+
+    def check(self, token: str) -> Caller | None:
+        """Whose ``token`` is: an environment token's caller, a live stored token's, a valid
+        JWT's subject (:mod:`pipeline.access.oidc`; an invalid one raises E124), or None."""
+        if not token:
+            return None
+        given = _digest(token)
         found: Caller | None = None
         for digest, caller in self._known:  # every one, match or not: the same time for all
             if hmac.compare_digest(given, digest) and found is None:
                 found = caller
-        if found is None or credentials is None or not credentials.credentials:
-            raise HTTPException(401, "a valid bearer token is required")
+        if found is None and self._stored is not None:
+            live = self._stored.find(given)
+            if live is not None:
+                found = Caller(live.name, live.role, live.tenant)
+        if found is None and self.issuer is not None and looks_like_jwt(token):
+            who = self.issuer.verify(token)
+            found = Caller(who.subject, who.role, who.tenant, who.issuer)
         return found
 
-    def require(self, role: Role) -> Callable[[Caller], Caller]:
+    def require(self, role: Role) -> Callable[..., Caller]:
         """A dependency: the caller, when its token's role allows ``role``'s requests. One
         function a role, so that a route's own ``Depends(require(role))`` is the router's, and
         FastAPI checks the token once a request."""
@@ -84,7 +124,7 @@ class TokenRoles:
             self._required[role] = self._require(role)
         return self._required[role]
 
-    def _require(self, role: Role) -> Callable[[Caller], Caller]:
+    def _require(self, role: Role) -> Callable[..., Caller]:
 
         # A default, not Annotated: annotations are strings here, and FastAPI resolves them in
         # the module's globals, where ``self`` is not.
@@ -99,7 +139,7 @@ class TokenRoles:
 
         return allowed
 
-    def changer(self) -> Callable[[Caller], Caller]:
+    def changer(self) -> Callable[..., Caller]:
         """A dependency: the caller, when it may cancel and retry (:meth:`Caller.may_change`)."""
 
         def allowed(caller: Caller = Depends(self.caller)) -> Caller:  # noqa: B008

@@ -6,9 +6,11 @@ the API's routes (``pipeline.api.app``), the two packages imported each other.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from pipeline.access.oidc import OidcIssuer
 from pipeline.admin import AdminSettings, Fleet
+from pipeline.api.auth import TokenRoles
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.settings import Settings
@@ -29,10 +31,19 @@ class ApiContext:
     publisher: Publisher
     fleet: Fleet | None
     door: Door | None = None
+    #: Who is calling: the environment's and the store's tokens, the issuer's JWTs; one for the
+    #: API and the console, so that both keep the issuer's keys once.
+    guard: TokenRoles = field(init=False)
 
     def __post_init__(self) -> None:
         if self.door is None:
             self.door = door_for(self.tree.mcp, self.tree.profiles)
+        issuer = None
+        if self.tree.access.oidc_issuer:
+            issuer = OidcIssuer(
+                self.tree.access, tenant_exists=lambda t: self.store.tenants.get(t) is not None
+            )
+        self.guard = TokenRoles(self.tree.api.tokens(), self.store.tokens, issuer)
 
     @property
     def settings(self) -> ApiSettings:

@@ -9,6 +9,7 @@ leaves as a bare 500 page.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -71,6 +72,8 @@ _STATUS_OF_CODE = {
     "E109": 403,
     "E113": 410,
     "E114": 429,
+    "E122": 429,
+    "E124": 401,
     "E305": 422,
 }
 
@@ -89,8 +92,10 @@ def catalog_status(exc: PipelineError) -> int:
 
 
 def catalog_response(exc: PipelineError) -> JSONResponse:
+    """The error's JSON answer; one that says when to try again (a rate limit's) says it in
+    ``Retry-After`` too, in whole seconds."""
     body = exc.to_dict()
-    return error_response(
+    answer = error_response(
         catalog_status(exc),
         exc.code,
         body["title"],
@@ -99,6 +104,9 @@ def catalog_response(exc: PipelineError) -> JSONResponse:
         retryable=exc.retryable,
         detail=body.get("detail"),
     )
+    if exc.retry_after is not None and answer.status_code == 429:
+        answer.headers["Retry-After"] = str(max(1, math.ceil(exc.retry_after)))
+    return answer
 
 
 def refusal_response(status: int, code: str, message: str, detail: Any = None) -> JSONResponse:

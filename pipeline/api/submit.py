@@ -223,6 +223,16 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
     return _named_by_file(answer, upload)
 
 
+def submission_detail(answer: SubmitResponse) -> dict[str, Any]:
+    """What the audit trail keeps of a submission: whose, how many jobs, how many refused."""
+    return {
+        "tenant": answer.tenant,
+        "submission_id": answer.submission_id,
+        "jobs": len(answer.accepted),
+        "refused": len(answer.rejected),
+    }
+
+
 def submission_response(
     answer: SubmitResponse, *, retry_after: Callable[[int], int] | None = None
 ) -> JSONResponse:

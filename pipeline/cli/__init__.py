@@ -32,6 +32,7 @@ _MODULES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("pipeline.cli.worker_commands", None, ("worker", "beat", "reconcile")),
     ("pipeline.cli.webhook_commands", None, ("webhooks",)),
     ("pipeline.cli.tenant_commands", "tenants", ("tenants",)),
+    ("pipeline.cli.access_commands", None, ("audit", "tokens")),
 )
 
 #: Settings the root and every module's commands are built with alike.

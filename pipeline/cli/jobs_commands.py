@@ -11,12 +11,13 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Sequence
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from uuid import UUID
 
 import typer
 
 from errors import PipelineError
+from pipeline.access.audit import audited_cli
 from pipeline.jobs import (
     ConversionOptions,
     Formats,
@@ -36,6 +37,9 @@ from .output import AS_JSON, echo_json, fail, usage_error
 from .settings import command_settings
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
 from .wiring import celery_publisher
+
+if TYPE_CHECKING:
+    from pipeline.admin import RetryOutcome
 
 app = typer.Typer(add_completion=False)
 
@@ -342,7 +346,9 @@ def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     """
     with open_store(as_json) as store:
         jid = parse_job_id(store, job_id, as_json)
-        cancellation = store.operations.cancel(jid, reason="cancelled by doclane cancel")
+        with audited_cli(store, "cancel", str(jid)) as trail:
+            cancellation = store.operations.cancel(jid, reason="cancelled by doclane cancel")
+            trail["outcome"] = "ok" if cancellation is not None else "wrong_state"
         if cancellation is None:
             job = get_job(store, jid, as_json)
             usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
@@ -392,7 +398,9 @@ def retry(
     with open_store(as_json) as store, celery_publisher() as publisher:
         jid = parse_job_id(store, job_id, as_json)
         try:
-            outcome = retry_job(store, publisher, jid)
+            with audited_cli(store, "retry", str(jid)) as trail:
+                outcome = retry_job(store, publisher, jid)
+                trail.update(_retried(outcome))
         except JobNotFound:
             no_such_job(jid, as_json)
         except WrongState as exc:
@@ -421,10 +429,17 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
         limit=limit,
         as_json=as_json,
     )
-    with open_store(as_json) as store, celery_publisher() as publisher:
+    asked = {"error_code": error_code, "since": since}
+    with (
+        open_store(as_json) as store,
+        celery_publisher() as publisher,
+        audited_cli(store, "retry_failed", None, **asked) as trail,
+    ):
         outcomes = retry_failed(
             store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
         )
+        trail["retried"] = sum(o.action != "refused" for o in outcomes)
+        trail["refused"] = sum(o.action == "refused" for o in outcomes)
     refused = [o for o in outcomes if o.action == "refused"]
     if as_json:
         echo_json({"ok": not refused, "retried": [o.model_dump(mode="json") for o in outcomes]})
@@ -440,6 +455,13 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+def _retried(outcome: RetryOutcome) -> dict[str, Any]:
+    """What the audit trail keeps of one retry: its new job, or the refusal's code."""
+    if outcome.action == "refused":
+        return {"outcome": outcome.code or "refused"}
+    return {"action": outcome.action, "job_id": str(outcome.job_id)}
+
+
 def _job_summary(job: Job) -> dict[str, Any]:
     return {
         "job_id": str(job.id),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import typer
 
+from pipeline.access.audit import audited_cli
 from pipeline.jobs import Tenant, check_tenant_name
 from pipeline.queues import wake
 from pipeline.store import JobStore
@@ -53,13 +54,15 @@ def set_tenant(
     except ValueError as exc:
         usage_error(str(exc), as_json)
     with open_store(as_json) as store:
+        asked = {"weight": weight, "max_running": max_running, "max_queued": max_queued}
         try:
-            tenant = store.tenants.set(
-                name,
-                weight=UNSET if weight is None else weight,
-                max_running=running,
-                max_queued=queued,
-            )
+            with audited_cli(store, "set_tenant", name, **asked):
+                tenant = store.tenants.set(
+                    name,
+                    weight=UNSET if weight is None else weight,
+                    max_running=running,
+                    max_queued=queued,
+                )
         except ValueError as exc:
             usage_error(str(exc), as_json)
         rung = _wake_queues(store)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import typer
 
+from pipeline.access.audit import audited_cli
 from pipeline.store.outbox import DeliveryRow, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import process_masker
 
@@ -33,7 +34,11 @@ def webhooks(
     state = DeliveryState.DEAD if dead else DeliveryState.PENDING
     with open_store(as_json) as store:
         outbox = WebhookOutbox(store.pool)
-        revived = outbox.revive(state) if retry else []
+        revived = []
+        if retry:
+            with audited_cli(store, "resend_webhooks", state.value) as trail:
+                revived = outbox.revive(state)
+                trail["deliveries"] = len(revived)
         rows = outbox.listing(DeliveryState.PENDING if retry else state, limit=limit)
         counts = outbox.counts()
     if as_json:

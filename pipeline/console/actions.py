@@ -90,7 +90,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             "bulk.html", session=session, asked=asked, count=len(jobs), limit=BULK_RETRY_LIMIT
         )
 
-    @app.post("/retry-failed", include_in_schema=False)
+    @app.post("/retry-failed", include_in_schema=False, name="retry_failed")  # as the CLI
     async def bulk_retry(request: Request) -> Response:
         session, form = await _posted(request, sessions, bulk=True)
         code, since = form.get("error_code", "").strip().upper(), form.get("since", "").strip()

@@ -18,7 +18,7 @@ from errors import RoleForbidden, SignInThrottled
 from pipeline.admin import JobNotFound, WrongState
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import catalog_response, install_handlers
-from pipeline.console import actions, pages, uploading
+from pipeline.console import access_pages, actions, pages, sso, uploading
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import (
     CsrfRefused,
@@ -38,6 +38,8 @@ def console_app(ctx: ApiContext) -> FastAPI:
     install_handlers(app)  # the upload answers as POST /v1/jobs does: the API's JSON errors
     _page_errors(app)
     _sign_in(app, ctx, sessions)
+    sso.add_routes(app, ctx, sessions, _local)
+    access_pages.add_routes(app, ctx, sessions)
     pages.add_routes(app, ctx, sessions)
     actions.add_routes(app, ctx, sessions)
     uploading.add_routes(app, ctx, sessions)
@@ -56,6 +58,7 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     throttle = SignInThrottle(
         ctx.settings.console_signin_failures, ctx.settings.console_signin_window_s
     )
+    single_sign_on = sso.enabled(ctx)
 
     @app.get("/", include_in_schema=False)
     def home() -> Response:
@@ -63,7 +66,7 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
 
     @app.get("/login", include_in_schema=False)
     def login_form(next: str = "") -> Response:
-        return page("login.html", next=_local(next), refused=False)
+        return page("login.html", next=_local(next), refused=False, sso=single_sign_on)
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request) -> Response:
@@ -77,7 +80,9 @@ def _sign_in(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         caller = token_accepted(ctx, token)
         if caller is None:
             throttle.failed(address)
-            return page("login.html", status_code=401, next=target, refused=True)
+            return page(
+                "login.html", status_code=401, next=target, refused=True, sso=single_sign_on
+            )
         response = RedirectResponse(target, status_code=303)
         sessions.start(request, response, caller)
         return response

@@ -7,7 +7,9 @@ derived from every token the API accepts (``DOCLANE_API_TOKENS``, ``DOCLANE_API_
 is valid on every API process with the same tokens, is worthless once any token or role
 changes, and expires after :data:`SESSION_MAX_AGE_S`. It holds the token's name and role (what
 the console lets the person do, as the API would: read, submit, admin) and a random CSRF token,
-which every form that changes something carries back.
+which every form that changes something carries back. A session of a token kept in PostgreSQL
+(``doclane tokens create``) is looked at again on every request: once the token is revoked or
+has expired, its sessions are signed out.
 """
 
 from __future__ import annotations
@@ -19,15 +21,14 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from fastapi import Request, Response
-from fastapi.security import HTTPAuthorizationCredentials
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from starlette.exceptions import HTTPException
 
-from errors import RoleForbidden
+from errors import PipelineError, RoleForbidden
 from pipeline.admin.jobs import no_job
-from pipeline.api.auth import Caller, TokenRoles
+from pipeline.api.auth import CALLER_STATE, Caller
 from pipeline.api.context import ApiContext
 from pipeline.settings.api import ROLES, Role
+from pipeline.store.access import ApiTokens
 
 COOKIE = "doclane_console"
 #: A session lasts a working day; signing in again is one form.
@@ -82,10 +83,9 @@ class Session:
 def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
     """The console's one sign-in check: the API's own token check (``TokenRoles.caller``),
     given the token typed into the form; whose token it is and its role, or None."""
-    check = TokenRoles(ctx.settings.tokens())
     try:
-        return check.caller(HTTPAuthorizationCredentials(scheme="Bearer", credentials=token))
-    except HTTPException:
+        return ctx.guard.check(token)
+    except PipelineError:  # a JWT refused (E124), its tenant unknown, or no role of doclane's
         return None
 
 
@@ -101,7 +101,16 @@ class Sessions:
             f"{t.name}:{t.role}:{t.tenant or ''}:{t.token.get_secret_value()}" for t in tokens
         )
         key = hmac.new("\n".join(known).encode(), b"doclane console session", hashlib.sha256)
-        self._signer = URLSafeTimedSerializer(key.hexdigest(), salt="doclane.console.session")
+        self._key = key.hexdigest()
+        self._signer = self.signer("doclane.console.session")
+        # The names of the environment's tokens: any other name signed in is a stored token's,
+        # or a JWT's subject, looked at again on every request (revoked: signed out).
+        self._env_names = {t.name for t in tokens}
+        self._stored: ApiTokens | None = ctx.store.tokens
+
+    def signer(self, salt: str) -> URLSafeTimedSerializer:
+        """A signer with the sessions' key (every API process of the fleet has it)."""
+        return URLSafeTimedSerializer(self._key, salt=salt)
 
     def start(self, request: Request, response: Response, caller: Caller) -> Session:
         session = Session(csrf=secrets.token_urlsafe(24), caller=caller)
@@ -110,6 +119,7 @@ class Sessions:
             "name": caller.name,
             "role": caller.role,
             "tenant": caller.tenant,
+            "issuer": caller.issuer,
         }
         response.set_cookie(
             COOKIE,
@@ -136,8 +146,17 @@ class Sessions:
             raise SignInRequired from exc
         if not isinstance(data, dict) or data.get("role") not in ROLES:
             raise SignInRequired
-        tenant = data.get("tenant")
-        caller = Caller(str(data["name"]), data["role"], str(tenant) if tenant else None)
+        tenant, issuer = data.get("tenant"), data.get("issuer")
+        caller = Caller(
+            str(data["name"]),
+            data["role"],
+            str(tenant) if tenant else None,
+            str(issuer) if issuer else None,
+        )
+        stored = caller.issuer is None and caller.name not in self._env_names
+        if stored and (self._stored is None or not self._stored.is_live(caller.name)):
+            raise SignInRequired  # its token was revoked, or has expired
+        request.scope.setdefault("state", {})[CALLER_STATE] = caller  # for the audit trail
         return Session(csrf=str(data["csrf"]), caller=caller)
 
 

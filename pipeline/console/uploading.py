@@ -53,7 +53,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             max_bytes=int(ctx.sources.max_source_bytes),
         )
 
-    @app.post("/upload", include_in_schema=False, status_code=202)
+    @app.post("/upload", include_in_schema=False, status_code=202, name="submit")  # as the API
     async def upload(request: Request) -> Response:
         session = sessions.current(request)
         check_csrf(session, request.headers.get(CSRF_HEADER))

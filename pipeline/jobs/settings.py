@@ -49,6 +49,9 @@ class ReconcileSettings(Section):
     #: Results older than this are deleted, a batch per pass (their jobs say "expired"):
     #: a duration such as ``30d``, ``12h``, ``90m`` (s, m, h, d, w); empty or ``off``: kept.
     result_retention: Annotated[timedelta | None, BeforeValidator(parse_duration)] = None
+    #: Days an audit entry is kept (``doclane audit``); each pass deletes older ones, and the
+    #: submissions' Idempotency-Keys older than a day.
+    audit_retention_days: int = Field(default=400, ge=1)
 
 
 class SubmitSettings(Section):

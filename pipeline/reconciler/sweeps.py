@@ -13,7 +13,8 @@ LOCKED):
    an empty claim; nothing is owed, so nothing is counted;
 3. the inbox is swept of the scratch folders and partial downloads killed workers left
    (:mod:`pipeline.processing.scratch`) and of the uploads no job names (:mod:`.uploads`), results older than ``DOCLANE_RESULT_RETENTION`` are
-   deleted (their jobs keep their rows and history and say "expired"), and result objects no
+   deleted (their jobs keep their rows and history and say "expired"), audit entries older than
+   ``DOCLANE_AUDIT_RETENTION_DAYS`` (and submissions' Idempotency-Keys older than a day), and result objects no
    row names (a commit that never came) once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``.
 
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
@@ -54,6 +55,8 @@ class ReconcileReport:
     orphans: list[str] = field(default_factory=list)
     #: Results older than DOCLANE_RESULT_RETENTION, deleted: (job id, format).
     expired: list[tuple[UUID, str]] = field(default_factory=list)
+    #: Audit entries older than DOCLANE_AUDIT_RETENTION_DAYS, deleted.
+    audit_pruned: int = 0
 
     @property
     def changed(self) -> bool:
@@ -69,6 +72,7 @@ class ReconcileReport:
             "removed_uploads": [str(p) for p in self.uploads],
             "orphan_objects": list(self.orphans),
             "expired_results": [{"job_id": str(j), "format": f} for j, f in self.expired],
+            "audit_pruned": self.audit_pruned,
         }
 
 
@@ -113,6 +117,7 @@ def reconcile_once(
             limit=cfg.reconcile_batch,
         )
     _sweep_results(store, cfg, report)
+    report.audit_pruned = store.audit.prune(cfg.audit_retention_days * 86400.0)
     expired = store.operations.requeue_expired_leases(limit=cfg.reconcile_batch)
     report.requeued = list(expired.requeued)
     report.failed = list(expired.failed)

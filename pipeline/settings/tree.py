@@ -18,6 +18,7 @@ from pipeline.mcp.settings import McpSettings
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles.settings import ProfileSettings
 from pipeline.resilience.settings import ResilienceSettings
+from pipeline.settings.access import AccessSettings
 from pipeline.settings.api import ApiSettings
 from pipeline.settings.workers import WorkerSettings
 from pipeline.sources.settings import SourceSettings
@@ -38,6 +39,7 @@ class Settings(BaseSettings):
         env_file=ENV_FILE, extra="forbid", frozen=True, hide_input_in_errors=True
     )
 
+    access: AccessSettings = AccessSettings.model_validate({})
     admin: AdminSettings = AdminSettings.model_validate({})
     api: ApiSettings = ApiSettings.model_validate({})
     logs: LogSettings = LogSettings.model_validate({})

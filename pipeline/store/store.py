@@ -10,7 +10,9 @@ shutdown) and sets the store's parts on it, each the writes or reads of one kind
   retry, the reconciler's sweeps;
 - ``reads`` (:class:`~pipeline.store.reads.Reads`): jobs, trails, results, counts;
 - ``admin`` (:class:`~pipeline.store.admin.AdminStore`): the admin views' sums and lists;
-- ``tenants`` (:class:`~pipeline.store.tenants.Tenants`): who shares the fleet, and their limits.
+- ``tenants`` (:class:`~pipeline.store.tenants.Tenants`): who shares the fleet, and their limits;
+- ``tokens``, ``audit``, ``idempotency`` (:mod:`pipeline.store.access`): stored API tokens, the
+  audit trail, submissions' Idempotency-Keys.
 
 A caller is handed the part it uses (the worker's processor gets ``attempts``), so what it can
 do to the database is what its type says. The rules are the database's: only legal state
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 from typing import Unpack
 
+from pipeline.store.access import ApiTokens, AuditTrail, IdempotencyKeys
 from pipeline.store.admin import AdminStore
 from pipeline.store.attempts import Attempts
 from pipeline.store.operations import Operations
@@ -49,6 +52,9 @@ class JobStore:
         self.reads = Reads(self.pool)
         self.admin = AdminStore(self.pool)
         self.tenants = Tenants(self.pool)
+        self.tokens = ApiTokens(self.pool)
+        self.audit = AuditTrail(self.pool)
+        self.idempotency = IdempotencyKeys(self.pool)
 
     @property
     def settings(self) -> StoreSettings:

@@ -51,6 +51,7 @@ class Send:
     data: dict[str, str] | None = None
     files: dict[str, Any] | None = None
     stream: bool = False
+    headers: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

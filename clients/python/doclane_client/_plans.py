@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mimetypes
 import time
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from os import PathLike
@@ -27,6 +28,8 @@ from doclane_client.models import AcceptedOut, Job, JobDetail, JobList, JobState
 
 #: The API takes up to 10,000 sources a request; smaller requests answer sooner.
 SOURCES_PER_REQUEST = 1000
+#: Sent with every submission: the API answers a retried one with the first one's jobs.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 #: The API's largest page (``limit``).
 MAX_PAGE = 1000
 TERMINAL = frozenset({JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED})
@@ -135,7 +138,11 @@ def submit_sources(core: Core, sources: Iterable[str], asked: Asked) -> Plan[Sub
     done = Submission()
     for start in range(0, len(every), SOURCES_PER_REQUEST):
         body = asked.body(every[start : start + SOURCES_PER_REQUEST])
-        answer = yield from core.json(Send("POST", "/v1/jobs", json=body), idempotent=False)
+        # One key a request, kept across its retries: a retry after an answer lost on the way
+        # back gets the first submission's answer, not a second submission.
+        keyed = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}
+        send = Send("POST", "/v1/jobs", json=body, headers=keyed)
+        answer = yield from core.json(send, idempotent=True)
         done += _submission(answer)
     return done
 
@@ -148,15 +155,16 @@ def submit_files(core: Core, paths: Iterable[PathOrSource], asked: Asked) -> Pla
     refusals: list[InvalidInput] = []
     for path in map(Path, paths):
         with path.open("rb") as file:
+            keyed = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}  # the same for each retry of it
 
-            def send(file: Any = file, path: Path = path) -> Send:
+            def send(file: Any = file, path: Path = path, keyed: dict[str, str] = keyed) -> Send:
                 file.seek(0)
                 kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
                 upload = {"file": (path.name, file, kind)}
-                return Send("POST", "/v1/jobs", data=asked.fields(), files=upload)
+                return Send("POST", "/v1/jobs", data=asked.fields(), files=upload, headers=keyed)
 
             try:
-                response = yield from core.call(send, idempotent=False)
+                response = yield from core.call(send, idempotent=True)
             except InvalidInput as refused:
                 refusals.append(refused)
                 done.rejected.append(RejectedOut(source=str(path), code=refused.code,

@@ -86,6 +86,7 @@ class _Methods:
             json=send.json,
             data=send.data,
             files=send.files,
+            headers=send.headers,
         )
 
     def _submit(self, paths: Iterable[PathOrSource], asked: Asked) -> Plan[Submission]:

@@ -15,6 +15,7 @@ about it; the code says exactly what happened::
     ├── WrongState               409: not possible in the job's state (cancel a finished job),
     │                            or a retry whose resubmission was refused (E101, E305, ...)
     ├── QuotaExceeded            429 (E115): come back after ``retry_after`` seconds
+    │   └── RateLimited          429 (E122): this caller's rate of requests, not a quota
     ├── Unavailable              503, 502, or no answer (code "unreachable"): retried first
     ├── ServerError              500 (E399) and other answers the client cannot place
     ├── JobFailed                a job ended failed or cancelled (its own code and message)
@@ -87,6 +88,11 @@ class QuotaExceeded(DoclaneError):
     is the API's last word (None when it said none)."""
 
 
+class RateLimited(QuotaExceeded):
+    """Too many requests from this caller (429, E122: DOCLANE_API_RATE_LIMIT), told from a
+    tenant's queue quota (E115) by its code; waited for and retried as a quota is."""
+
+
 class Unavailable(DoclaneError):
     """The API, or what it stands on, did not answer for now (503, 502, no connection); the
     client has already retried it with backoff."""
@@ -148,6 +154,8 @@ def error_for(status: int, body: bytes, retry_after: float | None = None) -> Doc
         "retry_after": retry_after,
     }
     cls = _BY_STATUS.get(status, ServerError if status >= 500 else InvalidInput)
+    if status == 429 and code == "E122":
+        cls = RateLimited
     return cls(code, message, **kw)
 
 

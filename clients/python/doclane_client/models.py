@@ -38,6 +38,27 @@ class ApiError(ApiModel):
     detail: Any = None
 
 
+class AuditEntry(ApiModel):
+    """One action: who (a token's name, or a JWT's subject with its issuer), when, from where,
+    what (``action`` on ``target``), how it ended (``ok``, or an error code or HTTP status), and
+    what else says it (a submission's job count). Never a secret."""
+
+    id: int | None = None
+    at: datetime | None = None
+    actor: str
+    issuer: str | None = None
+    address: str | None = None
+    action: str
+    target: str | None = None
+    outcome: str
+    detail: dict[str, Any] = Field(default_factory=lambda: {})
+
+
+class AuditPage(ApiModel):
+    entries: list[AuditEntry]
+    next_before: int | None = None
+
+
 class Batches(ApiModel):
     """Small documents converted together (one directory call each), over the last hour."""
 
@@ -299,6 +320,19 @@ class Stats(ApiModel):
     unreachable: dict[str, str] = Field(default_factory=lambda: {})
 
 
+class StoredToken(ApiModel):
+    """A token kept in the database, as ``doclane tokens list`` shows it: never the secret."""
+
+    name: str
+    role: str
+    tenant: str | None = None
+    created_by: str
+    created_at: datetime
+    expires_at: datetime | None = None
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
 class SubmitResponse(ApiModel):
     submission_id: str
     tenant: str = "default"
@@ -307,3 +341,23 @@ class SubmitResponse(ApiModel):
     skipped: dict[str, int]
     duplicates: int
     publish_failures: dict[str, str]
+
+
+class TokenCreated(ApiModel):
+    token: str
+    stored: StoredToken
+
+
+class TokenList(ApiModel):
+    tokens: list[StoredToken]
+
+
+class TokenOut(ApiModel):
+    stored: StoredToken
+
+
+class TokenRequest(ApiModel):
+    name: str
+    role: str
+    tenant: str | None = None
+    expires: str | None = None

@@ -8,6 +8,7 @@ import pytest
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException
+from starlette.requests import Request
 
 from errors import RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
@@ -87,7 +88,7 @@ def _bearer(token: str) -> HTTPAuthorizationCredentials:
 def test_roles_allow_what_the_roles_before_them_allow(monkeypatch: pytest.MonkeyPatch) -> None:
     listed = f"r:read:{SECRET_A},s:submit:{SECRET_B},a:admin:{SECRET_A}x"
     access = TokenRoles(_settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens())
-    assert access.caller(_bearer(SECRET_B)) == Caller("s", "submit")
+    assert access.caller(_bearer(SECRET_B), _request()) == Caller("s", "submit")
     allowed = {
         (name, role)
         for name, secret in (("r", SECRET_A), ("s", SECRET_B), ("a", SECRET_A + "x"))
@@ -100,14 +101,14 @@ def test_roles_allow_what_the_roles_before_them_allow(monkeypatch: pytest.Monkey
     }  # fmt: skip
     for wrong in (None, "", SECRET_A[:-1], SECRET_A + "y"):
         with pytest.raises(HTTPException) as refused:
-            access.caller(_bearer(wrong) if wrong is not None else None)
+            access.caller(_bearer(wrong) if wrong is not None else None, _request())
         assert refused.value.status_code == 401
 
 
 def _passes(access: TokenRoles, secret: str, role: str) -> bool:
     check = access.require(role)  # type: ignore[arg-type]
     try:
-        check(access.caller(_bearer(secret)))
+        check(access.caller(_bearer(secret), _request()))
     except RoleForbidden:
         return False
     return True
@@ -125,7 +126,9 @@ def test_a_json_token_may_carry_a_tenant_and_the_caller_keeps_it(
     a, ops = _settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens()
     assert (a.tenant, ops.tenant) == ("team-a", None)
     check = TokenRoles([a, ops])
-    caller = check.caller(HTTPAuthorizationCredentials(scheme="Bearer", credentials=SECRET_A))
+    caller = check.caller(
+        HTTPAuthorizationCredentials(scheme="Bearer", credentials=SECRET_A), _request()
+    )
     assert caller == Caller("team-a", "submit", "team-a")
     assert caller.sees("team-a") and not caller.sees("team-b") and caller.may_change()
     assert Caller("ops", "admin").sees("team-b")
@@ -139,3 +142,8 @@ def test_a_tenant_that_is_no_tenant_name_is_refused(monkeypatch: pytest.MonkeyPa
     listed = json.dumps([{"name": "x", "role": "read", "token": SECRET_A, "tenant": "Team A"}])
     with pytest.raises(ValidationError):
         _settings(monkeypatch, DOCLANE_API_TOKENS=listed)
+
+
+def _request() -> Request:
+    """A request's scope for the guard to note its caller in."""
+    return Request({"type": "http", "method": "GET", "path": "/", "headers": []})

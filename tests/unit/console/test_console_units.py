@@ -13,7 +13,7 @@ from fastapi import Response
 from starlette.requests import Request
 
 from errors import RoleForbidden, SignInThrottled
-from pipeline.api.auth import Caller
+from pipeline.api.auth import Caller, TokenRoles
 from pipeline.console.app import _local
 from pipeline.console.listing import PAGE_SIZE, BadFilter, ListQuery
 from pipeline.console.render import markdown_html
@@ -32,7 +32,9 @@ from pipeline.settings import read_settings
 
 def _ctx(token: str | None, tokens: str = "") -> SimpleNamespace:
     overrides = {"api_tokens": tokens} if tokens else {}
-    return SimpleNamespace(settings=read_settings(api=dict(api_token=token, **overrides)).api)
+    settings = read_settings(api=dict(api_token=token, **overrides)).api
+    guard = TokenRoles(settings.tokens())
+    return SimpleNamespace(settings=settings, store=SimpleNamespace(tokens=None), guard=guard)
 
 
 def _request(cookie: str | None = None) -> Request:

@@ -13,7 +13,7 @@ from errors import CATALOG, ERROR_CLASSES, JSONRPC_CODES, PipelineError, classif
 #: E402: the object store of results failed for now (the attempt is retried, nothing committed).
 #: E115: a tenant's queue was full; the same document may be submitted again once it drains.
 DESIGN_RETRYABLE = {
-    *("E107", "E115", "E204", "E302", "E303", "E308", "E309", "E314", "E401", "E402"),
+    *("E107", "E115", "E122", "E204", "E302", "E303", "E308", "E309", "E314", "E401", "E402"),
 }
 DESIGN_TRIPS_BREAKER = {"E204", "E302", "E303", "E308"}
 
