@@ -22,7 +22,11 @@ runtime, E4xx store) and the catalog's
     │   ├── ResultsExpired        E113  the results were deleted by retention
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
-    │   └── UnknownTenant         E116  no tenant of this name
+    │   ├── UnknownTenant         E116  no tenant of this name
+    │   ├── InvalidArgument       E117  a command's argument or a request's field
+    │   ├── JobStateForbids       E118  the job's state does not allow it
+    │   ├── NothingToConvert      E119  the sources named no document to convert
+    │   └── InvalidSetting        E120  a variable of the environment is not valid
     ├── ProtocolError          E2xx  JSON-RPC said no (wire code kept)
     │   ├── ParseError            E200  -32700, bad JSON, bad SSE
     │   ├── InvalidRequest        E201  -32600
@@ -52,7 +56,8 @@ runtime, E4xx store) and the catalog's
     │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
         ├── DatabaseUnavailable   E401                                         retryable
-        └── ResultStoreUnavailable E402 the object store of results failed    retryable
+        ├── ResultStoreUnavailable E402 the object store of results failed    retryable
+        └── MigrationRefused      E403  a migration file missing, changed, or failing
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -111,13 +116,18 @@ from errors._tree import (
     ExportFailed,
     InputError,
     InternalError,
+    InvalidArgument,
     InvalidOption,
     InvalidParams,
     InvalidRequest,
+    InvalidSetting,
     JobNotFound,
+    JobStateForbids,
     McpRuntimeError,
     MethodNotFound,
+    MigrationRefused,
     MissingCapability,
+    NothingToConvert,
     NotInitialized,
     ObjectAccessDenied,
     ObjectNotFound,
@@ -165,14 +175,19 @@ __all__ = [
     "ExportFailed",
     "InputError",
     "InternalError",
+    "InvalidArgument",
     "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
+    "InvalidSetting",
     "JobNotFound",
+    "JobStateForbids",
     "McpRuntimeError",
     "MethodNotFound",
+    "MigrationRefused",
     "MissingCapability",
     "NotInitialized",
+    "NothingToConvert",
     "ObjectAccessDenied",
     "ObjectNotFound",
     "OutputSchemaMismatch",

@@ -186,6 +186,34 @@ class UnknownTenant(InputError):
     code = "E116"
 
 
+class InvalidArgument(InputError):
+    """A command's argument or option (the CLI exits 2), or a request's field, is not valid."""
+
+    code = "E117"
+
+
+class JobStateForbids(InputError):
+    """What was asked of a job its state does not allow: the results of a job that has not
+    succeeded, cancelling a finished one, retrying a running one."""
+
+    code = "E118"
+
+
+class NothingToConvert(InputError):
+    """A submission whose sources named no document to convert (empty folders, folders of
+    other kinds of files, globs matching none of them), and refused no source either."""
+
+    code = "E119"
+
+
+class InvalidSetting(InputError, ValueError):
+    """A variable of the environment (or ``.env``) the settings tree cannot read: its name,
+    what it wants, never its value (which may be a secret). A ``ValueError`` too, as pydantic's
+    refusal it stands for was: the callers that read a setting and catch that keep working."""
+
+    code = "E120"
+
+
 # ---- E2xx: JSON-RPC protocol -----------------------------------------------------------------
 class ProtocolError(PipelineError):
     """The server's JSON-RPC layer said no, or said something unreadable."""
@@ -330,6 +358,12 @@ class ResultStoreUnavailable(StoreError):
     """The object store that keeps results (``DOCLANE_RESULT_STORE=s3://...``) failed."""
 
     code = "E402"
+
+
+class MigrationRefused(StoreError):
+    """The migrations on disk and in the database disagree, or one failed (``doclane db``)."""
+
+    code = "E403"
 
 
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:
