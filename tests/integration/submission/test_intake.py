@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from errors import DatabaseUnavailable, UnknownTenant
+from errors import DatabaseUnavailable, NothingToConvert, UnknownTenant
 from pipeline.jobs import Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, JobMessage, RecordingPublisher
@@ -385,3 +385,24 @@ def test_an_unknown_tenant_refuses_the_whole_submission_before_any_job(
     assert caught.value.code == "E116" and "nobody" in caught.value.message
     assert not publisher.messages
     assert sum(store.admin.count_by_state().values()) == 0
+
+
+def test_sources_that_name_no_document_are_e119_and_make_nothing(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """For every door alike (the CLI, the API's 422): a folder of hidden files and others'
+    kinds is an error with its code, not an empty success; a refused source is no such case."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / ".draft.md").write_text("# hidden\n")
+    (folder / "setup.exe").write_bytes(b"MZ")
+    publisher = RecordingPublisher()
+    with pytest.raises(NothingToConvert) as nothing:
+        enqueue(SubmissionRequest([str(folder)]), publisher=publisher, store=store)
+    assert nothing.value.code == "E119" and str(folder) in nothing.value.message
+    assert nothing.value.detail == {"skipped": {"hidden": 1, "unsupported": 1}, "duplicates": 0}
+    assert publisher.messages == [] and not any(store.reads.count_in_flight().values())
+    refused = enqueue(
+        SubmissionRequest([str(tmp_path / "missing.docx")]), publisher=publisher, store=store
+    )
+    assert [r.code for r in refused.rejected] == ["E101"] and refused.accepted == []
