@@ -23,6 +23,10 @@ runtime, E4xx store) and the catalog's
     │   ├── SignInThrottled       E114  console: too many failed sign-ins (429)
     │   ├── TenantQueueFull       E115  past the tenant's max_queued (API 429)   retryable
     │   ├── UnknownTenant         E116  no tenant of this name
+    │   ├── InvalidArgument       E117  a command's argument or a request's field
+    │   ├── JobStateForbids       E118  the job's state does not allow it
+    │   ├── NothingToConvert      E119  the sources named no document to convert
+    │   ├── InvalidSetting        E120  a variable of the environment is not valid
     │   ├── AmbiguousId           E121  a short id that more than one job (or submission) has
     │   ├── RateLimited           E122  past the caller's API rate (429)
     │   ├── IdempotencyKeyReused  E123  an Idempotency-Key sent with another body
@@ -56,7 +60,8 @@ runtime, E4xx store) and the catalog's
     │                                   job (cancelled, requeued): stop, write nothing
     └── StoreError             E4xx
         ├── DatabaseUnavailable   E401                                         retryable
-        └── ResultStoreUnavailable E402 the object store of results failed    retryable
+        ├── ResultStoreUnavailable E402 the object store of results failed    retryable
+        └── MigrationRefused      E403  a migration file missing, changed, or failing
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -119,13 +124,18 @@ from errors._tree import (
     IdempotencyKeyReused,
     InputError,
     InternalError,
+    InvalidArgument,
     InvalidOption,
     InvalidParams,
     InvalidRequest,
+    InvalidSetting,
     JobNotFound,
+    JobStateForbids,
     McpRuntimeError,
     MethodNotFound,
+    MigrationRefused,
     MissingCapability,
+    NothingToConvert,
     NotInitialized,
     ObjectAccessDenied,
     ObjectNotFound,
@@ -177,14 +187,19 @@ __all__ = [
     "IdempotencyKeyReused",
     "InputError",
     "InternalError",
+    "InvalidArgument",
     "InvalidOption",
     "InvalidParams",
     "InvalidRequest",
+    "InvalidSetting",
     "JobNotFound",
+    "JobStateForbids",
     "McpRuntimeError",
     "MethodNotFound",
+    "MigrationRefused",
     "MissingCapability",
     "NotInitialized",
+    "NothingToConvert",
     "ObjectAccessDenied",
     "ObjectNotFound",
     "OutputSchemaMismatch",

@@ -124,10 +124,45 @@ _ENTRIES = (
         retryable=False,
     ),
     CatalogEntry(
+        "E117",
+        "invalid argument",
+        "A command's argument or option, or a request's field, is not valid; nothing was done.",
+        "Fix it as the message says (`doclane COMMAND --help` lists a command's arguments).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E118",
+        "not possible in the job's state",
+        "The job's state does not allow this: only a succeeded job has results, only a waiting "
+        "or running job can be cancelled, a running job cannot be retried.",
+        "Check the job's state (doclane status JOB); wait for it to finish, or retry a failed "
+        "one (doclane retry JOB).",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E119",
+        "nothing to convert",
+        "The sources named no document doclane converts: their folders are empty, or hold only "
+        "hidden files or files of other kinds; nothing was submitted.",
+        "Name documents, or folders that hold them (PDF, DOCX, XLSX, PPTX, HTML, Markdown, CSV "
+        "or images); the skipped counts say what was passed over.",
+        retryable=False,
+    ),
+    CatalogEntry(
+        "E120",
+        "invalid setting",
+        "A setting read from the environment (or .env) is not valid; the command did not start.",
+        "Fix the variable the message names (docs/configuration.md says what each one takes).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E121",
         "ambiguous short id",
         "More than one job (or submission) has an id that starts with these characters.",
         "Give more of the id, or all of it (doclane jobs --json and the API show ids in full).",
+        retryable=False,
+    ),
+    CatalogEntry(
         "E122",
         "rate limit exceeded",
         "This caller sent more API requests than its rate allows; this one was not served.",
@@ -321,6 +356,16 @@ _ENTRIES = (
         "The job database could not be reached.",
         "Retried automatically; check PostgreSQL and DOCLANE_DATABASE_URL.",
         retryable=True,
+    ),
+    CatalogEntry(
+        "E403",
+        "migration refused",
+        "The database's schema could not be migrated: a migration file is missing, misnamed or "
+        "changed since it was applied, or it failed.",
+        "Restore a changed file as released (an applied migration is never edited: add a new "
+        "one), check DOCLANE_MIGRATIONS_DIR, or fix what the failure names; then run "
+        "doclane db migrate again.",
+        retryable=False,
     ),
     CatalogEntry(
         "E108",

@@ -186,11 +186,41 @@ class UnknownTenant(InputError):
     code = "E116"
 
 
+class InvalidArgument(InputError):
+    """A command's argument or option (the CLI exits 2), or a request's field, is not valid."""
+
+    code = "E117"
+
+
+class JobStateForbids(InputError):
+    """What was asked of a job its state does not allow: the results of a job that has not
+    succeeded, cancelling a finished one, retrying a running one."""
+
+    code = "E118"
+
+
+class NothingToConvert(InputError):
+    """A submission whose sources named no document to convert (empty folders, folders of
+    other kinds of files, globs matching none of them), and refused no source either."""
+
+    code = "E119"
+
+
+class InvalidSetting(InputError, ValueError):
+    """A variable of the environment (or ``.env``) the settings tree cannot read: its name,
+    what it wants, never its value (which may be a secret). A ``ValueError`` too, as pydantic's
+    refusal it stands for was: the callers that read a setting and catch that keep working."""
+
+    code = "E120"
+
+
 class AmbiguousId(InputError):
     """A short id (the first characters of a job's or a submission's id) that more than one
     has: refused rather than guessed, since a command would act on the wrong job."""
 
     code = "E121"
+
+
 class RateLimited(InputError):
     """A caller past its rate of API requests (DOCLANE_API_RATE_LIMIT): 429, ``retry_after``
     seconds until its window has room. Not the tenant's queue quota (E115)."""
@@ -355,6 +385,12 @@ class ResultStoreUnavailable(StoreError):
     """The object store that keeps results (``DOCLANE_RESULT_STORE=s3://...``) failed."""
 
     code = "E402"
+
+
+class MigrationRefused(StoreError):
+    """The migrations on disk and in the database disagree, or one failed (``doclane db``)."""
+
+    code = "E403"
 
 
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:

@@ -32,11 +32,12 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ByteSize, SecretStr
+from pydantic import BaseModel, ByteSize, SecretStr
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from errors import CATALOG, JSONRPC_CODES, CatalogEntry
+from pipeline.support.settings import environment_names
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_DIR = ROOT / "docs"
@@ -137,17 +138,6 @@ def settings_classes() -> list[type[BaseModel]]:
 
     sections: list[type[BaseModel]] = list(Settings.sections().values())
     return sorted(sections, key=lambda c: (c.__module__, c.__qualname__))
-
-
-def environment_names(cls: type[BaseModel], name: str, field: FieldInfo) -> tuple[str, ...]:
-    """The environment variables a field is read from."""
-    alias = field.validation_alias
-    if isinstance(alias, AliasChoices):
-        return tuple(str(c) for c in alias.choices if str(c).isupper())
-    if isinstance(alias, str):
-        return (alias.upper(),)
-    prefix = str(cls.model_config.get("env_prefix", ""))
-    return (f"{prefix}{name}".upper(),)
 
 
 def _format_value(value: Any) -> str:
@@ -291,7 +281,7 @@ def describe(cls: type[BaseModel]) -> Iterator[Setting]:
     table = _docstring_table(sys.modules[cls.__module__])
     examples = _env_example_comments()
     for name, field in cls.model_fields.items():
-        names = environment_names(cls, name, field)
+        names = environment_names(cls, name)
         meaning = (
             field.description
             or comments.get(name)

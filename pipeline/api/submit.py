@@ -236,10 +236,11 @@ def submission_detail(answer: SubmitResponse) -> dict[str, Any]:
 def submission_response(
     answer: SubmitResponse, *, retry_after: Callable[[int], int] | None = None
 ) -> JSONResponse:
-    """202 with the answer when a source was accepted or none was refused (an empty folder);
-    when every source was refused, an error with the first refusal's code, and the answer (each
-    refused source with its code) as its detail: 429 when every one was refused for the
-    tenant's quota (E115), with ``Retry-After: retry_after(refused)`` seconds."""
+    """202 with the answer when a source was accepted (sources that named no document at
+    all never get here: E119, 422); when every source was refused, an error with the first
+    refusal's code, and the answer (each refused source with its code) as its detail: 429 when
+    every one was refused for the tenant's quota (E115), with ``Retry-After:
+    retry_after(refused)`` seconds."""
     body = answer.model_dump(mode="json")
     if answer.accepted or not answer.rejected:
         return JSONResponse(body, status_code=202)

@@ -12,14 +12,20 @@ from __future__ import annotations
 import gc
 import importlib
 import logging
+import sys
 from collections.abc import Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from typer._click import Command, Context  # typer's own click, which its groups hold
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
+from typer.exceptions import Abort
 
-from .output import AS_JSON, echo_json
+from .output import AS_JSON, echo_json, fail
+
+if TYPE_CHECKING:  # the catalog is loaded when a command fails
+    from errors import PipelineError
 
 #: (module, group name or None, the commands it defines), in ``doclane --help``'s order. A
 #: group's module defines ``app`` as that group (``doclane mcp tools``); with None, its
@@ -131,10 +137,53 @@ def main() -> None:
     # are in (``_root``); a worker's pool processes, forked after that, share them untouched.
     gc.disable()
     try:
-        app()
+        sys.exit(_run(sys.argv[1:]))
     finally:
         # Leaving, the interpreter would take apart every object the imports made, cycle by
         # cycle: 0.2 s of every command's time on this kind of machine. Frozen, they go with
         # the process; atexit handlers (logging's flush among them) and the flush of stdout
         # and stderr still run, and every command closes its own connections before this.
         gc.freeze()
+
+
+def _run(args: list[str]) -> int:
+    """The command's exit status. Every failure leaves as a catalog error, printed by
+    ``output``: click's own refusals of the command line (an unknown option, a missing
+    argument) as E117, and a catalog error no command caught (a bug: each says its own) as
+    itself, never as a traceback."""
+    as_json = "--json" in args
+    try:
+        status = app(args=args, standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # ``doclane`` or a group alone: its help, as asked
+        exc.show()
+        return exc.exit_code
+    except UsageError as exc:
+        if not as_json and exc.ctx is not None:
+            typer.echo(exc.ctx.get_usage(), err=True)
+            typer.echo(f"Try '{exc.ctx.command_path} --help' for help.", err=True)
+        return _failed(_invalid_argument(exc.format_message()), as_json, exit_code=exc.exit_code)
+    except ClickException as exc:
+        return _failed(_invalid_argument(exc.format_message()), as_json, exit_code=exc.exit_code)
+    except Abort:
+        typer.echo("Aborted!", err=True)
+        return 1
+    except Exception as exc:
+        from errors import PipelineError
+
+        if not isinstance(exc, PipelineError):
+            raise
+        return _failed(exc, as_json, exit_code=1)
+    return status if isinstance(status, int) else 0
+
+
+def _invalid_argument(message: str) -> PipelineError:
+    from errors import InvalidArgument
+
+    return InvalidArgument(message)
+
+
+def _failed(exc: PipelineError, as_json: bool, *, exit_code: int) -> int:
+    try:
+        fail(exc, as_json, exit_code=exit_code)
+    except typer.Exit as printed:
+        return printed.exit_code

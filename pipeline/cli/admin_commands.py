@@ -17,7 +17,7 @@ from pipeline.admin import Stats, collect_stats
 from pipeline.jobs import Job, JobState, check_tenant_name
 from pipeline.support import tracing
 
-from .output import AS_JSON, echo_json, render_tenants, usage_error
+from .output import AS_JSON, echo_json, fail, render_tenants, usage_error
 from .settings import command_settings
 from .store_access import job_filter, open_store, parse_submission_id
 from .wiring import broker_fleet, celery_publisher, counted_fleet
@@ -198,11 +198,14 @@ def api(
     tree = command_settings(api=overrides)
     settings = tree.api
     if not settings.tokens():
-        usage_error(
+        from errors import InvalidSetting
+
+        unset = InvalidSetting(
             "DOCLANE_API_TOKEN is not set, nor DOCLANE_API_TOKENS: set the tokens clients must "
             "send (DOCLANE_API_TOKENS=name:role:token,...)",
-            False,
+            detail={"variables": ["DOCLANE_API_TOKEN", "DOCLANE_API_TOKENS"]},
         )
+        fail(unset, False)
     with (
         open_store(False) as store,
         celery_publisher() as publisher,

@@ -7,7 +7,7 @@ from typing import Any, NoReturn
 
 import typer
 
-from errors import PipelineError
+from errors import MigrationRefused, PipelineError
 from pipeline.store import (
     MigrationError,
     MigrationState,
@@ -19,7 +19,7 @@ from pipeline.store import (
     migration_status,
 )
 
-from .output import AS_JSON, echo_json
+from .output import AS_JSON, echo_json, fail
 from .settings import command_settings
 
 app = typer.Typer(
@@ -123,15 +123,6 @@ def _status_dict(s: MigrationStatus) -> dict[str, Any]:
     }
 
 
-def _fail(exc: Exception, settings: StoreSettings, as_json: bool) -> NoReturn:
-    if isinstance(exc, PipelineError):
-        error: dict[str, Any] = exc.to_dict()
-        text = f"{exc.code}: {exc.message}\n{exc.action}"
-    else:
-        error = {"code": None, "title": "migration refused", "message": str(exc)}
-        text = f"migration refused: {exc}"
-    if as_json:
-        echo_json({"database": mask_conninfo(settings.conninfo()), "error": error})
-    else:
-        typer.echo(text, err=True)
-    raise typer.Exit(1)
+def _fail(exc: PipelineError | MigrationError, settings: StoreSettings, as_json: bool) -> NoReturn:
+    error = exc if isinstance(exc, PipelineError) else MigrationRefused(str(exc))
+    fail(error, as_json, context={"database": mask_conninfo(settings.conninfo())})

@@ -1,7 +1,7 @@
 """``doclane submit | status | result | cancel | retry``: a submitter's commands.
 
 ``submit`` validates every source, commits the jobs, then publishes their ids; ``--wait``
-follows them to the end with a progress bar (on stderr, so ``--json`` stays clean on stdout).
+follows them to the end (``waiting``: progress on stderr, so ``--json`` stays clean on stdout).
 Exit codes for scripts: 0 when every source became a job (and, with ``--wait``, every job
 succeeded), 1 when some source was refused or some job did not succeed, 2 for usage errors.
 """
@@ -9,14 +9,13 @@ succeeded), 1 when some source was refused or some job did not succeed, 2 for us
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 from uuid import UUID
 
 import typer
 
-from errors import PipelineError
+from errors import PipelineError, error_for
 from pipeline.access.audit import audited_cli
 from pipeline.jobs import (
     ConversionOptions,
@@ -33,9 +32,10 @@ from pipeline.submission import Submission, enqueue
 from pipeline.submission.door import door_for
 from pipeline.support import tracing
 
-from .output import AS_JSON, echo_json, fail, usage_error
+from .output import AS_JSON, echo_json, fail, state_error, usage_error
 from .settings import command_settings
 from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
+from .waiting import say_gave_up, wait_for
 from .wiring import celery_publisher
 
 if TYPE_CHECKING:
@@ -146,51 +146,26 @@ def submit(
             )
         except PipelineError as exc:
             fail(exc, as_json)
-        jobs = None
+        waited = None
         if wait:
-            show_bar = not as_json or sys.stderr.isatty()
-            jobs = _wait(store, submission, timeout, show_bar=show_bar)
+            waited = wait_for(
+                store, submission.job_ids, timeout, resilience=tree.resilience, quiet=as_json
+            )
+    jobs = waited.jobs if waited is not None else None
     ok = not submission.rejected and (jobs is None or all(_succeeded(j) for j in jobs))
     if as_json:
         out = {"ok": ok, **submission.to_dict()}
-        if jobs is not None:
-            out["jobs"] = [_job_summary(j) for j in jobs]
+        if waited is not None:
+            out["jobs"] = [_job_summary(j) for j in waited.jobs]
+            if waited.gave_up is not None:
+                out["wait"] = waited.gave_up.to_dict()
         echo_json(out)
     else:
         _print_submission(submission, jobs)
+        if waited is not None and waited.gave_up is not None:
+            say_gave_up(waited.gave_up)
     if not ok:
         raise typer.Exit(1)
-
-
-def _wait(
-    store: JobStore, submission: Submission, timeout: float | None, *, show_bar: bool
-) -> list[Job]:
-    """Poll until every job has finished (or ``timeout``), then read them whole once.
-
-    Each poll asks only which of the jobs still waited for have finished (ids, not rows): with
-    a thousand jobs, reading and validating every row twice a second took a core's worth of
-    time from the workers on a small machine.
-    """
-    ids = list(dict.fromkeys(submission.job_ids))
-    waiting = set(ids)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    from tqdm import tqdm
-
-    bar = tqdm(total=len(ids), unit="job", desc="converting", file=sys.stderr, disable=not show_bar)
-    try:
-        failed = 0
-        while waiting:
-            finished = store.reads.finished_among(waiting)
-            waiting -= finished.keys()
-            failed += sum(1 for state in finished.values() if state is not JobState.SUCCEEDED)
-            bar.update(len(ids) - len(waiting) - bar.n)
-            bar.set_postfix(failed=failed, refresh=False)
-            if not waiting or (deadline is not None and time.monotonic() >= deadline):
-                break
-            time.sleep(0.5)  # polling the database for the progress bar
-        return store.reads.get_jobs(ids)
-    finally:
-        bar.close()
 
 
 def _succeeded(job: Job) -> bool:
@@ -328,10 +303,8 @@ def result(
 def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
     job = get_job(store, jid, as_json)
     if job.state is JobState.SUCCEEDED:
-        message = f"job {jid} has no {fmt} result (it has: {', '.join(job.formats)})"
-    else:
-        message = f"job {jid} is {_state_text(job)}: no results"
-    usage_error(message, as_json, code=1)
+        usage_error(f"job {jid} has no {fmt} result (it has: {', '.join(job.formats)})", as_json)
+    state_error(f"job {jid} is {_state_text(job)}: no results", as_json)
 
 
 # ---- cancel and retry --------------------------------------------------------------------------
@@ -351,7 +324,7 @@ def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
             trail["outcome"] = "ok" if cancellation is not None else "wrong_state"
         if cancellation is None:
             job = get_job(store, jid, as_json)
-            usage_error(f"job {jid} is already {job.state.value}", as_json, code=1)
+            state_error(f"job {jid} is already {job.state.value}", as_json)
     running = cancellation.previous_state is JobState.RUNNING
     if as_json:
         out = {
@@ -404,9 +377,10 @@ def retry(
         except JobNotFound:
             no_such_job(jid, as_json)
         except WrongState as exc:
-            usage_error(str(exc), as_json, code=1)
-    if outcome.action == "refused":
-        usage_error(f"{outcome.code}: {outcome.message}", as_json, code=1)
+            state_error(str(exc), as_json)
+    if outcome.action == "refused":  # the source no longer passes its checks: its own code
+        refused = error_for(outcome.code or "E399", outcome.message, detail={"retry_of": str(jid)})
+        fail(refused, as_json)
     if as_json:
         out: dict[str, Any] = {"ok": True, "job_id": str(outcome.job_id), "action": outcome.action}
         if outcome.action == "resubmitted":

@@ -1,7 +1,9 @@
 """How every doclane command speaks to scripts: ``--json`` for one JSON object, else text.
 
-Scripts read the exit status (1: the operation failed, 2: the command was used wrongly) and,
-with ``--json``, ``{"ok": false, "error": {...}}`` on stdout, the catalog error's ``to_dict()``.
+Every failure is a catalog error, printed here and nowhere else: scripts read the exit status
+(1: the operation failed, 2: the command was used wrongly, E117) and, with ``--json``,
+``{"ok": false, "error": {...}}`` on stdout, the catalog error's ``to_dict()`` (its ``code``,
+``message``, ``retryable`` and ``action``); people read the same on stderr.
 The catalog is only named for the type checker: the root imports this module for ``version``'s
 ``--json``, and loading the error catalog would cost every command that never fails.
 """
@@ -9,6 +11,7 @@ The catalog is only named for the type checker: the root imports this module for
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
@@ -29,28 +32,44 @@ def echo_json(value: Any) -> None:
 
 
 def echo_error(exc: PipelineError, *, prefix: str = "") -> None:
-    """A catalog error for people, on stderr: its code, title and message, then what to do
-    about it (under the message when ``prefix`` numbers the line)."""
+    """A catalog error for people, on stderr: its code, title and message, then whether it is
+    worth trying again and what to do about it (under the message when ``prefix`` numbers the
+    line)."""
+    again = "retryable" if exc.retryable else "not retryable"
     typer.echo(f"{prefix}{exc.code} {exc.entry.title}: {exc.message}", err=True)
-    typer.echo(f"{' ' * len(prefix)}{exc.action}", err=True)
+    typer.echo(f"{' ' * len(prefix)}{again}: {exc.action}", err=True)
 
 
-def fail(exc: PipelineError, as_json: bool) -> NoReturn:
-    """A catalog error: its code, title, message, and what to do about it."""
+def fail(
+    exc: PipelineError,
+    as_json: bool,
+    *,
+    exit_code: int = 1,
+    context: Mapping[str, Any] | None = None,
+) -> NoReturn:
+    """End the command with a catalog error: its code, title, message, whether it is
+    retryable, and what to do about it; with ``--json``, ``{"ok": false, "error": ...}`` and
+    the ``context`` (what the command was at, e.g. its database)."""
     if as_json:
-        echo_json({"ok": False, "error": exc.to_dict()})
+        echo_json({"ok": False, **(context or {}), "error": exc.to_dict()})
     else:
         echo_error(exc)
-    raise typer.Exit(1)
+    raise typer.Exit(exit_code)
 
 
-def usage_error(message: str, as_json: bool, *, code: int = 2) -> NoReturn:
-    """Not a catalog error: a bad argument, a missing job, a job in the wrong state."""
-    if as_json:
-        echo_json({"ok": False, "error": {"code": None, "message": message}})
-    else:
-        typer.echo(message, err=True)
-    raise typer.Exit(code)
+def usage_error(message: str, as_json: bool) -> NoReturn:
+    """The command was used wrongly (a bad argument or option): E117, exit 2."""
+    from errors import InvalidArgument
+
+    fail(InvalidArgument(message), as_json, exit_code=2)
+
+
+def state_error(message: str, as_json: bool) -> NoReturn:
+    """The job's state does not allow what was asked (cancel a finished job, read the results
+    of one that has not succeeded): E118, exit 1."""
+    from errors import JobStateForbids
+
+    fail(JobStateForbids(message), as_json)
 
 
 def render_tenants(figures: list[TenantFigures]) -> str:

@@ -4,7 +4,8 @@ Every command that reads or writes jobs opens its store through :func:`open_stor
 reports a catalog error (the database unreachable, its schema missing: "run ``doclane db
 migrate``") as ``output.fail`` does, and closes the store whatever happens. A job's id (or a
 unique prefix of it, as the console shows ids) and the filters of ``doclane jobs`` and
-``doclane retry --failed`` are checked here, a bad one being a usage error.
+``doclane retry --failed`` are checked here, a bad one being a usage error (E117); an id no
+job has is E108, a prefix more than one has E121.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import NoReturn
 from uuid import UUID
 
-from errors import PipelineError
+from errors import JobNotFound, PipelineError
 from pipeline.jobs import Job, JobState
 from pipeline.store import JobFilter, JobStore
 
@@ -61,11 +62,12 @@ def parse_submission_id(store: JobStore, text: str, as_json: bool) -> UUID:
 
 
 def no_such_job(jid: UUID, as_json: bool) -> NoReturn:
-    usage_error(f"no job {jid}: check the id (doclane jobs lists them)", as_json, code=1)
+    """E108, as the API answers it (404)."""
+    fail(JobNotFound(f"no job {jid}", detail={"job_id": str(jid)}), as_json)
 
 
 def get_job(store: JobStore, jid: UUID, as_json: bool) -> Job:
-    """The job, or a usage error (exit 1) when there is none."""
+    """The job, or E108 (exit 1) when there is none."""
     job = store.reads.get_job(jid)
     if job is None:
         no_such_job(jid, as_json)

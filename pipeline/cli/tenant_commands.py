@@ -4,7 +4,8 @@ Kept in PostgreSQL (``tenants``), so every worker obeys a change at its next cla
 submitter at its next chunk: ``--max-running 0`` pauses a tenant's conversions (its jobs wait,
 nothing is lost) and raising it resumes them; ``--max-queued N`` refuses documents past N
 queued jobs (E115); ``--weight W`` serves the tenant W times as often as a tenant of weight 1
-when both have work. ``none`` clears a limit. ``list`` shows each tenant with its jobs now.
+when both have work. ``none`` clears a limit. ``list`` (or ``doclane tenants`` alone) shows
+each tenant with its jobs now.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from .store_access import open_store
 from .wiring import celery_publisher
 
 app = typer.Typer(add_completion=False, help="Tenants: weights, running caps, queue quotas.")
+
+
+@app.callback(invoke_without_command=True)
+def _tenants(ctx: typer.Context, as_json: bool = AS_JSON) -> None:
+    """Tenants: weights, running caps, queue quotas; alone, ``doclane tenants`` lists them."""
+    if ctx.invoked_subcommand is None:
+        list_tenants(as_json)
+
 
 _LIMIT_HELP = "a number, or none for no limit"
 

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+)
 
 from pipeline.admin.settings import AdminSettings
 from pipeline.jobs.settings import ReconcileSettings, SubmitSettings
@@ -25,7 +31,7 @@ from pipeline.sources.settings import SourceSettings
 from pipeline.store.settings import StoreSettings
 from pipeline.support.logs import LogSettings
 from pipeline.support.secrets import SecretSettings
-from pipeline.support.settings import ENV_FILE, Section, environment_values
+from pipeline.support.settings import ENV_FILE, Section, environment_values, invalid_setting
 from pipeline.webhooks.settings import WebhookSettings
 
 
@@ -98,5 +104,12 @@ class _SectionsSource(PydanticBaseSettingsSource):
 def read_settings(**sections: Any) -> Settings:
     """The environment (and ``.env``) as the settings tree; a keyword names a section and gives
     it values that win over the environment's (``store={"database_url": url}``), or the whole
-    section (``store=StoreSettings(...)``)."""
-    return Settings(**sections)
+    section (``store=StoreSettings(...)``).
+
+    A value the tree cannot take is one catalog error, E120 (:class:`errors.InvalidSetting`),
+    naming each variable at fault and what it wants: the composition roots print it as any
+    failure, and a worker or ``doclane api`` stops with it rather than with pydantic's trace."""
+    try:
+        return Settings(**sections)
+    except (ValidationError, SettingsError) as exc:
+        raise invalid_setting(exc, Settings.sections()) from None

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
 
-from errors import DatabaseUnavailable, InputError, TenantQueueFull, UnknownTenant
+from errors import DatabaseUnavailable, InputError, NothingToConvert, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import WAKE_BELLS, Publisher, bells_for, queue_for, ring
@@ -132,9 +132,10 @@ def enqueue(
     process's, :func:`~.door.admit`) finds that no configured server can give its
     formats with its options (E305), when its webhook (default ``DOCLANE_WEBHOOK_URL``,
     told when each new job ends, :mod:`pipeline.webhooks`) is an address the policy refuses
-    (E104), or when its tenant does not exist (E116). A source past its tenant's quota of
-    queued jobs (``max_queued``) is refused alone with E115, like a source that fails its
-    checks: the sources before it within the quota are jobs.
+    (E104), or when its tenant does not exist (E116); and after, when its sources named no
+    document at all (E119: empty folders, and no source refused either). A source past its
+    tenant's quota of queued jobs (``max_queued``) is refused alone with E115, like a source
+    that fails its checks: the sources before it within the quota are jobs.
     """
     sources_cfg = source_settings or SourceSettings.from_environment()
     webhook = (
@@ -178,8 +179,24 @@ def enqueue(
             job_store.close()
     submission.skipped = dict(expansion.skipped)
     submission.duplicates = expansion.duplicates
+    if not submission.accepted and not submission.rejected:
+        raise _nothing_to_convert(request, submission, shown)
     _log_submission(submission)
     return submission
+
+
+def _nothing_to_convert(
+    request: SubmissionRequest, submission: Submission, shown: Callable[[str], str]
+) -> NothingToConvert:
+    """E119: folders (or globs, or ``s3://`` prefixes) that held no document, and no source
+    refused either: a submitter who named the wrong folder is told so, not handed an empty
+    success. The sources as they may be shown (a secret in an address masked)."""
+    named = ", ".join(shown(str(source)) for source in request.sources)
+    passed = ", ".join(f"{n} {why}" for why, n in sorted(submission.skipped.items()))
+    return NothingToConvert(
+        f"no document to convert in {named}" + (f" (skipped: {passed})" if passed else ""),
+        detail={"skipped": dict(submission.skipped), "duplicates": submission.duplicates},
+    )
 
 
 def _log_submission(submission: Submission) -> None:

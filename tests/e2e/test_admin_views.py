@@ -142,9 +142,10 @@ class TestARunWithSuccessesAndE101Failures:
         newest = cluster.cli_json("jobs", "--limit", "2")["jobs"]
         assert len(newest) == 2 and newest[0]["created_at"] >= newest[1]["created_at"]
 
-    def test_doclane_jobs_refuses_a_bad_since_in_one_line(self, finished_run: Run) -> None:
+    def test_doclane_jobs_refuses_a_bad_since_with_its_code(self, finished_run: Run) -> None:
         bad = finished_run.cluster.cli("jobs", "--since", "yesterday", check=False)
-        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 2 and "Traceback" not in bad.stderr
+        assert bad.stderr.startswith("E117 invalid argument: ")  # then what to do
 
     def test_the_http_stats(self, finished_run: Run) -> None:
         http_stats = with_a_live_worker(lambda: finished_run.api.get("/v1/stats").json())

@@ -7,14 +7,15 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-import click
 import pytest
-from click.testing import CliRunner
+import typer
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
+from typer.testing import CliRunner
 
 import pipeline
 import workers
+from errors import InvalidSetting
 from pipeline.cli.settings import command_settings
 from pipeline.resilience import ResilienceSettings
 from pipeline.settings import Settings, read_settings
@@ -74,10 +75,26 @@ def test_an_empty_variable_means_what_its_section_says(monkeypatch: pytest.Monke
     assert settings.resilience.redis_url == ""
 
 
-def test_a_wrong_value_names_its_section_and_field(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_wrong_value_is_one_catalog_error_naming_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("DOCLANE_RETRY_MAX_TRIES", "0")
-    with pytest.raises(ValidationError, match=r"resilience\.retry_max_tries"):
+    with pytest.raises(InvalidSetting) as refused:
         read_settings()
+    assert refused.value.code == "E120" and refused.value.message == (
+        "DOCLANE_RETRY_MAX_TRIES: Input should be greater than or equal to 1"
+    )
+    assert refused.value.detail == {"variables": ["DOCLANE_RETRY_MAX_TRIES"]}
+    assert isinstance(refused.value, ValueError)  # what pydantic's refusal was, for its callers
+
+
+def test_a_section_read_alone_names_its_variable_as_the_tree_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("DOCLANE_RETRY_MAX_TRIES", "many")
+    monkeypatch.setenv("DOCLANE_REDIS_URL", "redis://127.0.0.1:6379/0")
+    with pytest.raises(InvalidSetting, match=r"^E120: DOCLANE_RETRY_MAX_TRIES: Input should be"):
+        ResilienceSettings.from_environment()
 
 
 def test_a_wrong_value_read_through_the_tree_shows_no_secret(
@@ -86,9 +103,9 @@ def test_a_wrong_value_read_through_the_tree_shows_no_secret(
     secret = "s3cr3t-" + "x" * 24
     # A token as a list, not an object: the item refused is the whole item, secret and all.
     monkeypatch.setenv("DOCLANE_API_TOKENS", f'[["ci", "read", "{secret}"]]')
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(InvalidSetting) as refused:
         read_settings()
-    assert "api" in str(refused.value) and secret not in str(refused.value)
+    assert "DOCLANE_API_TOKENS[0]" in str(refused.value) and secret not in str(refused.value)
 
 
 class Listed(BaseModel):
@@ -142,8 +159,10 @@ def test_a_command_run_reads_the_tree_once_and_the_next_run_reads_it_again(
 ) -> None:
     seen: list[tuple[Settings, Settings]] = []
 
-    @click.command()
-    def probe() -> None:
+    probe = typer.Typer()  # a typer command, as doclane's are (typer's own click runs it)
+
+    @probe.command()
+    def run() -> None:
         seen.append((command_settings(), command_settings(store={"pool_max_size": 9})))
 
     for tries in ("4", "6"):

@@ -95,11 +95,13 @@ def test_an_unknown_or_malformed_job_id(
     unknown = "0d6a0a56-3a3c-4a43-9c5e-1b7c2a0d0e11"
     for command in ("status", "retry"):
         done = doclane(command, unknown, env=env, cwd=tmp_path)
-        assert done.returncode == 1 and done.stderr.strip() == (
-            f"no job {unknown}: check the id (doclane jobs lists them)"
-        )
+        assert done.returncode == 1 and done.stderr.splitlines() == [
+            f"E108 job not found: no job {unknown}",
+            "not retryable: Check the id (doclane jobs, or GET /v1/jobs, lists them).",
+        ]
     bad = doclane("status", "nope", env=env, cwd=tmp_path)
-    assert bad.returncode == 2 and "not a job id" in bad.stderr and "Traceback" not in bad.stderr
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr
+    assert bad.stderr.startswith("E117 invalid argument: not a job id")
     both = doclane("retry", unknown, "--failed", env=env, cwd=tmp_path)
     assert both.returncode == 2 and "either a job id or --failed" in both.stderr
     nothing = json.loads(doclane("retry", "--failed", "--json", env=env, cwd=tmp_path).stdout)
@@ -108,4 +110,5 @@ def test_an_unknown_or_malformed_job_id(
 
 def test_the_api_refuses_to_start_without_a_token(tmp_path: Path) -> None:
     done = doclane("api", "--port", "0", env={"DOCLANE_API_TOKEN": ""}, cwd=tmp_path)
-    assert done.returncode == 2 and "DOCLANE_API_TOKEN is not set" in done.stderr
+    assert done.returncode == 1
+    assert done.stderr.startswith("E120 invalid setting: DOCLANE_API_TOKEN is not set")

@@ -10,7 +10,7 @@ from uuid import UUID
 
 import pytest
 
-from errors import DatabaseUnavailable, UnknownTenant
+from errors import DatabaseUnavailable, NothingToConvert, UnknownTenant
 from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionRequest
 from pipeline.profiles import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, Wakeup
@@ -416,3 +416,22 @@ def test_a_page_range_past_a_pdfs_end_refuses_that_pdf_alone_before_it_is_a_job(
         store=store,
     )
     assert fits.rejected == [] and len(fits.accepted) == 1
+def test_sources_that_name_no_document_are_e119_and_make_nothing(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """For every door alike (the CLI, the API's 422): a folder of hidden files and others'
+    kinds is an error with its code, not an empty success; a refused source is no such case."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / ".draft.md").write_text("# hidden\n")
+    (folder / "setup.exe").write_bytes(b"MZ")
+    publisher = RecordingPublisher()
+    with pytest.raises(NothingToConvert) as nothing:
+        enqueue(SubmissionRequest([str(folder)]), publisher=publisher, store=store)
+    assert nothing.value.code == "E119" and str(folder) in nothing.value.message
+    assert nothing.value.detail == {"skipped": {"hidden": 1, "unsupported": 1}, "duplicates": 0}
+    assert publisher.messages == [] and not any(store.reads.count_in_flight().values())
+    refused = enqueue(
+        SubmissionRequest([str(tmp_path / "missing.docx")]), publisher=publisher, store=store
+    )
+    assert [r.code for r in refused.rejected] == ["E101"] and refused.accepted == []

@@ -6,11 +6,10 @@ import json
 
 import pytest
 from fastapi.security import HTTPAuthorizationCredentials
-from pydantic import ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from errors import RoleForbidden
+from errors import InvalidSetting, RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.settings.api import ApiSettings
 
@@ -68,7 +67,7 @@ def test_the_single_token_is_an_admin_beside_the_listed_ones(
 def test_a_wrong_token_list_is_refused_without_its_secrets(
     monkeypatch: pytest.MonkeyPatch, listed: str
 ) -> None:
-    with pytest.raises(ValidationError) as refused:
+    with pytest.raises(InvalidSetting) as refused:
         _settings(monkeypatch, DOCLANE_API_TOKENS=listed)
     assert SECRET_A not in str(refused.value) and SECRET_B not in str(refused.value)
 
@@ -140,7 +139,7 @@ def test_a_json_token_may_carry_a_tenant_and_the_caller_keeps_it(
 
 def test_a_tenant_that_is_no_tenant_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     listed = json.dumps([{"name": "x", "role": "read", "token": SECRET_A, "tenant": "Team A"}])
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidSetting, match=r"DOCLANE_API_TOKENS\[0\]\.tenant"):
         _settings(monkeypatch, DOCLANE_API_TOKENS=listed)
 
 

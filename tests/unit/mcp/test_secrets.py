@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from pydantic import ValidationError
 
+from errors import InvalidSetting
 from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings
 from pipeline.settings import read_settings
 from tests.unit.mcp.scripted import ScriptedServer
@@ -61,13 +61,13 @@ def test_auth_without_a_secret_is_refused(
 ) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", kind)
     monkeypatch.setenv("DOCLING_MCP_API_KEY", "")
-    with pytest.raises(ValidationError, match=needed):
+    with pytest.raises(InvalidSetting, match=needed):
         _ = read_settings().mcp
 
 
 def test_unknown_auth_kind_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DOCLING_MCP_AUTH", "basic")
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidSetting, match="DOCLING_MCP_AUTH"):
         _ = read_settings().mcp
 
 

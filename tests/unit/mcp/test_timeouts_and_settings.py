@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from pydantic import ValidationError
 
+from errors import InvalidSetting
 from pipeline.mcp import CallTimeouts, McpClient, McpSettings, normalize_endpoint, origin_of
 from pipeline.settings import read_settings
 from pipeline.support.secrets import mask_address
@@ -97,7 +97,7 @@ def test_several_origins_make_a_pool(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("bad", ["", "ftp://x", "not a url", "http://"])
 def test_bad_origins_are_refused(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     monkeypatch.setenv("DOCLING_MCP_ORIGIN", bad)
-    with pytest.raises(ValidationError):
+    with pytest.raises(InvalidSetting, match="DOCLING_MCP_ORIGIN"):
         _ = read_settings().mcp
 
 
