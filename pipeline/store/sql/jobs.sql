@@ -53,7 +53,7 @@ WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancel
 -- name: claim_job
 -- This very job, a new attempt (the fencing token) and a lease, by the one claim (migration
 -- 0012 says which jobs may be claimed and what a claim writes); no row when the job may not be
--- claimed now. Not the workers' claim (claim_next: the fair order, the tenants' caps): for
+-- claimed now. Not the workers' claim (claim_queue: the fair order, the tenants' caps): for
 -- tools and tests that mean one job.
 -- The attempt starts by validating its source: the stage is set here, a round trip fewer than
 -- a write of its own.

@@ -87,7 +87,7 @@ def end_once(cluster: Cluster, job_ids: Sequence[UUID]) -> None:
 
 def no_bell_waits(cluster: Cluster) -> bool:
     """Every bell was taken and its drain ended: nothing loops through the broker."""
-    return cluster.publisher().waiting(QUEUE_SMALL) == 0
+    return bool(cluster.publisher().waiting(QUEUE_SMALL) == 0)
 
 
 def never_claimed(cluster: Cluster, job_ids: Sequence[UUID]) -> bool:
@@ -123,23 +123,26 @@ def test_two_workers_racing_on_a_running_cap_never_exceed_it_through_a_kill(
 ) -> None:
     """Six pool processes in two workers, a tenant capped at 2 with 16 jobs and another
     tenant's 8 beside it: never more than 2 of the capped tenant's running, also while the
-    first worker lies killed (its jobs' leases run out, the reconciler requeues them), and
+    worker that held one lies killed (its jobs' leases run out, the reconciler requeues them), and
     every job ends with exactly one result."""
     cluster = make_cluster(redis_broker, fake_server.url)
     fake_server.configure(delay_s=0.25, delay_tools=[CONVERT])
     tenant(raw_sql, "capped", 2)
+    # both workers up before the work: a drain takes every job it may, so a worker started
+    # later would find the queue drained
+    workers = [cluster.start_worker(concurrency=3) for _ in range(2)]  # each with a beat
     capped = submitted_as(cluster, raw_sql, "capped", write_mixed(tmp_path / "c", 16))
     free = cluster.submit([str(p) for p in write_mixed(tmp_path / "f", 8, start=100)]).job_ids
-
-    first = cluster.start_worker(concurrency=3, beat=False)
-    cluster.start_worker(concurrency=3)  # with the reconciler's beat
-    victim = wait_for(
-        lambda: running_in(cluster, capped, first.pid),
+    victim, doomed = wait_for(
+        lambda: next(
+            ((jobs[0], w) for w in workers if (jobs := running_in(cluster, capped, w.pid))),
+            None,
+        ),
         timeout=60,
-        message="a capped job running in the first worker",
-    )[0]
-    os.killpg(first.pid, signal.SIGKILL)
-    first.wait(30)
+        message="a capped job running in a worker",
+    )
+    os.killpg(doomed.pid, signal.SIGKILL)
+    doomed.wait(30)
 
     jobs = cluster.wait_terminal([*capped, *free], timeout=180)
     assert_one_result_set(cluster, jobs)
