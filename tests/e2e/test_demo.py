@@ -10,7 +10,6 @@ document was converted twice.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import socket
@@ -24,9 +23,9 @@ from tests.fixtures.brokers import Broker
 from tests.fixtures.database import ScratchDatabases, database_url
 from tests.fixtures.docling_server import free_port
 from tests.fixtures.examples import EXPECTED_MARKDOWN, PDF_PAGE_HEADINGS, PDF_SAMPLE
-from tests.support.tools import DOCLING_MCP_BIN, DOCLING_RS_MCP_BIN
+from tests.support.user_environment import user_environment
 
-pytestmark = [pytest.mark.docling, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.docling, pytest.mark.timeout(1000)]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the demo submits to each server: docling-mcp converts no PDF offline.
@@ -34,30 +33,6 @@ SAMPLES = {
     "docling-rs-mcp": sorted([*EXPECTED_MARKDOWN, PDF_SAMPLE]),
     "docling-mcp": sorted(EXPECTED_MARKDOWN),
 }
-#: Variables of the machine the demo may see; every other doclane setting is the test's.
-PASSED_THROUGH = ("DOCLANE_TOOLS_DIR", "DOCLANE_PYTHON", "DOCLANE_TEST_DATABASE_URL")
-
-
-def demo_environment(database: str, broker: Broker, folder: Path) -> dict[str, str]:
-    """A user's environment, but for a database, broker, inbox, port and scratch folder of the
-    demo's own (the breaker namespace is the test's, as every test's is)."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(("DOCLANE_", "DOCLING_")) or name in PASSED_THROUGH
-    }
-    env.update(
-        DOCLANE_DATABASE_URL=database,
-        DOCLANE_BROKER_URL=broker.url,
-        DOCLANE_INBOX_DIR=str(folder / "inbox"),
-        DOCLANE_SCRATCH_DIR=str(folder / "scratch"),
-        DOCLANE_DEMO_PORT=str(free_port()),
-        DOCLANE_BREAKER_NAMESPACE=os.environ["DOCLANE_BREAKER_NAMESPACE"],
-        # The tools scripts/test installed; the demo would install them where they are missing.
-        DOCLANE_DOCLING_MCP_BIN=DOCLING_MCP_BIN,
-        DOCLANE_DOCLING_RS_MCP_BIN=DOCLING_RS_MCP_BIN,
-    )
-    return env
 
 
 def run_demo(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -72,11 +47,11 @@ def run_demo(env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]
         text=True,
     ) as demo:
         try:
-            stdout, stderr = demo.communicate(timeout=600)
+            stdout, stderr = demo.communicate(timeout=420)
         except subprocess.TimeoutExpired:
             demo.send_signal(signal.SIGINT)
             stdout, stderr = demo.communicate(timeout=120)
-            pytest.fail(f"scripts/demo did not end within 600 s:\n{stdout}\n{stderr}")
+            pytest.fail(f"scripts/demo did not end within 420 s:\n{stdout}\n{stderr}")
     return subprocess.CompletedProcess(demo.args, demo.returncode, stdout, stderr)
 
 
@@ -99,7 +74,14 @@ def test_the_demo_passes_twice_in_a_row(
     server: str, test_databases: ScratchDatabases, redis_broker: Broker, tmp_path: Path
 ) -> None:
     database = database_url(test_databases.create())  # empty: the demo migrates it itself
-    env = {**demo_environment(database, redis_broker, tmp_path), "DOCLANE_DEMO_SERVER": server}
+    env = user_environment(
+        database,
+        redis_broker.url,
+        DOCLANE_INBOX_DIR=str(tmp_path / "inbox"),
+        DOCLANE_SCRATCH_DIR=str(tmp_path / "scratch"),  # its logs and its servers' folders
+        DOCLANE_DEMO_PORT=str(free_port()),
+        DOCLANE_DEMO_SERVER=server,
+    )
     samples = SAMPLES[server]
 
     first = run_demo(env, tmp_path)
