@@ -339,8 +339,9 @@ _ENTRIES = (
         "document outside the server's reach",
         "The conversion server cannot read the document doclane gave it: it is outside the "
         "server's roots, or not at that path on the server.",
-        "Start the server with a root holding the document's folder (docling-rs-mcp --root DIR), "
-        "or share the folder with the server and set DOCLANE_PATH_MAP.",
+        "Start the server with roots holding doclane's inbox (DOCLANE_INBOX_DIR, where uploads "
+        "and downloads land) and every folder documents are submitted from (docling-rs-mcp "
+        "--root DIR), or share the folders with the server and set DOCLANE_PATH_MAP.",
         retryable=False,
     ),
     CatalogEntry(

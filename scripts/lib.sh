@@ -12,7 +12,9 @@ DOCLANE_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 DOCLANE_TOOLS_DIR="${DOCLANE_TOOLS_DIR:-$HOME/.cache/doclane}"
 DOCLANE_PYTHON="${DOCLANE_PYTHON:-python3}"
 VENV="$DOCLANE_ROOT/.venv"
-SCRATCH="$DOCLANE_ROOT/.doclane" # run-time files (logs, pids, server cache); git-ignored
+# Run-time files (logs, pids, server cache); git-ignored. DOCLANE_SCRATCH_DIR puts them elsewhere
+# (a test running the demo beside others keeps its own).
+SCRATCH="${DOCLANE_SCRATCH_DIR:-$DOCLANE_ROOT/.doclane}"
 
 # The real Docling MCP server: its own venv, because it brings torch and its own mcp pin.
 # torchvision 0.28.0 keeps the CPU torch 2.13.0 (0.29 would pull torch 2.14 with 3 GB of CUDA).
@@ -44,11 +46,15 @@ _EXIT_HOOKS=()
 on_exit() { _EXIT_HOOKS+=("$*"); }
 _run_exit_hooks() {
   local i
+  trap '' PIPE # a closed output loses the messages only: every hook still runs
   for ((i = ${#_EXIT_HOOKS[@]} - 1; i >= 0; i--)); do eval "${_EXIT_HOOKS[i]}" || true; done
 }
 trap _run_exit_hooks EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+# Output into a pipe that closed (`scripts/demo | head`) would kill the script outright, leaving
+# the worker and the server running; as a trapped signal it exits through the hooks.
+trap 'exit 141' PIPE
 
 # wait_until SECONDS DESCRIPTION COMMAND...: poll COMMAND until it succeeds; die at the deadline.
 wait_until() {

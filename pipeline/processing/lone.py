@@ -159,6 +159,7 @@ class LoneRunner:
                     formats=job.formats,
                     size_bytes=source.info.size_bytes,
                     options=server_options(job.options),
+                    inbox=source.inbox,
                 )
                 kept: dict[str, KeptDocument] = {}  # by origin: what a try left on that server
                 with scope:

@@ -38,6 +38,9 @@ class PreparedSource:
     info: SourceInfo
     #: A folder of this attempt's download, removed when the attempt ends.
     scratch: Path | None = None
+    #: The inbox as the server sees it, when the file is doclane's own there (an upload, a
+    #: download): a server that cannot read it needs the inbox among its roots.
+    inbox: str | None = None
 
     def discard(self) -> None:
         if self.scratch is not None:
@@ -72,7 +75,7 @@ class SourcePreparer:
             if job.content_sha256 and info.sha256 != job.content_sha256:
                 log.warning("the file changed since submission; converting its current content")
                 journal.source(info)
-            return PreparedSource(info)
+            return PreparedSource(info, inbox=self._inbox_holding(info.path))
         url = job.fetch_uri
         if is_object_address(url):
             journal.stage(Stage.FETCHING)
@@ -92,7 +95,7 @@ class SourcePreparer:
                 downloader.close()
         log.info("downloaded %s: %s bytes", job.source_uri, info.size_bytes)
         journal.source(info)
-        return PreparedSource(info, scratch=scratch)
+        return PreparedSource(info, scratch=scratch, inbox=self._inbox_holding(info.path))
 
     def _fetch_object(self, job: Job, uri: str, journal: AttemptJournal) -> PreparedSource:
         """An ``s3://`` object, into this attempt's scratch folder as a download would be."""
@@ -106,4 +109,11 @@ class SourcePreparer:
             raise
         log.info("fetched %s: %s bytes", job.source_uri, info.size_bytes)
         journal.source(info)
-        return PreparedSource(info, scratch=scratch)
+        return PreparedSource(info, scratch=scratch, inbox=self._inbox_holding(info.path))
+
+    def _inbox_holding(self, path: Path | None) -> str | None:
+        """The inbox (``DOCLANE_INBOX_DIR``) as the server sees it, if ``path`` lies in it."""
+        inbox = self.settings.inbox_dir
+        if path is None or not (path.is_relative_to(inbox) or path.is_relative_to(inbox.resolve())):
+            return None
+        return self.path_map.to_server_path(inbox)

@@ -73,6 +73,10 @@ class ConversionRequest:
     formats: tuple[str, ...]
     size_bytes: int | None = None
     options: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    #: The inbox as the server sees it, when the document is doclane's own file there (an
+    #: upload, a download): a server that cannot read it is told to read the inbox, whose
+    #: setting is ``DOCLANE_INBOX_DIR``, not the folder of this one file.
+    inbox: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

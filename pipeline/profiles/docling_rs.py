@@ -116,8 +116,10 @@ def failure_for(server_text: str, request: ConversionRequest) -> PipelineError:
 
     An unreadable or corrupt document is E306 (final: the same bytes fail the same way); a type
     the server cannot read is E102; a document outside the server's roots, or missing at the
-    path the server was given, is E315, which names the folder to add as a root (doclane read
-    the file itself before asking, so the server's view of the disk is what differs). Anything
+    path the server was given, is E315 (doclane read the file itself before asking, so the
+    server's view of the disk is what differs). E315 names what to change: for doclane's own
+    files (uploads, downloads) the inbox, ``DOCLANE_INBOX_DIR``, which every upload shares, not
+    the folder of the one upload; for a file submitted from elsewhere, its folder. Anything
     else is E306 as the server worded it.
     """
     text = server_text.strip() or "the server reported an error without a message"
@@ -127,6 +129,15 @@ def failure_for(server_text: str, request: ConversionRequest) -> PipelineError:
     if _OUT_OF_REACH.search(text):
         if request.kind == "url":
             hint = "let the workers fetch URLs (DOCLANE_URL_MODE) or start it --allow-url-fetch"
+        elif request.inbox is not None:
+            hint = (
+                f"the server must read doclane's inbox, DOCLANE_INBOX_DIR, where uploads and "
+                f"downloads land: start it with --root {request.inbox} (or a folder above it), "
+                "or set DOCLANE_INBOX_DIR to a folder under its roots (DOCLANE_PATH_MAP if the "
+                "server sees it elsewhere)"
+            )
+            detail["root_to_add"] = request.inbox
+            detail["setting"] = "DOCLANE_INBOX_DIR"
         else:
             folder = str(PurePosixPath(request.source).parent)
             hint = f"start it with --root {folder} (or a folder above it), or set DOCLANE_PATH_MAP"

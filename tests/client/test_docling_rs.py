@@ -68,9 +68,12 @@ def _snippet(markdown: Path) -> str:
     return markdown.read_text().split("```python\n", 1)[1].split("```", 1)[0]
 
 
-def test_the_snippet_of_the_docs(fleet: Fleet, http_source: HttpSource) -> None:
+def test_the_snippet_of_the_docs(
+    fleet: Fleet, http_source: HttpSource, capsys: pytest.CaptureFixture[str]
+) -> None:
     """docs/client.md's first block, run as it is with the address, token and documents put
-    in; the client's README and the project's show the same block."""
+    in; the client's README and the project's show the same block. Run again with a source the
+    API refuses, the snippet prints the refusal with its code (and the rest goes on)."""
     docs = _snippet(REPO / "docs" / "client.md")
     assert _snippet(REPO / "clients" / "python" / "README.md") == docs
     assert _snippet(REPO / "README.md") == docs
@@ -99,3 +102,10 @@ def test_the_snippet_of_the_docs(fleet: Fleet, http_source: HttpSource) -> None:
         assert {dl.job(job).job.state for job in jobs} == {"succeeded"}
         assert "Regional Outlook" in dl.result(jobs[2], "md")
         assert '"hierarchical"' in dl.result(jobs[0], "chunks")
+
+    capsys.readouterr()
+    missing = str(fleet.folder / "gone.pdf")  # refused at submission: E101, no job
+    refusing = filled.replace(repr(str(copies[PDF_SAMPLE])), repr(missing))
+    exec(compile(refusing, "docs/client.md", "exec"), scope)
+    assert len(scope["jobs"]) == 3 and [r.code for r in scope["jobs"].rejected] == ["E101"]
+    assert f"{missing} E101 " in capsys.readouterr().out

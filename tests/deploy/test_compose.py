@@ -288,6 +288,10 @@ def test_the_rs_stanza_sends_its_servers_token_to_its_server(rendered: dict[str,
     assert env["DOCLING_MCP_TOKEN"] == server["environment"]["DOCLING_RS_MCP_TOKEN"]
     command = server["command"]
     assert command[command.index("--root") + 1] == SHARED_MOUNT  # it reads the shared folder
+    roots = [Path(command[n + 1]) for n, word in enumerate(command[:-1]) if word == "--root"]
+    for name in ("worker-rs", "api"):  # where workers fetch and the API's uploads land
+        inbox = Path(services[name]["environment"]["DOCLANE_INBOX_DIR"])
+        assert any(inbox.is_relative_to(root) for root in roots), (name, inbox, roots)
     assert _volume_targets(server)[SHARED_MOUNT] == _volume_targets(worker)[SHARED_MOUNT]
     assert not server.get("ports"), "reachable on the compose network only"
 

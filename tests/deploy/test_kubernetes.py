@@ -276,3 +276,23 @@ def test_the_shared_folder_is_one_read_write_many_claim(rendered: list[dict[str,
     for workload in of_kind(rendered, "Deployment"):
         volumes = {v["name"]: v for v in pod_spec(workload)["volumes"]}
         assert volumes["shared"]["persistentVolumeClaim"]["claimName"] == "doclane-shared"
+
+
+def server_roots(args: list[str]) -> list[Path]:
+    """The ``--root`` folders of a docling-rs-mcp command line."""
+    return [Path(args[n + 1]) for n, word in enumerate(args[:-1]) if word == "--root"]
+
+
+def test_docling_rs_mcp_reads_the_inbox_that_uploads_land_in(
+    rendered: list[dict[str, Any]],
+) -> None:
+    deployments = of_kind(rendered, "Deployment")
+    servers = [d for d in deployments if d["metadata"]["name"] == "docling-rs-mcp"]
+    if not servers:  # the docling-mcp overlay: that server reads any path it is given
+        return
+    inbox = Path(named(rendered, "ConfigMap", "doclane-config")["data"]["DOCLANE_INBOX_DIR"])
+    (server,) = pod_spec(servers[0])["containers"]
+    roots = server_roots(server["args"])
+    assert any(inbox.is_relative_to(root) for root in roots), (inbox, roots)
+    mounts = {m["mountPath"] for m in server["volumeMounts"]}
+    assert any(inbox.is_relative_to(mount) for mount in mounts), (inbox, mounts)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -121,6 +122,18 @@ def test_every_format_of_every_sample_and_each_failure_over_http(
     far = jobs[outside.name]
     assert (far.state, far.error_code) == (JobState.FAILED, "E315")
     assert f"--root {tmp_path}" in (far.error_message or "")
+
+    # An upload lands in the inbox, which this server was not given: E315 names the inbox and
+    # its setting, which every upload shares, not the folder of this one upload.
+    sent = api.post("/v1/jobs", files={"file": ("notes.md", b"# Notes\n\nUploaded.\n")})
+    assert sent.status_code == 202, sent.text
+    [upload] = cluster.wait_terminal([UUID(sent.json()["accepted"][0]["job_id"])])
+    inbox = cluster.env["DOCLANE_INBOX_DIR"]
+    assert (upload.state, upload.error_code) == (JobState.FAILED, "E315")
+    message = upload.error_message or ""
+    fix = f"DOCLANE_INBOX_DIR, where uploads and downloads land: start it with --root {inbox} "
+    assert fix in message, message
+    assert f"--root {Path(upload.source_uri).parent}" not in message
 
 
 def test_a_password_reaches_the_server_and_nothing_else(

@@ -101,6 +101,24 @@ def test_each_failure_text_becomes_its_code(server_text: str, code: str) -> None
         assert "--root /srv/in" in error.message
 
 
+def test_an_upload_out_of_reach_names_the_inbox_and_its_setting() -> None:
+    """Every upload has a folder of its own in the inbox: the fix is the inbox, not that one."""
+    client = ScriptedClient(
+        {"convert": lambda args: failed(f"{args['uri']} is outside the server's root (/srv/in)")}
+    )
+    upload = "/data/inbox/uploads/4f1c0e/notes.md"
+    request = ConversionRequest(
+        source=upload, kind="file", suffix=".md", formats=("md",), inbox="/data/inbox"
+    )
+    with pytest.raises(PipelineError) as caught:
+        DoclingRsProfile().convert(ToolCalls(client), request)
+    error = caught.value
+    assert error.code == "E315" and "DOCLANE_INBOX_DIR" in error.message
+    assert "--root /data/inbox " in error.message and "/uploads/4f1c0e " not in error.message
+    assert error.detail["root_to_add"] == "/data/inbox"
+    assert error.detail["setting"] == "DOCLANE_INBOX_DIR"
+
+
 def test_a_url_the_server_may_not_fetch_says_how_to_let_it() -> None:
     client = ScriptedClient(
         {"convert": lambda args: failed("fetching URLs is disabled on this server")}
