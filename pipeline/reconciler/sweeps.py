@@ -12,10 +12,11 @@ LOCKED):
    lost, flushed or never rung delays work by one interval at most, and a doubled one costs
    an empty claim; nothing is owed, so nothing is counted;
 3. the inbox is swept of the scratch folders and partial downloads killed workers left
-   (:mod:`pipeline.processing.scratch`) and of the uploads no job names (:mod:`.uploads`), results older than ``DOCLANE_RESULT_RETENTION`` are
-   deleted (their jobs keep their rows and history and say "expired"), audit entries older than
-   ``DOCLANE_AUDIT_RETENTION_DAYS`` (and submissions' Idempotency-Keys older than a day), and result objects no
-   row names (a commit that never came) once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``.
+   (:mod:`pipeline.processing.scratch`) and of the uploads no job names (:mod:`.uploads`);
+   results older than ``DOCLANE_RESULT_RETENTION`` are deleted (their jobs keep their rows and
+   history and say "expired"), audit entries older than ``DOCLANE_AUDIT_RETENTION_DAYS`` (and
+   submissions' Idempotency-Keys older than a day), and result objects no row names (a commit
+   that never came) once older than ``DOCLANE_RECONCILE_ORPHAN_MIN_AGE_S``.
 
 Beat runs a pass every ``DOCLANE_RECONCILE_INTERVAL_S``; ``doclane reconcile`` runs one by hand.
 """

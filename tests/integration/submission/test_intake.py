@@ -416,6 +416,8 @@ def test_a_page_range_past_a_pdfs_end_refuses_that_pdf_alone_before_it_is_a_job(
         store=store,
     )
     assert fits.rejected == [] and len(fits.accepted) == 1
+
+
 def test_sources_that_name_no_document_are_e119_and_make_nothing(
     store: JobStore, tmp_path: Path
 ) -> None:
