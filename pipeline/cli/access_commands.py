@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import typer
 
+from errors import InvalidArgument
 from pipeline.access.audit import audited_cli, cli_actor
 from pipeline.access.tokens import issue_token
 from pipeline.admin import parse_since
 from pipeline.settings.api import ROLES
 from pipeline.store.access import AuditEntry, AuditFilter, StoredToken
 
-from .output import AS_JSON, echo_json, usage_error
+from .output import AS_JSON, echo_json, fail, usage_error
 from .settings import command_settings
 from .store_access import open_store
 
@@ -94,8 +95,9 @@ def revoke(name: str = typer.Argument(...), as_json: bool = AS_JSON) -> None:
         revoked = store.tokens.revoke(name)
         detail["found"] = revoked is not None
     if revoked is None:
-        usage_error(
-            f"no live stored token is named {name!r} (doclane tokens list)", as_json, code=1
+        fail(
+            InvalidArgument(f"no live stored token is named {name!r} (doclane tokens list)"),
+            as_json,
         )
     if as_json:
         echo_json({"ok": True, **revoked.model_dump(mode="json")})
