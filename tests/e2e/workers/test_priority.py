@@ -36,7 +36,7 @@ def test_waiting_jobs_are_claimed_by_priority_then_in_order(
     fake_server: FakeServer,
     tmp_path: Path,
 ) -> None:
-    # One job per message (rounds off): the order under test is the broker's, not a round's.
+    # A job a claim (rounds off): the order under test is the claim's, not a round's.
     cluster = make_cluster(any_broker, fake_server.url, DOCLANE_ROUND_MAX_DOCS="1")
     docs = tmp_path / "docs"
     # Small markdown files: every job lands on one queue, so the order is the broker's own
@@ -48,11 +48,11 @@ def test_waiting_jobs_are_claimed_by_priority_then_in_order(
     job_ids = [*lows, *below, *middle, *high]
     assert len(job_ids) == 7
     assert {j.queue for j in cluster.jobs(job_ids)} == {QUEUE_SMALL}
-    # Every message is in the broker before any consumer exists (a publish is not a round
-    # trip on RabbitMQ: ask the broker), so the worker's very first fetch chooses among all.
-    # A message stands for up to eight small jobs: the four submissions publish one each.
+    # Every bell is in the broker before any consumer exists (a publish is not a round trip
+    # on RabbitMQ: ask the broker): a bell a job, up to eight a submission; whichever bell
+    # comes first, the claim takes the jobs by priority, then in order.
     wait_for(
-        lambda: _waiting(cluster, QUEUE_SMALL) == 4,
+        lambda: _waiting(cluster, QUEUE_SMALL) == 7,
         timeout=30,
         message="every message waiting in the broker",
     )
