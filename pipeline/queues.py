@@ -100,7 +100,7 @@ def clamp_priority(priority: int) -> int:
 
 #: How many bells a wake-up rings on a queue at most by default: a drain takes every job it may
 #: while there is work, so more bells than the fleet has idle pool processes only cost an empty
-#: claim each (``DOCLANE_WAKE_BELLS`` sets it).
+#: claim each (``DOCLANE_WAKE_BELLS`` sets a submission's).
 WAKE_BELLS: Final = 8
 
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .jobs import retry_job as retry_job
     from .settings import AdminSettings as AdminSettings
     from .stats import Failures as Failures
+    from .stats import QueueBacklog as QueueBacklog
     from .stats import Stats as Stats
     from .stats import Throughput as Throughput
     from .stats import TierTimes as TierTimes

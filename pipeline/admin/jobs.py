@@ -254,14 +254,19 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     return [outcomes[j.id] for j in jobs if j.id in outcomes]
 
 
-def cancel_job(store: JobStore, job_id: UUID) -> Job:
+def cancel_job(store: JobStore, job_id: UUID, publisher: Publisher | None = None) -> Job:
     """queued|retrying|running -> cancelled. Only the row changes, as with ``doclane cancel``: a
-    waiting message finds nothing to claim, a running attempt notices at its next lease renewal
-    and writes nothing."""
+    running attempt notices at its next lease renewal and writes nothing.
+
+    A running job's cancel frees a running slot of its tenant at once, so its queue is rung
+    (one bell): a capped tenant's next job need not wait for that renewal or the reconciler.
+    A bell refused is logged; the reconciler rings within an interval."""
     cancellation = store.operations.cancel(job_id, reason="cancelled through the API")
     if cancellation is None:
         job = store.reads.get_job(job_id)
         if job is None:
             raise no_job(job_id)
         raise WrongState(f"job {job_id} is already {job.state.value}")
+    if publisher is not None and cancellation.previous_state is JobState.RUNNING:
+        ring(publisher, [Wakeup(cancellation.job.queue, priority=cancellation.job.priority)])
     return cancellation.job

@@ -1,5 +1,10 @@
 """``doclane stats``: the fleet at a glance, from PostgreSQL, the broker and Redis at once.
 
+The backlog is PostgreSQL's: queued jobs per queue and tenant (:meth:`JobReads.backlog
+<pipeline.store.reads.JobReads.backlog>`, the read ``/metrics`` makes too). The broker holds a
+few bells ("drain this queue"), shown beside it: bells with no backlog cost an empty claim, a
+backlog with no bell waits for the reconciler's next pass.
+
 The parts are asked side by side, each in its own thread, under one deadline: a broker or a
 Redis that is down (or hangs) costs at most the deadline, and the answer names the part it could
 not reach (``unreachable``) instead of failing whole. PostgreSQL answers the job questions from
@@ -28,7 +33,7 @@ from pipeline.admin.fleet import (
 from pipeline.admin.heartbeats import WorkerInfo
 from pipeline.admin.settings import AdminSettings
 from pipeline.jobs import JobState, TenantFigures
-from pipeline.queues import SIZE_TIERS
+from pipeline.queues import JOB_QUEUES, SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.store.store import JobStore
@@ -83,6 +88,27 @@ class Failures(BaseModel):
     all_time: int
 
 
+class QueueBacklog(BaseModel):
+    """A job queue's queued jobs, counted by PostgreSQL (the queue itself)."""
+
+    queue: str
+    queued: int
+    #: The same jobs by tenant (a tenant with none queued here is absent).
+    tenants: dict[str, int] = {}
+
+
+def queue_backlogs(backlog: dict[tuple[str, str], int]) -> list[QueueBacklog]:
+    """Every job queue's backlog (0 where none waits), from the store's (queue, tenant) counts."""
+    by_queue: dict[str, dict[str, int]] = {queue: {} for queue in JOB_QUEUES}
+    for (queue, tenant), n in sorted(backlog.items()):
+        if n:
+            by_queue.setdefault(queue, {})[tenant] = n
+    return [
+        QueueBacklog(queue=queue, queued=sum(tenants.values()), tenants=tenants)
+        for queue, tenants in by_queue.items()
+    ]
+
+
 class Stats(BaseModel):
     """What ``doclane stats --json`` prints and ``GET /v1/stats`` answers."""
 
@@ -95,7 +121,10 @@ class Stats(BaseModel):
     batches_last_hour: Batches | None = None
     failures: list[Failures] = []
     breakers: list[BreakerState] | None = None
-    queues: list[QueueDepth] | None = None
+    #: Queued jobs per job queue and tenant, from PostgreSQL: the work waiting.
+    queues: list[QueueBacklog] | None = None
+    #: Bells waiting in the broker per queue (wake-ups, not work).
+    bells: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
     #: Completion webhooks not delivered yet: ``pending`` (not tried yet, or being sent),
     #: ``failed`` (tried and failed, still being retried), ``dead`` (gave up).
@@ -109,6 +138,7 @@ class Stats(BaseModel):
 
 class _JobFigures(BaseModel):
     jobs: dict[str, int]
+    queues: list[QueueBacklog]
     throughput: Throughput
     conversion_time: list[TierTimes]
     batches: Batches
@@ -144,7 +174,8 @@ def collect_stats(
         batches_last_hour=figures.batches if figures else None,
         failures=figures.failures if figures else [],
         breakers=answers.get("redis"),
-        queues=answers.get("broker"),
+        queues=figures.queues if figures else None,
+        bells=answers.get("broker"),
         workers=answers.get("workers"),
         webhooks=figures.webhooks if figures else None,
         tenants=figures.tenants if figures else None,
@@ -249,6 +280,7 @@ def _job_figures(store: JobStore, window_s: float) -> _JobFigures:
     failures.sort(key=lambda f: (-f.last_hour, -f.all_time, f.code))
     return _JobFigures(
         jobs=counts,
+        queues=queue_backlogs(store.reads.backlog()),
         throughput=_throughput(store),
         conversion_time=_percentiles(store, window_s),
         batches=batches_since(store, datetime.now(UTC) - timedelta(hours=1)),

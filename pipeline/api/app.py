@@ -347,7 +347,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         tenant's submit token, its own jobs)."""
         jid = _job_id(ctx, caller, job_id)
         _own(ctx, caller, jid)
-        return JobOut(job=cancel_job(ctx.store, jid))
+        return JobOut(job=cancel_job(ctx.store, jid, ctx.publisher))
 
     @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
     def retry(job_id: JobIdText, caller: Caller = Depends(change)) -> Response | RetryOutcome:  # noqa: B008

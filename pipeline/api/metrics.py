@@ -139,7 +139,6 @@ class FleetCollector(Collector):
             batched,
             _webhooks(webhook_counts(self.store)),
             *_event_metrics(events, bounds),
-            _republished(events),
             *_tenants(self.store.tenants.figures()),
         ]
 
@@ -234,17 +233,6 @@ def _event_metrics(events: list[EventTotal], bounds: list[float]) -> list[Metric
         cumulative.append(("+Inf", float(sum(counts.values()))))
         latency.add_metric([tool], cumulative, sum_value=sums[tool] / 1000.0)
     return [calls, retries, latency]
-
-
-def _republished(events: list[EventTotal]) -> Metric:
-    """The reconciler's notes on jobs whose message it presumed lost (migration 0018 counts
-    them with the trail's rollup, as kind ``note``)."""
-    republished = CounterMetricFamily(
-        "doclane_reconciler_republished",
-        "Jobs whose message the reconciler presumed lost and published again.",
-    )
-    republished.add_metric([], float(sum(e.events for e in events if e.kind == "note")))
-    return republished
 
 
 def _tenants(figures: list[TenantFigures]) -> list[Metric]:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import TypeVar
 
-from pipeline.admin import BreakerState, Failures, QueueDepth, Stats, WorkerInfo
+from pipeline.admin import BreakerState, Failures, QueueBacklog, Stats, WorkerInfo
 
 _Item = TypeVar("_Item")
 _BREAKER_COLUMNS = ("origin", "state", "failures", "reset in")
@@ -41,7 +41,7 @@ def render_page(stats: Stats, *, refresh_s: int) -> str:
         *_throughput(stats),
         *_failures(stats),
         *_table("Circuit breakers", _BREAKER_COLUMNS, stats.breakers, _breaker),
-        *_table("Queues", ("queue", "waiting"), stats.queues, _queue),
+        *_queues(stats),
         *_workers(stats),
     ]
     return (
@@ -129,11 +129,19 @@ def _breaker(b: BreakerState) -> str:
     )
 
 
-def _queue(q: QueueDepth) -> str:
-    return (
-        f'<tr><td>{escape(q.queue)}</td><td class=n id="queue-{escape(q.queue)}">{q.waiting}</td>'
-        "</tr>"
-    )
+def _queues(s: Stats) -> list[str]:
+    """Queued jobs per queue from PostgreSQL (the work), with the broker's bells beside them
+    (wake-ups: blank when the broker did not answer)."""
+    bells = {b.queue: b.waiting for b in s.bells or ()}
+
+    def row(q: QueueBacklog) -> str:
+        rung = bells.get(q.queue)
+        return (
+            f'<tr><td>{escape(q.queue)}</td><td class=n id="queue-{escape(q.queue)}">{q.queued}'
+            f"</td><td class=n>{'' if rung is None else rung}</td></tr>"
+        )
+
+    return _table("Queues", ("queue", "queued jobs", "bells"), s.queues, row)
 
 
 def _workers(s: Stats) -> list[str]:

@@ -110,9 +110,11 @@ def render_stats(s: Stats) -> str:
             reset = f", reset in {b.retry_after_s:.0f}s" if b.retry_after_s else ""
             lines.append(f"  {b.origin}  {b.state} ({b.failures}/{b.fail_max} failures{reset})")
     if s.queues is not None:
-        counted = next((q for q in s.queues if q.counted_by), None)
+        lines.append("queued     " + "  ".join(f"{q.queue} {q.queued}" for q in s.queues))
+    if s.bells is not None:
+        counted = next((q for q in s.bells if q.counted_by), None)
         fresh = f"  ({counted.counted_by}'s count, {counted.age_s:.1f}s old)" if counted else ""
-        lines.append("queues     " + "  ".join(f"{q.queue} {q.waiting}" for q in s.queues) + fresh)
+        lines.append("bells      " + "  ".join(f"{q.queue} {q.waiting}" for q in s.bells) + fresh)
     if s.webhooks is not None:
         lines.append("webhooks   " + "  ".join(f"{k} {n}" for k, n in s.webhooks.items()))
     if s.workers is not None:

@@ -26,7 +26,7 @@ from pipeline.jobs import (
     SubmissionRequest,
     check_tenant_name,
 )
-from pipeline.queues import PRIORITY_LEVELS
+from pipeline.queues import PRIORITY_LEVELS, Wakeup, ring
 from pipeline.store import JobStore
 from pipeline.submission import Submission, enqueue
 from pipeline.submission.door import door_for
@@ -312,10 +312,11 @@ def _no_result(store: JobStore, jid: UUID, fmt: str, as_json: bool) -> NoReturn:
 def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
     """Cancel a queued, retrying or running job; a running one is stopped and never stored.
 
-    Only the job's row changes. A waiting message finds nothing to claim; a running attempt
-    notices at its next lease renewal (``DOCLANE_CANCEL_CHECK_S``), withdraws its MCP call and
-    writes nothing. No worker process is signalled, so no other job is disturbed, and the
-    broker need not be reachable.
+    Only the job's row changes. A running attempt notices at its next lease renewal
+    (``DOCLANE_CANCEL_CHECK_S``), withdraws its MCP call and writes nothing; its queue is rung
+    once, since its tenant's running slot is free now. No worker process is signalled, so no
+    other job is disturbed, and the broker need not be reachable (a bell refused is logged;
+    the reconciler rings within an interval).
     """
     with open_store(as_json) as store:
         jid = parse_job_id(store, job_id, as_json)
@@ -326,6 +327,9 @@ def cancel(job_id: str = _JOB_ID, as_json: bool = AS_JSON) -> None:
             job = get_job(store, jid, as_json)
             state_error(f"job {jid} is already {job.state.value}", as_json)
     running = cancellation.previous_state is JobState.RUNNING
+    if running:  # its tenant's running slot is free now: a capped tenant's next job may go
+        with celery_publisher() as publisher:
+            ring(publisher, [Wakeup(cancellation.job.queue, priority=cancellation.job.priority)])
     if as_json:
         out = {
             "ok": True,

@@ -57,7 +57,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     async def cancel(request: Request, job_id: UUID) -> Response:
         session, _ = await _posted(request, sessions)
         await run_in_threadpool(session.require_job, ctx, job_id)
-        await run_in_threadpool(cancel_job, ctx.store, job_id)
+        await run_in_threadpool(cancel_job, ctx.store, job_id, ctx.publisher)
         return RedirectResponse(f"/console/jobs/{job_id}?done=cancelled", status_code=303)
 
     @app.post("/jobs/{job_id}/retry", include_in_schema=False)

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field
 
 from pipeline.jobs.tenants import DEFAULT_TENANT, TENANT_PATTERN
+from pipeline.queues import WAKE_BELLS
 from pipeline.support.settings import Section
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -74,3 +75,8 @@ class SubmitSettings(Section):
     #: The tenant ``doclane submit`` submits as when --tenant is not given (it must exist:
     #: ``doclane tenants set NAME``). The API ignores it: there a token's tenant decides.
     tenant: str = Field(default=DEFAULT_TENANT, pattern=TENANT_PATTERN)
+    #: Bells a submission rings on each queue it filled, at most (one a job below that): a
+    #: drain takes every job it may while there is work, so more bells than the fleet has idle
+    #: pool processes only cost an empty claim each; fewer leave processes idle until a drain
+    #: or the reconciler rings again.
+    wake_bells: int = Field(default=WAKE_BELLS, ge=1)

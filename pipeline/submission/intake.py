@@ -36,7 +36,7 @@ from uuid import UUID, uuid4
 from errors import DatabaseUnavailable, InputError, NothingToConvert, TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
-from pipeline.queues import WAKE_BELLS, Publisher, bells_for, queue_for, ring
+from pipeline.queues import Publisher, bells_for, queue_for, ring
 from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
 from pipeline.store import JobStore
 from pipeline.store.outbox import WebhookOutbox
@@ -155,6 +155,7 @@ def enqueue(
         publisher,
         dedup=request.dedup,
         dedup_engine=submit.dedup_engine.strip() or None,
+        wake_bells=submit.wake_bells,
         new_job=lambda c: _new_job(
             c, request, submit, shown=shown, webhook_url=webhook, submission_id=submission.id
         ),
@@ -227,6 +228,7 @@ class _Chunks:
         *,
         dedup: bool,
         dedup_engine: str | None,
+        wake_bells: int,
         new_job: Callable[[Candidate], NewJob],
         refusal: Callable[[Candidate], InputError | None],
         shown: Callable[[str], str],
@@ -246,7 +248,7 @@ class _Chunks:
         #: in all, and once for each later chunk that fills it (a drain that found the queue
         #: empty between two chunks has ended).
         self.rung: dict[str, int] = {}
-        self.wake_bells = WAKE_BELLS
+        self.wake_bells = wake_bells
 
     def add(self, item: Candidate | Rejected) -> None:
         if not isinstance(item, Rejected):

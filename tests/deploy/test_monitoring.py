@@ -82,7 +82,7 @@ def test_the_dashboard_shows_what_the_issue_asks_for() -> None:
         "doclane_conversions_total",  # throughput
         "doclane_conversion_duration_seconds",  # latency by tier
         "doclane_job_failures_total",  # failures by code
-        "doclane_queue_depth",
+        "doclane_queue_backlog",  # the work waiting, from PostgreSQL
         "doclane_breaker_state",
         "doclane_workers",
     ):

@@ -23,7 +23,6 @@ ALERTS = {
     "DoclaneFailuresByCode",
     "DoclaneOldestQueuedJobAgeGrowing",
     "DoclaneWebhookDeliveriesDead",
-    "DoclaneReconcilerRepublishing",
 }
 
 

@@ -218,6 +218,14 @@ class JobOut(ApiModel):
     job: Job
 
 
+class QueueBacklog(ApiModel):
+    """A job queue's queued jobs, counted by PostgreSQL (the queue itself)."""
+
+    queue: str
+    queued: int
+    tenants: dict[str, int] = Field(default_factory=lambda: {})
+
+
 class QueueDepth(ApiModel):
     queue: str
     waiting: int
@@ -313,7 +321,8 @@ class Stats(ApiModel):
     batches_last_hour: Batches | None = None
     failures: list[Failures] = Field(default_factory=lambda: [])
     breakers: list[BreakerState] | None = None
-    queues: list[QueueDepth] | None = None
+    queues: list[QueueBacklog] | None = None
+    bells: list[QueueDepth] | None = None
     workers: list[WorkerInfo] | None = None
     webhooks: dict[str, int] | None = None
     tenants: list[TenantFigures] | None = None

@@ -157,6 +157,13 @@ def test_stats_of_a_tenants_token_are_its_own(
     every = api.get("/v1/stats", token=tokens["ops"]).json()
     queued = {t["tenant"]["name"]: t["queued"] for t in every["tenants"]}
     assert queued == {"default": 0, "team-a": 1, "team-b": 2}
+    # the backlog per queue and tenant is PostgreSQL's, whatever bells the broker holds
+    backlog = {q["queue"]: (q["queued"], q["tenants"]) for q in every["queues"]}
+    assert backlog == {
+        "doclane.small": (3, {"team-a": 1, "team-b": 2}),
+        "doclane.medium": (0, {}),
+        "doclane.large": (0, {}),
+    }
 
 
 def test_a_submission_refused_whole_for_the_quota_is_429_with_retry_after(

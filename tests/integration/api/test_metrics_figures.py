@@ -75,3 +75,18 @@ def test_each_tenant_has_its_jobs_finished_rate_and_limits_under_its_label(
         assert {tuple(s.labels) for s in scraped["doclane_jobs"].samples} == {("state",)}
     finally:
         store.close()
+
+
+def test_the_scrape_counts_no_lost_messages_now_that_none_can_be_owed(
+    store_settings: StoreSettings, migrated_database_url: str
+) -> None:
+    """A bell stands for no job, so the lost-message sweep and its count are gone: a family
+    that stays at zero forever would only tell an operator that nothing is wrong."""
+    store = JobStore(store_settings)
+    try:
+        job_in_state(store, JobState.QUEUED, queue=QUEUE_SMALL)
+        families = _scrape(store)
+        assert "doclane_queue_backlog" in families
+        assert not [name for name in families if "republished" in name]
+    finally:
+        store.close()

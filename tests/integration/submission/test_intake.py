@@ -165,6 +165,23 @@ def test_the_dedup_engine_setting_converts_again_what_another_engine_made(
     assert len(publisher.messages) == 2, "a deduplicated job rings no bell"
 
 
+def test_the_wake_bells_setting_bounds_the_bells_a_submission_rings_a_queue(
+    store: JobStore, tmp_path: Path
+) -> None:
+    """Twenty small jobs ring their queue as often as DOCLANE_WAKE_BELLS says, not 8."""
+    paths = [write_sample(tmp_path / "docs", "md", i) for i in range(20)]
+    publisher = RecordingPublisher()
+    submit = read_settings(submit={"wake_bells": 3}).submit
+    submission = enqueue(
+        SubmissionRequest([str(p) for p in paths]),
+        publisher=publisher,
+        store=store,
+        submit_settings=submit,
+    )
+    assert len(submission.job_ids) == 20
+    assert [m.queue for m in publisher.messages] == ["doclane.small"] * 3
+
+
 def test_queues_follow_the_size_tier(store: JobStore, tmp_path: Path) -> None:
     big = tmp_path / "docs" / "big.md"
     big.parent.mkdir()

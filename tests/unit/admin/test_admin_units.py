@@ -15,7 +15,7 @@ import pytest
 from errors import DatabaseUnavailable, SourceTooLarge
 from pipeline.admin import Stats, parse_since, run_parts
 from pipeline.admin.fleet import BreakerState, QueueDepth, WorkerInfo
-from pipeline.admin.stats import Failures
+from pipeline.admin.stats import Failures, QueueBacklog
 from pipeline.api.metrics import _event_metrics
 from pipeline.api.page import render_page
 from pipeline.api.uploads import BadUpload, receive_upload, safe_name
@@ -99,7 +99,8 @@ def _stats(**changes: object) -> Stats:
                            last_hour=2, all_time=3)],
         breakers=[BreakerState(origin="http://s:1", state="open", failures=5, fail_max=5,
                                retry_after_s=12)],
-        queues=[QueueDepth(queue="doclane.small", waiting=4)],
+        queues=[QueueBacklog(queue="doclane.small", queued=40, tenants={"default": 40})],
+        bells=[QueueDepth(queue="doclane.small", waiting=4)],
         workers=[WorkerInfo(name="w1@host", concurrency=2, tasks_done=9)],
     )  # fmt: skip
     return base.model_copy(update=changes)
@@ -108,7 +109,7 @@ def _stats(**changes: object) -> Stats:
 def test_the_page_shows_the_figures_escaped_and_fetches_nothing() -> None:
     html = render_page(_stats(), refresh_s=5)
     assert 'id="jobs-succeeded">12<' in html and 'id="failures-E101-all">3<' in html
-    assert 'id="queue-doclane.small">4<' in html and "w1@host" in html and "12s" in html
+    assert 'id="queue-doclane.small">40<' in html and "w1@host" in html and "12s" in html
     assert "&lt;b&gt;could&lt;/b&gt;" in html
     assert "<script" not in html and "src=" not in html and "<link" not in html
     # links only (no asset), each into the console: a failure code to its failed jobs
@@ -119,11 +120,13 @@ def test_the_page_shows_the_figures_escaped_and_fetches_nothing() -> None:
     assert '<meta http-equiv="refresh" content="5">' in html
 
 
-def test_stats_says_whose_count_the_queue_depths_are_and_how_old() -> None:
+def test_stats_shows_the_queued_jobs_and_says_whose_count_the_bells_are_and_how_old() -> None:
+    queued = next(x for x in render_stats(_stats()).splitlines() if x.startswith("queued "))
+    assert queued.endswith("doclane.small 40"), "PostgreSQL's backlog, not the broker's bells"
     counted = [QueueDepth(queue="doclane.small", waiting=4, age_s=2.46, counted_by="w1@host")]
-    line = next(x for x in render_stats(_stats(queues=counted)).splitlines() if "queues" in x)
+    line = next(x for x in render_stats(_stats(bells=counted)).splitlines() if "bells" in x)
     assert line.endswith("doclane.small 4  (w1@host's count, 2.5s old)")
-    asked = next(x for x in render_stats(_stats()).splitlines() if "queues" in x)
+    asked = next(x for x in render_stats(_stats()).splitlines() if "bells" in x)
     assert asked.endswith("doclane.small 4"), "asked of the broker just now: nothing to say"
 
 
