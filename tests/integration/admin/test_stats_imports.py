@@ -23,6 +23,10 @@ from tests.fixtures.brokers import Broker
 NOT_FOR_STATS = (
     "celery",
     "kombu",  # the queue depths come from a live worker's heartbeat
+    "amqp",
+    "billiard",
+    "vine",
+    "yaml",  # kombu's serializers load it; the settings tree does not
     "workers",
     "httpx",
     "jsonschema",
@@ -34,6 +38,14 @@ NOT_FOR_STATS = (
     "pipeline.submission",
     "pipeline.sources.expansion",
     "pipeline.webhooks.sender",
+    # the store's parts a worker, a submission or an operator writes through
+    "pipeline.store.attempts",
+    "pipeline.store.finishing",
+    "pipeline.store.result_objects",
+    "pipeline.store.submissions",
+    "pipeline.store.operations",
+    "pipeline.store.access",
+    "pipeline.store.database",
 )
 
 
