@@ -1,9 +1,10 @@
 """The MCP client's own cost: 2,000 trivial ``tools/call`` by three clients, side by side.
 
-Issue 15's first figure. One fake docling server (``tests.fakes.server``, built on the official
-``mcp`` SDK, in a process of its own) answers ``check_document_in_local_cache`` at once, with
-structured content checked against the tool's ``outputSchema``. Three contestants make the same
-sequential calls to it, each in a fresh process, alternating A B C A B C ... for ``--rounds``:
+The client-overhead figure of docs/benchmarks.md. One fake docling server
+(``tests.fakes.server``, built on the official ``mcp`` SDK, in a process of its own) answers
+``check_document_in_local_cache`` at once, with structured content checked against the tool's
+``outputSchema``. Three contestants make the same sequential calls to it, each in a fresh
+process, alternating A B C A B C ... for ``--rounds``:
 
 1. ``doclane``: ``pipeline.mcp.McpClient``, as a worker uses it (``initialize()``, then
    ``call_tool``: registry lookup, argument and output schema checks, deadline, size bound);

@@ -1,11 +1,12 @@
 """Enqueue: ``doclane submit <folder>`` of 10,000 small files, as a user runs it, timed whole.
 
-Issue 15's fifth figure (10,000 files submitted in under 5 s, hashing included). The files are
-generated in a scratch folder before the clock starts: unique Markdown documents of 20 to 50 kB
-(a realistic small office document's text; every one distinct, so none is deduplicated), which
-``doclane submit`` walks, validates (suffix, content check, UTF-8 decoding), hashes (SHA-256),
-inserts as jobs and publishes to the broker. The clock runs around the whole ``doclane submit``
-process: interpreter start, imports, walking, hashing, the database and the broker.
+The enqueue figure of docs/benchmarks.md (goal: 10,000 files submitted in under 5 s, hashing
+included). The files are generated in a scratch folder before the clock starts: unique Markdown
+documents of 20 to 50 kB (a realistic small office document's text; every one distinct, so none
+is deduplicated), which ``doclane submit`` walks, validates (suffix, content check, UTF-8
+decoding), hashes (SHA-256), inserts as jobs and publishes to the broker. The clock runs around
+the whole ``doclane submit`` process: interpreter start, imports, walking, hashing, the database
+and the broker.
 
 Each repeat gets a freshly migrated scratch database and the bench's Redis database is emptied
 (claimed as the test suite claims its brokers: ``bench.harness``), so every

@@ -81,6 +81,13 @@ def measure(variant: str, jobs: int) -> dict[str, float]:
             elif variant.startswith("without:"):
                 conn.execute(f"ALTER TABLE jobs DISABLE TRIGGER {variant.split(':', 1)[1]}")
             conn.execute("VACUUM ANALYZE jobs")
+            # What the variant really took away, reported so a smoke run can check it.
+            shape = conn.execute(
+                "SELECT (SELECT count(*) FROM pg_trigger WHERE tgrelid = 'jobs'::regclass"
+                " AND NOT tgisinternal AND tgenabled <> 'D'),"
+                " (SELECT count(*) FROM pg_indexes WHERE tablename = 'jobs')"
+            ).fetchone()
+            assert shape is not None
             ids = [row[0] for row in conn.execute("SELECT id FROM jobs LIMIT %s", (jobs,))]
             backend = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert backend is not None
@@ -95,7 +102,12 @@ def measure(variant: str, jobs: int) -> dict[str, float]:
             done = succeeded.fetchone()
         if done is None or done[0] != jobs:
             raise SystemExit(f"{variant}: {done} jobs succeeded, not {jobs}")
-    return {"backend_cpu_ms": round(cpu / jobs * 1000, 3), "wall_ms": round(wall / jobs * 1000, 3)}
+    return {
+        "backend_cpu_ms": round(cpu / jobs * 1000, 3),
+        "wall_ms": round(wall / jobs * 1000, 3),
+        "triggers_on": float(shape[0]),
+        "indexes": float(shape[1]),
+    }
 
 
 def main() -> None:

@@ -1,4 +1,4 @@
-"""Issue 15's fourth figure: the same corpus through every topology, with and without batches.
+"""Topologies: the same corpus through every topology, with and without batches.
 
 On the real-world corpus of ``bench/corpus.py`` (the documents ``doclane submit`` accepts), each
 topology through doclane's pipeline (``doclane worker -c N`` + ``doclane submit --wait``, as

@@ -1,7 +1,8 @@
 """Worker and API memory: RSS growth over 1,000 jobs, and peaks around one 50 MB result.
 
-Issue 15's seventh figure, against the fake docling server (``tests.fakes.server``, instant
-tools), a scratch database and a claimed Redis database (bench.harness):
+The memory figure of docs/benchmarks.md, against the fake docling server
+(``tests.fakes.server``, instant tools), a scratch database and a claimed Redis database
+(bench.harness):
 
 1. ``doclane worker --concurrency 1``: RSS (``VmRSS`` in ``/proc``) of its pool process and its
    main process after 10 jobs, and again after 1,000 (goal: growth under 50 MB). The jobs are

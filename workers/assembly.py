@@ -19,7 +19,7 @@ from pipeline.resilience import build_resilient
 from pipeline.sources import Downloader
 from pipeline.store import JobStore
 from workers.publisher import CeleryPublisher
-from workers.runtime import WorkerRuntime
+from workers.resources import WorkerRuntime
 from workers.settings import settings_of
 
 

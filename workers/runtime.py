@@ -15,65 +15,12 @@ spending about 0.4 s of CPU on it after the fork.
 
 from __future__ import annotations
 
-import importlib
-import logging
 import threading
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from celery import Celery
 
-from pipeline.jobs.settings import ReconcileSettings
-from pipeline.store import JobStore
 from pipeline.support import tracing
-from workers.publisher import CeleryPublisher
-
-if TYPE_CHECKING:
-    from pipeline.processing import JobProcessor
-    from pipeline.resilience import Resilient
-    from pipeline.settings import Settings
-    from pipeline.sources import Downloader
-    from pipeline.webhooks import WebhookDispatcher
-
-log = logging.getLogger("doclane.worker")
-
-
-@dataclass
-class WorkerRuntime:
-    store: JobStore
-    resilient: Resilient
-    downloader: Downloader
-    processor: JobProcessor
-    publisher: CeleryPublisher
-    reconcile_settings: ReconcileSettings
-    #: Swept by the reconciler of what killed attempts left behind.
-    inbox_dir: Path
-    #: The process's settings tree, for the parts made later (the webhooks' sender).
-    settings: Settings
-    _webhooks: WebhookDispatcher | None = None
-
-    def webhooks(self) -> WebhookDispatcher:
-        """The completion webhooks' sender, made by the first delivery pass of the process."""
-        if self._webhooks is None:
-            from pipeline.sources import AddressPolicy
-            from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
-
-            policy = AddressPolicy(allow_private=self.settings.sources.allow_private_urls)
-            outbox = WebhookOutbox(self.store.pool)
-            self._webhooks = WebhookDispatcher(outbox, self.settings.webhooks, policy=policy)
-        return self._webhooks
-
-    def close(self) -> None:
-        closers = [self.processor.close, self.resilient.close, self.downloader.close,
-                   self.store.close]  # fmt: skip
-        if self._webhooks is not None:
-            closers.insert(0, self._webhooks.close)
-        for closer in closers:
-            try:
-                closer()
-            except Exception:  # shutting down: report, and close the rest
-                log.exception("error while closing worker resources")
+from workers.resources import WorkerRuntime, log
 
 
 def preload() -> None:
@@ -81,7 +28,7 @@ def preload() -> None:
     before it forks its pool. Only code: nothing is connected or started at import, so nothing
     but modules crosses the fork. Each pool process then starts converting sooner (one made
     later by ``DOCLANE_MAX_TASKS_PER_CHILD`` too) and the modules' pages are shared."""
-    importlib.import_module("workers.assembly")
+    from workers import assembly  # noqa: F401  (importing it is the point)
 
 
 class _ProcessState:

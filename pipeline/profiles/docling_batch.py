@@ -2,7 +2,7 @@
 
 Each ``convert_document_into_docling_document`` call builds a new converter and collects
 garbage (0.2-0.5 s) for a document that converts in 20-40 ms; the directory tool pays that once
-per folder (shared/docling-mcp-facts.md section 8: 2.14 -> 21.35 docs/s). But it answers
+per folder (measured on docling-mcp 3.3.0: 2.14 -> 21.35 docs/s). But it answers
 document keys only, in the order it listed the folder, and silently skips files it cannot
 convert, so neither the count nor the order says which key came from which file, and a future
 server may answer in completion order.

@@ -23,13 +23,15 @@ def test_pipeline_overhead_smoke() -> None:
     assert (alone["round_docs"], in_rounds["round_docs"]) == (1, 4)
     for run in (alone, in_rounds):
         assert run["concurrency"] == 1 and run["succeeded"] == run["jobs"] == 12
-        assert run["lone_jobs"] == 3 and run["overhead_ms_p50"] > 0
-        assert run["commits_per_job"] > 0
+        # The figures agree with the run's own counts: its rate is its jobs over its time, and a
+        # lone job's overhead is its latency less its MCP calls (a broken trail gives no calls).
+        assert run["jobs_per_s"] == pytest.approx(run["jobs"] / run["seconds"], rel=0.05)
+        assert run["lone_jobs"] == 3 and 0 < run["overhead_ms_p50"] < run["latency_ms_p50"]
+        assert run["calls_ms_p50"] > 0 and run["commits_per_job"] > 0
         assert set(run["cpu_ms_per_job"]) == {
             "worker", "worker_main", "submit", "server", "postgres", "redis",
             "worker_drained", "postgres_drained",
         }  # fmt: skip
-        assert run["drain_s"] >= 0
     medians = [(m["label"], m["concurrency"], m["round_docs"]) for m in out["medians"]]
     assert medians == [("doclane", 1, 1), ("doclane", 1, 4)]
 
@@ -60,14 +62,14 @@ def test_cold_calls_smoke() -> None:
     out = run_bench("cold_calls", "--smoke")
     assert set(out["variants"]) == {"back_to_back", "paused"}
     for medians in out["variants"].values():
-        assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] >= 0
+        assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] > 0
 
 
 def test_server_choice_smoke() -> None:
     out = run_bench("server_choice", "--smoke")
     (figures,) = out["medians"].values()
     assert set(figures) == {"1", "4"}
-    assert all(f["wall_ms"] > 0 and f["cpu_ms"] >= 0 for f in figures.values())
+    assert all(f["wall_ms"] > 0 and f["cpu_ms"] > 0 for f in figures.values())
     # Not a speed: how many times the pool's client went to Redis for one unit. One origin:
     # the breaker's read; four: every circuit at once, the in-flight choice, the unit's end.
     assert (figures["1"]["round_trips"], figures["4"]["round_trips"]) == (1.0, 3.0)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 from doclane_client import QuotaExceeded, RateLimited, RetryPolicy
 
-from tests.client.conftest import Fleet, Recording
+from tests.support.client_fleet import Fleet, Recording
 
 POLICY = RetryPolicy(attempts=5, total_s=60, initial_s=0.05, max_wait_s=1, max_retry_after_s=15)
 

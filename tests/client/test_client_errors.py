@@ -21,8 +21,8 @@ from doclane_client import (
     WrongState,
 )
 
-from tests.client.conftest import FAST, Fleet, Recording
 from tests.fixtures.waiting import wait_for
+from tests.support.client_fleet import FAST, Fleet, Recording, _error
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 
@@ -123,12 +123,6 @@ def test_an_expired_result(fleet: Fleet) -> None:
             dl.result(job.id)
     assert (gone.value.status, gone.value.code) == (410, "E113")
     assert isinstance(gone.value, NotFound)
-
-
-def _error(status: int, code: str, **headers: str) -> httpx.Response:
-    body = {"error": {"code": code, "title": code, "message": f"made up {status}",
-                      "action": "", "retryable": status >= 500, "detail": None}}  # fmt: skip
-    return httpx.Response(status, json=body, headers=headers)
 
 
 def test_what_the_api_cannot_be_made_to_answer_here(fleet: Fleet) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from doclane_client import Client, JobState, Submitted, WrongState
 
-from tests.client.conftest import Fleet, Recording
 from tests.fixtures.http_source import HttpSource
+from tests.support.client_fleet import Fleet, Recording
 
 
 def _documents(fleet: Fleet, http_source: HttpSource) -> tuple[list[Path], list[str]]:

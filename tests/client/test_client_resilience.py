@@ -13,9 +13,8 @@ import pytest
 from doclane_client import Job, JobState, Unavailable
 from doclane_client._core import retry_after_s
 
-from tests.client.conftest import Fleet, Recording
-from tests.client.test_client_errors import _error
 from tests.fixtures.waiting import wait_for
+from tests.support.client_fleet import Fleet, Recording, _error
 
 
 def test_a_429_is_sent_again_after_its_retry_after(fleet: Fleet) -> None:

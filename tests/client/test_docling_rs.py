@@ -10,10 +10,10 @@ import pytest
 from doclane_client.langchain import DoclaneLoader
 from doclane_client.llama_index import DoclaneReader
 
-from tests.client.conftest import FAST, Fleet
 from tests.fixtures.docling_rs_server import docling_rs_stdio_command
 from tests.fixtures.examples import PDF_PAGE_HEADINGS, PDF_SAMPLE, example
 from tests.fixtures.http_source import HttpSource
+from tests.support.client_fleet import FAST, Fleet
 
 pytestmark = pytest.mark.docling
 ENGINE = "docling-rs 2.52.7"

@@ -13,8 +13,8 @@ from langchain_core.documents import Document as LangChainDocument
 from llama_index.core.readers.base import BaseReader
 from llama_index.core.schema import Document as LlamaDocument
 
-from tests.client.conftest import FAST, Fleet
 from tests.fixtures.http_source import HttpSource
+from tests.support.client_fleet import FAST, Fleet
 
 
 def _options(fleet: Fleet, role: str = "submit") -> dict[str, object]:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from doclane_client import AsyncClient, Client, QuotaExceeded, RetryPolicy
 
-from tests.client.conftest import Fleet, Recording
+from tests.support.client_fleet import Fleet, Recording
 
 #: Waits up to 5 s for a Retry-After; a longer one is raised at once.
 POLICY = RetryPolicy(attempts=3, total_s=60, initial_s=0.05, max_wait_s=1, max_retry_after_s=5)

@@ -113,9 +113,9 @@ def run_scenario(scenario: str, out_dir: Path, spec_version: str | None = None) 
     )
 
 
-#: Issue 13's thirteen runs. The OAuth client-credentials scenarios are an extension, not on
-#: the spec timeline: the suite skips them at any --spec-version, and runs them (at 2025-11-25)
-#: when none is given.
+#: The conformance suite's thirteen runs, each a scenario at a spec version. The OAuth
+#: client-credentials scenarios are an extension, not on the spec timeline: the suite skips
+#: them at any --spec-version, and runs them (at 2025-11-25) when none is given.
 RUNS: list[tuple[str, str | None]] = [
     ("initialize", "2025-11-25"),
     ("sse-retry", "2025-11-25"),

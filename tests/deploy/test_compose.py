@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from tests.deploy.conftest import ALL_PROFILES, ROOT, compose
+from tests.support.deploy_tools import ALL_PROFILES, ROOT, compose
 
 #: The services an operator runs the fleet with (docs/operations.md), and the profiled ones.
 CORE_SERVICES = {"postgres", "redis", "docling-mcp", "migrate", "worker", "beat", "api", "flower"}

@@ -18,7 +18,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.deploy.conftest import ROOT
+from tests.support.deploy_tools import ROOT
 
 DOCKERFILES = sorted((ROOT / "docker").glob("*Dockerfile"))
 DEV_TOOLS = {"pytest", "ruff", "mypy", "pytest-timeout", "mcp", "uvicorn-dev"}

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from tests.deploy.conftest import ROOT, run_tool
+from tests.support.deploy_tools import ROOT, run_tool
 
 DEPLOY = ROOT / "deploy"
 DASHBOARD = DEPLOY / "grafana" / "dashboards" / "doclane.json"

@@ -11,33 +11,21 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from uuid import UUID
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from pipeline.jobs import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
+from tests.fixtures.console_browser import _sign_in, _upload
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.workers import Cluster
 
-#: Headless Chromium with nothing that reaches outside the machine.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-dev-shm-usage",
-]
 #: A document whose markdown tries every way of running script in whoever shows it.
 HOSTILE = (
     "# Hostile\n\n<script>window.__pwned = 'script'; document.title = 'pwned'</script>\n\n"
@@ -47,35 +35,10 @@ HOSTILE = (
 WAIT_MS = 60_000
 
 
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.fail("chromium is not installed (scripts/test installs it: ensure_chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
-
-
 def _shoot(page: Page, name: str) -> None:
     folder = os.environ.get("DOCLANE_CONSOLE_SCREENSHOTS")
     if folder:
         page.screenshot(path=str(Path(folder) / f"console-{name}.png"), full_page=True)
-
-
-def _sign_in(page: Page, token: str) -> None:
-    page.fill("input[name=token]", token)
-    page.click("button[type=submit]")
-
-
-def _upload(page: Page, files: list[Path], **options: str) -> None:
-    """Send documents from the upload page, with conversion options typed in by their names."""
-    page.goto("/console/upload")
-    for name, value in options.items():
-        page.fill(f"input[name={name}]", value)
-    page.set_input_files("#files", [str(f) for f in files])
-    page.click("#send")
 
 
 def _row(page: Page, name: str) -> object:

@@ -13,8 +13,8 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from tests.e2e.test_console import CHROMIUM_ARGS
 from tests.fixtures.api_server import ApiServer
+from tests.fixtures.console_browser import CHROMIUM_ARGS
 from tests.fixtures.oidc_provider import AUDIENCE, OidcProvider
 
 WAIT_MS = 30_000

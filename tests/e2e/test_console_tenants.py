@@ -12,9 +12,9 @@ from uuid import UUID
 from playwright.sync_api import Browser, Page, expect
 
 from pipeline.store import JobFilter, JobStore
-from tests.e2e.test_console import _sign_in, _upload, browser  # noqa: F401  (browser: a fixture)
 from tests.fixtures.api_server import ApiServer
-from tests.integration.console.test_console_tenants import (  # api: the same fixture
+from tests.fixtures.console_browser import _sign_in, _upload, browser  # noqa: F401  (browser: a fixture)
+from tests.fixtures.console_tenants import (  # api: the same fixture
     A_TOKEN,
     B_TOKEN,
     _submit,

@@ -6,29 +6,11 @@ import re
 from pathlib import Path
 
 import pytest
-from pydantic import AliasChoices, SecretStr
+from pydantic import SecretStr
 
-from pipeline.settings import Settings
-from pipeline.support.settings import Section
+from tests.support.settings_tree import environment_names, settings_classes
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def settings_classes() -> list[type[Section]]:
-    """Every section of the settings tree: the tree is the one place settings are read."""
-    return list(Settings.sections().values())
-
-
-def environment_names(cls: type[Section]) -> set[str]:
-    prefix = str(cls.model_config.get("env_prefix", ""))
-    names = set()
-    for name, field in cls.model_fields.items():
-        alias = field.validation_alias
-        if isinstance(alias, AliasChoices):
-            names.update(str(c) for c in alias.choices if str(c).isupper())
-        else:
-            names.add(f"{prefix}{name}".upper())
-    return names
 
 
 def test_every_setting_is_in_env_example() -> None:

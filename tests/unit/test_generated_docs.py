@@ -17,7 +17,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from errors import CATALOG, CatalogEntry
 from tests.fixtures.scripts import load_script
-from tests.unit.test_env_example import environment_names, settings_classes
+from tests.support.settings_tree import environment_names, settings_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCSGEN_PATH = ROOT / "scripts" / "docsgen.py"

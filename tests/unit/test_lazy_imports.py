@@ -4,16 +4,8 @@ second of every CLI command's and every worker's start."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 
-
-def printed_by(probe: str, env: dict[str, str] | None = None) -> str:
-    """What ``probe`` prints, run in a fresh interpreter (what it imports is all it loads)."""
-    done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env
-    )
-    return done.stdout.strip()
+from tests.support.probes import printed_by
 
 
 def test_the_cli_and_the_worker_load_no_oauth_library() -> None:

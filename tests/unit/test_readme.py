@@ -41,7 +41,10 @@ _FILE_SUFFIX = re.compile(
     r"\.(md|docx|pptx|xlsx|pdf|html|csv|ya?ml|toml|json|py|sh|example|txt|png)$"
 )
 #: Docs whose links and citations must stay inside the repository.
-PAGES = (README, *(ROOT / "docs" / name for name in ("operations.md", "client.md")))
+PAGES = (
+    README,
+    *(ROOT / "docs" / name for name in ("operations.md", "client.md", "architecture.md")),
+)
 
 
 def every_command() -> Iterator[tuple[ShellBlock, SimpleCommand]]:

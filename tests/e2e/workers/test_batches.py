@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.jobs import JobState, Stage
-from tests.e2e.workers.test_faults import assert_one_result_set, pool_process_of
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import process_gone
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
+from tests.support.worker_results import assert_one_result_set, pool_process_of
 
 DIRECTORY = "convert_directory_files_into_docling_document"
 

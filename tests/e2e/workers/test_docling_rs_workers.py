@@ -19,7 +19,7 @@ import pytest
 from pipeline.jobs import EventKind, JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
-from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
+from tests.fixtures.docling_rs_server import DoclingRsServer
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import (
     EXPECTED_MARKDOWN,
@@ -29,19 +29,11 @@ from tests.fixtures.examples import (
 )
 from tests.fixtures.samples import write_sample
 from tests.fixtures.workers import Cluster
+from tests.support.docling_rs_cluster import ENGINE, stdio_cluster
 
 pytestmark = pytest.mark.docling
 
-ENGINE = "docling-rs 2.52.7"
 EVERY_FORMAT = "md,json,html,text,chunks"
-
-
-def stdio_cluster(
-    make_cluster: Callable[..., Cluster], broker: Broker, roots: list[Path], **env: str
-) -> Cluster:
-    cluster = make_cluster(broker, "", DOCLING_MCP_COMMAND=docling_rs_stdio_command(roots), **env)
-    del cluster.env["DOCLING_MCP_ORIGIN"]  # the command is the server
-    return cluster
 
 
 def test_two_pages_of_a_pdf_as_markdown_and_chunks_through_stdio_children(

@@ -8,11 +8,11 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import EventKind, JobState
-from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_mixed, write_sample
 from tests.fixtures.workers import Cluster
+from tests.support.worker_results import CONVERT, assert_one_result_set
 
 
 def test_two_hundred_mixed_documents_through_two_workers(

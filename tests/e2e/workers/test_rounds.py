@@ -14,13 +14,13 @@ from pathlib import Path
 from uuid import UUID
 
 from pipeline.jobs import Job, JobState, Stage
-from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set, pool_process_of
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import process_gone
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, WorkerProcess
+from tests.support.worker_results import CONVERT, assert_one_result_set, pool_process_of
 
 ROUND = {
     "DOCLANE_ROUND_MAX_DOCS": "8",

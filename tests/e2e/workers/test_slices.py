@@ -17,10 +17,10 @@ import pytest
 
 from pipeline.jobs import Job, JobState
 from pipeline.settings import read_settings
-from tests.e2e.workers.test_docling_rs_workers import ENGINE, stdio_cluster
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
+from tests.support.docling_rs_cluster import ENGINE, stdio_cluster
 from tests.support.long_pdf import write_long_pdf
 
 pytestmark = pytest.mark.docling

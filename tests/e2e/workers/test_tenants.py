@@ -23,7 +23,6 @@ import pytest
 
 from pipeline.jobs import EventKind, Job, JobState
 from pipeline.queues import QUEUE_SMALL
-from tests.e2e.workers.test_faults import CONVERT, assert_one_result_set
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import parent_of
@@ -31,6 +30,7 @@ from tests.fixtures.samples import write_mixed
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
 from tests.support.brokers import small_queue_messages
+from tests.support.worker_results import CONVERT, assert_one_result_set
 
 PEAK_WATCH = """
 CREATE TABLE running_peaks (tenant text PRIMARY KEY, peak integer NOT NULL);

@@ -5,26 +5,12 @@ that can be reached."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.fixtures.brokers import Broker
+from tests.support.cli import doclane
 
 DEAD = "127.0.0.1:9"  # the discard port: nothing listens there
-
-
-def doclane(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.cli", *args],
-        env={**os.environ, **env},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def test_a_database_without_migrations_says_to_migrate(

@@ -16,7 +16,7 @@ from pipeline.admin.heartbeats import beat, stop_beating
 from pipeline.resilience import ResilienceSettings
 from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
-from tests.integration.admin.test_cli_mistakes import doclane
+from tests.support.cli import doclane
 
 
 @pytest.fixture

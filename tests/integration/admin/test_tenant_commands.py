@@ -10,7 +10,7 @@ import pytest
 
 from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
-from tests.integration.admin.test_cli_mistakes import doclane
+from tests.support.cli import doclane
 
 
 @pytest.fixture

@@ -5,28 +5,15 @@ filters by tenant. (The console's pages are the same in a browser: tests/e2e/tes
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
 import httpx
-import pytest
 
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-
-A_TOKEN, B_TOKEN = "team-a-token-0123456789", "team-b-token-0123456789"
-
-
-@pytest.fixture
-def api(make_api_server: Callable[..., ApiServer], test_database_env: dict[str, str]) -> ApiServer:
-    tokens = [
-        {"name": "alice", "role": "submit", "token": A_TOKEN, "tenant": "team-a"},
-        {"name": "bob", "role": "submit", "token": B_TOKEN, "tenant": "team-b"},
-    ]
-    return make_api_server(test_database_env, DOCLANE_API_TOKENS=json.dumps(tokens))
+from tests.fixtures.console_tenants import A_TOKEN, B_TOKEN, _submit
 
 
 def _signed_in(api: ApiServer, token: str) -> httpx.Client:
@@ -34,13 +21,6 @@ def _signed_in(api: ApiServer, token: str) -> httpx.Client:
     answer = client.post("/console/login", data={"token": token, "next": "/console/jobs"})
     assert answer.status_code == 303
     return client
-
-
-def _submit(api: ApiServer, token: str, path: Path) -> str:
-    path.write_text(f"# {path.name}\n")
-    answer = api.post("/v1/jobs", token=token, json={"sources": [str(path)]})
-    assert answer.status_code == 202, answer.text
-    return str(answer.json()["accepted"][0]["job_id"])
 
 
 def _rows(page: httpx.Response) -> list[str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +11,7 @@ import pytest
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp.settings import environment_variables
 from tests.fixtures.fake_server import FakeServer
-
-REPO_ROOT = Path(__file__).resolve().parents[3]
-CONVERT = "convert_document_into_docling_document"
-EXPORT = "export_docling_document_to_markdown"
-
-MakeClient = Callable[..., McpClient]
+from tests.support.mcp_clients import REPO_ROOT, MakeClient
 
 
 @pytest.fixture(autouse=True)

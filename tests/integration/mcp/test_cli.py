@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli import app
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
+from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT
 
 runner = CliRunner()
 

@@ -20,7 +20,7 @@ from errors import CallTimeout
 from pipeline.mcp import McpClient
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
-from tests.integration.mcp.conftest import CONVERT, MakeClient
+from tests.support.mcp_clients import CONVERT, MakeClient
 
 DEADLINE_S = 1.0
 #: Far above the deadline: the old behaviour never ends; the right one ends near DEADLINE_S.

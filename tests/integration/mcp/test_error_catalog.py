@@ -14,7 +14,7 @@ import pytest
 from errors import PipelineError, classify
 from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.mcp.conftest import CONVERT, EXPORT, MakeClient
+from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 
 SECRET = "s3cr3t-token-0c1d"
 

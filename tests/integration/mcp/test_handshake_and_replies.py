@@ -9,7 +9,7 @@ import pytest
 from errors import classify
 from pipeline.mcp import LifecycleState, LogMessage, McpClient, Progress
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
-from tests.integration.mcp.conftest import CONVERT, EXPORT, MakeClient
+from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 
 ACCEPT = "application/json, text/event-stream"
 

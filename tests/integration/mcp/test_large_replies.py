@@ -24,7 +24,7 @@ from pipeline.mcp import McpClient, McpSettings, ToolResult
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
 from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
+from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT
 
 WIRES = ["sse", "json", "stdio"]
 #: The wires whose long replies are parsed as they arrive.

@@ -41,7 +41,7 @@ from pipeline.mcp._oauth_keys import signing_key_from_pem
 from tests.fixtures.auth_server import AuthServer
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
-from tests.integration.mcp.conftest import CONVERT, REPO_ROOT
+from tests.support.mcp_clients import CONVERT, REPO_ROOT
 
 CLIENT = "doclane-worker"
 SECRET = "s3cret-VALUE-that-must-never-show"

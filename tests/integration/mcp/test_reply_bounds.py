@@ -13,7 +13,7 @@ import pytest
 from errors import ReplyTooLarge
 from pipeline.mcp import McpSettings
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.mcp.conftest import CONVERT, MakeClient
+from tests.support.mcp_clients import CONVERT, MakeClient
 
 LIMIT = 1024 * 1024
 

@@ -11,7 +11,7 @@ from errors import CallTimeout, ServerUnavailable, SessionExpired
 from pipeline.mcp import CallTimeouts, LifecycleState, McpClient, ToolCall
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
-from tests.integration.mcp.conftest import CONVERT, EXPORT, MakeClient
+from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 
 S = LifecycleState
 

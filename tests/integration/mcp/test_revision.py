@@ -16,7 +16,7 @@ import pytest
 from errors import CallTimeout, MissingCapability
 from pipeline.mcp import McpSettings
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT, MakeClient
+from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT, MakeClient
 
 MODERN = "2026-07-28"
 

@@ -33,7 +33,7 @@ from pipeline.resilience import build_resilient
 from pipeline.settings import read_settings
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
-from tests.integration.mcp.conftest import CONVERT, EXPORT, REPO_ROOT
+from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT
 
 
 def fake_command(**knobs: Any) -> str:

@@ -3,102 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
-from uuid import UUID
+from typing import Any
 
 import pytest
 
-from pipeline.jobs import Formats, SubmissionRequest
-from pipeline.mcp import McpClient
-from pipeline.processing import JobProcessor, Outcome, OutcomeKind
+from pipeline.processing import JobProcessor
 from pipeline.queues import RecordingPublisher
-from pipeline.resilience import Resilient, RetryRecord, build_resilient
+from pipeline.resilience import build_resilient
 from pipeline.settings import read_settings
-from pipeline.store import ClaimFound, JobStore
-from pipeline.submission import Submission, enqueue
+from pipeline.store import JobStore
 from tests.fixtures.fake_server import FakeServer
-
-T = TypeVar("T")
-
-
-@dataclass
-class HookedRunner:
-    """The real resilience layer, with a hook around each unit (to act between two calls)."""
-
-    resilient: Resilient
-    wrap_client: Callable[[McpClient], Any] | None = None
-    after_unit: Callable[[], None] | None = None
-    #: What the unit gave, changed before the processor sees it (a bug's results, say).
-    alter_result: Callable[[Any], Any] | None = None
-
-    def run(
-        self,
-        unit: Callable[[McpClient], T],
-        *,
-        label: str = "conversion",
-        record: RetryRecord | None = None,
-    ) -> T:
-        def hooked(client: McpClient) -> T:
-            if self.wrap_client is not None:
-                client = self.wrap_client(client)
-            result = unit(client)
-            if self.after_unit is not None:
-                self.after_unit()
-            if self.alter_result is not None:
-                result = self.alter_result(result)
-            return result
-
-        return self.resilient.run(hooked, label=label, record=record)
-
-    def refusing_for(self) -> float:
-        return self.resilient.refusing_for()
-
-    def on_each_server(self, look: Callable[[McpClient], T]) -> list[T | None]:
-        return self.resilient.on_each_server(look)
-
-
-@dataclass
-class Bench:
-    """Everything one processor test needs: a store, a processor, a publisher, a folder."""
-
-    store: JobStore
-    processor: JobProcessor
-    runner: HookedRunner
-    publisher: RecordingPublisher
-    folder: Path
-    server: FakeServer
-    source_settings: Any
-    closers: list[Callable[[], None]] = field(default_factory=list)
-
-    def submit(self, *sources: str | Path, formats: tuple[str, ...] = ("md",)) -> Submission:
-        return enqueue(
-            SubmissionRequest([str(s) for s in sources], Formats.parse(formats)),
-            publisher=self.publisher,
-            store=self.store,
-            source_settings=self.source_settings,
-        )
-
-    def submit_one(self, source: str | Path, formats: tuple[str, ...] = ("md",)) -> UUID:
-        submission = self.submit(source, formats=formats)
-        assert not submission.rejected, submission.rejected
-        return submission.accepted[0].job_id
-
-    def take(self, job_id: UUID) -> Outcome:
-        """One claim on ``job_id``'s queue, run: the lead's outcome (the fair order's next job,
-        which is ``job_id`` where it waits alone); SKIPPED when the claim took nothing."""
-        job = self.store.reads.get_job(job_id)
-        assert job is not None
-        claim = self.processor.claim(job.queue)
-        if isinstance(claim, ClaimFound):
-            return Outcome(OutcomeKind.SKIPPED, job_id)
-        return self.processor.run(claim)
-
-
-def retry_bells(bench: Bench) -> list[float]:
-    """The bells rung for retries, by when (each with a countdown)."""
-    return [m.countdown_s for m in bench.publisher.messages if m.countdown_s is not None]
+from tests.support.processing import Bench, HookedRunner
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pipeline.jobs import EventKind, JobState
 from pipeline.processing import Outcome, OutcomeKind
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench
+from tests.support.processing import Bench
 
 CONVERT = "convert_document_into_docling_document"
 

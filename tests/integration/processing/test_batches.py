@@ -24,31 +24,13 @@ from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench, retry_bells
+from tests.support.processing import Bench, assert_own_result, retry_bells, submit_samples
 
 CONVERT = "convert_document_into_docling_document"
 #: A message's claims stop at its first (``DOCLANE_ROUND_MAX_S`` 0): what one batch does is
 #: under test, not the message's further claims (tests/integration/processing/test_processor.py).
 FIRST_CLAIM_ONLY = {"round_max_s": 0}
 DIRECTORY = "convert_directory_files_into_docling_document"
-MARKERS = {"md": "# Notes {n}", "html": "Page {n}", "csv": "{people}"}
-
-
-def submit_samples(bench: Bench, count: int, formats: tuple[str, ...] = ("md",)) -> list[UUID]:
-    """Submit ``count`` samples; the publisher then holds only what processing publishes."""
-    kinds = ("md", "html", "csv")
-    paths = [write_sample(bench.folder, kinds[n % 3], n) for n in range(1, count + 1)]
-    submission = bench.submit(*paths, formats=formats)
-    assert not submission.rejected
-    bench.publisher.messages.clear()
-    return [a.job_id for a in submission.accepted]
-
-
-def assert_own_result(bench: Bench, job_id: UUID, number: int) -> None:
-    markdown = bench.store.reads.get_result(job_id, "md") or ""
-    kind = ("md", "html", "csv")[number % 3]
-    marker = MARKERS[kind].format(n=number, people=700000 + number)
-    assert marker in markdown, f"job {number} got someone else's result: {markdown[:80]!r}"
 
 
 def batch_notes(bench: Bench, job_id: UUID) -> list[dict[str, object]]:

@@ -19,8 +19,8 @@ from pipeline.processing import Outcome, OutcomeKind
 from pipeline.store import JobStore, StoreSettings
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench
-from tests.integration.store.test_postgres_restart import pg_ctlcluster
+from tests.support.postgres import pg_ctlcluster
+from tests.support.processing import Bench
 
 pytestmark = pytest.mark.restarts_postgres
 CONVERT = "convert_document_into_docling_document"

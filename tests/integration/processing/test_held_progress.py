@@ -28,7 +28,7 @@ from pipeline.processing import journal as journal_module
 from pipeline.store import Attempts, JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench
+from tests.support.processing import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

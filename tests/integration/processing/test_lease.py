@@ -13,7 +13,7 @@ from pipeline.processing import LeaseKeeper
 from pipeline.store import JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench
+from tests.support.processing import Bench
 
 
 def claimed(bench: Bench, n: int) -> Job:

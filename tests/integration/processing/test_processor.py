@@ -19,7 +19,7 @@ from pipeline.processing import OutcomeKind
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
-from tests.integration.processing.conftest import Bench, retry_bells
+from tests.support.processing import Bench, retry_bells
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

@@ -25,9 +25,7 @@ from pipeline.resilience import Resilient, build_resilient
 from pipeline.settings import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_command
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
-from tests.integration.processing.conftest import Bench, HookedRunner
-from tests.integration.processing.test_batches import submit_samples
-from tests.integration.processing.test_rounds import assert_succeeded_once
+from tests.support.processing import Bench, HookedRunner, assert_succeeded_once, submit_samples
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.jobs import EventKind, JobState, Stage
+from pipeline.jobs import JobState, Stage
 from pipeline.mcp import McpClient
 from pipeline.processing import Outcome, OutcomeKind
 from pipeline.profiles import Conversion
@@ -26,8 +26,12 @@ from pipeline.store import ClaimFound
 from pipeline.support.logs import current_job_context
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.integration.processing.conftest import Bench, retry_bells
-from tests.integration.processing.test_batches import assert_own_result, submit_samples
+from tests.support.processing import (
+    Bench,
+    assert_succeeded_once,
+    retry_bells,
+    submit_samples,
+)
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"
@@ -46,18 +50,6 @@ def job_of_this_thread() -> UUID:
     context = current_job_context()
     assert context is not None, "a round's unit runs inside its job's log context"
     return UUID(context.job_id)
-
-
-def assert_succeeded_once(bench: Bench, job_id: UUID, number: int) -> None:
-    job = bench.store.reads.get_job(job_id)
-    assert job is not None and job.state is JobState.SUCCEEDED, (job_id, job)
-    assert (job.attempt, job.attempts_spent) == (1, 1)
-    assert [(r.format, r.attempt) for r in bench.store.reads.list_results(job_id)] == [("md", 1)]
-    assert_own_result(bench, job_id, number)
-    events = bench.store.reads.events(job_id)
-    calls = [(e.tool, e.outcome) for e in events if e.kind is EventKind.MCP_CALL]
-    assert calls == [(CONVERT, "ok"), (EXPORT, "ok")], "its own calls, in its own trail"
-    assert sum(1 for e in events if e.to_state is JobState.SUCCEEDED) == 1
 
 
 def assert_only_one_cancelled(bench: Bench, ids: list[UUID], cancelled: UUID) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from pipeline.jobs import EventKind, JobState, Stage
 from pipeline.processing import OutcomeKind
 from tests.fixtures.samples import write_sample
-from tests.integration.processing.conftest import Bench
+from tests.support.processing import Bench
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

@@ -7,8 +7,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from pipeline.resilience.storage import BreakerRedis, breaker_redis
-
-SHARED_REDIS = "redis://127.0.0.1:6379/0"
+from tests.support.shared_redis import SHARED_REDIS
 
 
 @pytest.fixture

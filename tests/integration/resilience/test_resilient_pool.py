@@ -21,7 +21,7 @@ from pipeline.settings import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for
-from tests.integration.resilience.conftest import SHARED_REDIS
+from tests.support.shared_redis import SHARED_REDIS
 
 ROOT = Path(__file__).resolve().parents[3]
 DOCX = str(ROOT / "examples" / "quarterly-report.docx")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import os
 import shutil
-import subprocess
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 
@@ -21,18 +20,9 @@ from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.connection import create_pool
 from tests.fixtures.waiting import wait_for
+from tests.support.postgres import pg_ctlcluster
 
 pytestmark = pytest.mark.restarts_postgres
-
-
-def pg_ctlcluster(action: str) -> None:
-    versions = sorted(os.listdir("/etc/postgresql"))
-    subprocess.run(
-        ["pg_ctlcluster", "--skip-systemctl-redirect", versions[-1], "main", action],
-        check=True,
-        timeout=120,
-        capture_output=True,
-    )
 
 
 @pytest.fixture(autouse=True)

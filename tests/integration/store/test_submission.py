@@ -11,21 +11,9 @@ import pytest
 from pipeline.jobs import Job, JobState, SourceKind
 from pipeline.store import JobStore
 from tests.integration.store.builders import new_job, sha256_of
+from tests.support.jobs import succeeded_job
 
 REPORT = sha256_of("the quarterly report")
-
-
-def succeeded_job(store: JobStore, *, engine: str | None = None, **overrides: object) -> Job:
-    """A succeeded job; its results name ``engine`` as a worker's closing note makes them."""
-    job_id = store.submissions.create(new_job(**overrides), dedup=False).job_id
-    claimed = store.attempts.claim(job_id, "worker-a", lease_s=60)
-    assert claimed is not None
-    note = {"note": "converted", "engine": engine} if engine else None
-    results = {f: "# done" for f in claimed.formats}
-    assert store.attempts.finish(job_id, claimed.attempt, results, note=note)
-    job = store.reads.get_job(job_id)
-    assert job is not None
-    return job
 
 
 def test_a_new_job_is_queued_with_what_was_asked(store: JobStore) -> None:

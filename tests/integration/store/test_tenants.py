@@ -20,7 +20,7 @@ from tests.integration.store.builders import (
     sha256_of,
     someone_waits_for_a_lock,
 )
-from tests.integration.store.test_submission import succeeded_job
+from tests.support.jobs import succeeded_job
 
 
 def test_default_exists_and_set_changes_only_the_fields_given(store: JobStore) -> None:

@@ -9,7 +9,7 @@ import pytest
 import errors
 from errors import CATALOG, ERROR_CLASSES, JSONRPC_CODES, PipelineError, classify
 
-#: E314 (issue 13, OAuth): the authorization server failed for now; not the MCP server's breaker.
+#: E314 (OAuth): the authorization server failed for now; not the MCP server's breaker.
 #: E402: the object store of results failed for now (the attempt is retried, nothing committed).
 #: E115: a tenant's queue was full; the same document may be submitted again once it drains.
 DESIGN_RETRYABLE = {

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp.settings import environment_variables
+from tests.support.scripted_mcp import MakeClient
 from tests.unit.mcp.scripted import ScriptedServer
 
 MCP_ENVIRONMENT = environment_variables()
@@ -25,9 +26,6 @@ def clean_mcp_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def server() -> ScriptedServer:
     return ScriptedServer()
-
-
-MakeClient = Callable[..., McpClient]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 
 from errors import CallTimeout, InvalidParams, UnknownTool
 from pipeline.mcp import McpClient, McpSettings, ToolCall
-from tests.unit.mcp.conftest import MakeClient
+from tests.support.scripted_mcp import MakeClient
 from tests.unit.mcp.scripted import ScriptedServer, echo_tool, timing_out
 
 

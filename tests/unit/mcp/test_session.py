@@ -19,7 +19,7 @@ from errors import (
 )
 from pipeline.mcp import Binding, LogMessage, McpClient, Outgoing, Progress, Reply
 from pipeline.mcp._session import JsonRpcSession
-from tests.unit.mcp.conftest import MakeClient
+from tests.support.scripted_mcp import MakeClient
 from tests.unit.mcp.scripted import (
     JsonObject,
     ScriptedServer,

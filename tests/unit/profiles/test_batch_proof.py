@@ -27,7 +27,7 @@ from pipeline.profiles.docling_batch import (
 )
 from pipeline.profiles.docling_mcp import CHECK_CACHE, EXPORT_MARKDOWN, SAVE, DoclingMcpProfile
 from pipeline.profiles.saved_origin import read_origin
-from tests.unit.profiles.test_profiles import DOCLING_TOOLS, Result, ScriptedClient, ok
+from tests.support.scripted_profiles import DOCLING_TOOLS, Result, ScriptedClient, ok
 
 
 def sha(content: str) -> str:

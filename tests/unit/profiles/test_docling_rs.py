@@ -22,7 +22,7 @@ from pipeline.profiles import (
     select_profile,
 )
 from pipeline.profiles.docling_rs import SIGNATURE
-from tests.unit.profiles.test_profiles import DOCLING_TOOLS, Result, ScriptedClient, failed
+from tests.support.scripted_profiles import DOCLING_TOOLS, Result, ScriptedClient, failed
 
 
 def text(value: str) -> Result:

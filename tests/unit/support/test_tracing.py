@@ -13,7 +13,7 @@ import textwrap
 import pytest
 
 from pipeline.support import tracing
-from tests.unit.test_lazy_imports import printed_by
+from tests.support.probes import printed_by
 
 #: An endpoint nothing listens on: spans are made, their export fails quietly later.
 NOWHERE = {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9", "OTEL_BSP_SCHEDULE_DELAY": "60000"}
