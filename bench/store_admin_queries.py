@@ -100,22 +100,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
                 "requeue_expired_leases",
                 {"now": None, "limit": 1000},
             ),
-            (
-                "reconciler: stale queued/retrying (10 min, 1000)",
-                "take_stale_waiting",
-                {"now": None, "older_than_s": 600.0, "limit": 1000, "queues": None, "states": None},
-            ),
-            (
-                "reconciler: lost messages of a queue (60 s, 1000, 10 waiting)",
-                "take_lost_queued",
-                {
-                    "queue": QUEUE_SMALL,
-                    "waiting": 10,
-                    "older_than_s": 60.0,
-                    "now": None,
-                    "limit": 1000,
-                },
-            ),
+            ("reconciler: queues with claimable work", "claimable_queues", {}),
             (
                 "dedup lookup of 100 hashes",
                 "find_succeeded_by_content",

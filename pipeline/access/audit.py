@@ -36,7 +36,16 @@ def record(store: JobStore, entry: AuditEntry) -> None:
     (it already happened: the log line says what the trail misses)."""
     try:
         store.audit.record(entry)
-    except Exception:  # the store's errors are catalog errors; any is logged the same way
+    except PipelineError as exc:  # the store's own refusal (E4xx): one line says what is missed
+        log.warning(
+            "the audit trail could not record %s by %s on %s (%s): %s",
+            entry.action,
+            entry.actor,
+            entry.target,
+            entry.outcome,
+            exc,
+        )
+    except Exception:  # anything else is a bug: its traceback goes with it
         log.exception(
             "the audit trail could not record %s by %s on %s (%s)",
             entry.action,
@@ -65,12 +74,17 @@ def audited_cli(
         outcome = type(exc).__name__
         raise
     finally:
-        entry = AuditEntry(
-            actor=cli_actor(),
-            address=socket.gethostname(),
-            action=action,
-            target=target,
-            outcome=outcome,
-            detail=extra,
-        )
-        record(store, entry)
+        # An action that failed on the database the trail lives in changed nothing there; a
+        # second failure, to record it, would only bury the first one's remedy.
+        if not outcome.startswith("E4"):
+            record(
+                store,
+                AuditEntry(
+                    actor=cli_actor(),
+                    address=socket.gethostname(),
+                    action=action,
+                    target=target,
+                    outcome=outcome,
+                    detail=extra,
+                ),
+            )

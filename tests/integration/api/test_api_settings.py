@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 from fastapi.testclient import TestClient
@@ -53,7 +54,8 @@ def test_a_submission_is_judged_and_made_by_the_tree_the_api_was_given(
 
         made = client.post("/v1/jobs", json={"sources": [str(docs / "a.md")]}, headers=auth)
     assert made.status_code == 202, made.text
-    (job_id,) = [m.job_id for m in publisher.messages]
+    (job_id,) = [UUID(item["job_id"]) for item in made.json()["accepted"]]
+    assert [m.queue for m in publisher.messages] == ["doclane.small"]  # its queue was rung
     job = store.reads.get_job(job_id)
     assert job is not None
     assert (job.profile, job.max_attempts) == ("docling-mcp", 5)
