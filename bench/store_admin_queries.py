@@ -28,7 +28,6 @@ from typing import Any
 import psycopg
 
 from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
-from pipeline.queues import QUEUE_SMALL
 from pipeline.settings import read_settings
 from pipeline.store import apply_migrations
 from pipeline.store.queries import query
