@@ -314,7 +314,7 @@ def test_a_server_without_the_directory_tool_is_never_sent_a_batch(
     for job_id in ids:
         job = bench.store.reads.get_job(job_id)
         if job is not None and not job.state.terminal:
-            bench.processor.process(job_id)
+            bench.take(job_id)
 
     assert server.stats()["directory_calls"] == []
     for number, job_id in enumerate(ids, start=1):

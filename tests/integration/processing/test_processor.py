@@ -226,18 +226,18 @@ def test_a_failed_jobs_stage_is_the_step_it_failed_in(
     # small jobs along with its own
     http_source.fail("/gone.md", 404)
     fetched = bench.submit(http_source.url("/gone.md")).accepted[0].job_id
-    assert bench.processor.process(fetched).code == "E101"
+    assert bench.take(fetched).code == "E101"
     assert stage_of(fetched) == "fetching"
 
     gone = write_sample(bench.folder, "md", 11)
     validated = bench.submit_one(gone)
     gone.write_bytes(b"")
-    assert bench.processor.process(validated).code == "E106"
+    assert bench.take(validated).code == "E106"
     assert stage_of(validated) == "validating"
 
     bench.server.configure(fail_next=1, fail_with="is_error", fail_tools=[EXPORT])
     exported = bench.submit_one(write_sample(bench.folder, "html", 12))
-    assert bench.processor.process(exported).code == "E307"
+    assert bench.take(exported).code == "E307"
     assert stage_of(exported) == "exporting"
 
     def not_its_formats(conversion: Any) -> Any:  # a bug: the database refuses such results
@@ -246,7 +246,7 @@ def test_a_failed_jobs_stage_is_the_step_it_failed_in(
 
     bench.runner.alter_result = not_its_formats
     stored = bench.submit_one(write_sample(bench.folder, "csv", 13))
-    assert bench.processor.process(stored).kind is OutcomeKind.FAILED
+    assert bench.take(stored).kind is OutcomeKind.FAILED
     assert stage_of(stored) == "storing"
 
 

@@ -400,7 +400,7 @@ def test_an_unknown_tenant_refuses_the_whole_submission_before_any_job(
 
 
 def test_a_page_range_past_a_pdfs_end_refuses_that_pdf_alone_before_it_is_a_job(
-    store: JobStore, tmp_path: Path
+    store: JobStore, make_store: Callable[[], JobStore], tmp_path: Path
 ) -> None:
     short = write_long_pdf(tmp_path / "short.pdf", pages=3)
     long = write_long_pdf(tmp_path / "long.pdf", pages=12)
@@ -408,7 +408,7 @@ def test_a_page_range_past_a_pdfs_end_refuses_that_pdf_alone_before_it_is_a_job(
     notes.write_text("# Notes\n")
     damaged = tmp_path / "damaged.pdf"  # pages unknown here: left to the server too
     damaged.write_bytes(b"%PDF-1.7\nnot a page tree\n")
-    publisher = RecordingPublisher()
+    publisher = CheckingPublisher(make_store())
     submission = enqueue(
         SubmissionRequest(
             [str(short), str(long), str(notes), str(damaged)],
