@@ -89,13 +89,18 @@ async def test_a_restart_mid_wait_with_the_async_client(fleet: Fleet) -> None:
     assert "ConnectError" in [outcome for _, _, outcome, _ in wire.log]
 
 
-def test_a_post_cut_off_mid_answer_is_not_sent_again(fleet: Fleet) -> None:
-    """A submission whose answer was lost may have been made: sending it again could make
-    every job twice, so only the read is retried, never the POST."""
+def test_a_post_cut_off_mid_answer_is_sent_again_only_under_its_idempotency_key(
+    fleet: Fleet,
+) -> None:
+    """A submission whose answer was lost may have been made: the client sends it again only
+    under the same Idempotency-Key, which the API answers with the first submission's jobs
+    (tests/client/test_access.py shows the one job a lost answer leaves)."""
+    keys: list[str | None] = []
 
     class CutOff(Recording):
         def handle_request(self, request: httpx.Request) -> httpx.Response:
             if request.method == "POST":
+                keys.append(request.headers.get("Idempotency-Key"))
                 self._note(request, "ReadError")
                 raise httpx.ReadError("connection reset mid-answer", request=request)
             return super().handle_request(request)
@@ -103,7 +108,8 @@ def test_a_post_cut_off_mid_answer_is_not_sent_again(fleet: Fleet) -> None:
     cut = CutOff()
     with fleet.client(transport=cut) as dl, pytest.raises(Unavailable) as lost:
         dl.submit_sources([str(fleet.document("once.md"))])
-    assert [outcome for _, _, outcome, _ in cut.log] == ["ReadError"]
+    assert len(keys) >= 2 and keys[0] and set(keys) == {keys[0]}, keys
+    assert {outcome for _, _, outcome, _ in cut.log} == {"ReadError"}
     assert lost.value.code == "unreachable" and isinstance(lost.value.__cause__, httpx.ReadError)
 
     with fleet.client(transport=cut) as dl:
