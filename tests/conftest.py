@@ -22,4 +22,5 @@ pytest_plugins = [
     "tests.fixtures.api_server",
     "tests.fixtures.oidc_provider",
     "tests.fixtures.object_store",
+    "tests.fixtures.console_browser",
 ]

@@ -5,31 +5,18 @@ form, sign-out; and the admin's access pages (tokens, audit) reached through it.
 
 from __future__ import annotations
 
-import shutil
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, expect, sync_playwright
+from playwright.sync_api import Browser, expect
 
 from tests.fixtures.api_server import ApiServer
-from tests.fixtures.console_browser import CHROMIUM_ARGS
 from tests.fixtures.oidc_provider import AUDIENCE, OidcProvider
 
 WAIT_MS = 30_000
 CONSOLE_CLIENT = "doclane-console"
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.fail("chromium is not installed (scripts/test installs it: ensure_chromium)")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from pipeline.store import JobFilter, JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.fixtures.console_browser import _sign_in, _upload, browser  # noqa: F401  (browser: a fixture)
+from tests.fixtures.console_browser import _sign_in, _upload
 from tests.fixtures.console_tenants import (  # api: the same fixture
     A_TOKEN,
     B_TOKEN,

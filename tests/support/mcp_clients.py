@@ -7,13 +7,7 @@ from pathlib import Path
 
 from pipeline.mcp import McpClient
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
-
-
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CONVERT = "convert_document_into_docling_document"
-
-
 EXPORT = "export_docling_document_to_markdown"
-
-
 MakeClient = Callable[..., McpClient]

@@ -56,8 +56,8 @@ def test_stats_sees_workers_by_their_heartbeats(
 
 
 def _counters(cluster: Cluster) -> set[str] | None:
-    """The nodes whose count stats shows; None while it asked the broker itself."""
-    found = {q["counted_by"] for q in cluster.cli_json("stats", check=False)["queues"]}
+    """The nodes whose count of the bells stats shows; None while it asked the broker itself."""
+    found = {q["counted_by"] for q in cluster.cli_json("stats", check=False)["bells"]}
     return None if None in found else found
 
 

@@ -157,7 +157,8 @@ def test_stats_loads_neither_celery_nor_httpx(
         check=False,
     )
     stats = json.loads(done.stdout)
-    assert [d["queue"] for d in stats["queues"]] == list(ALL_QUEUES), done.stderr
+    assert [d["queue"] for d in stats["bells"]] == list(ALL_QUEUES), done.stderr
+    assert [d["queue"] for d in stats["queues"]] == list(JOB_QUEUES)
     assert [w["name"] for w in stats["workers"]] == ["alive@host"]
     assert [b["origin"] for b in stats["breakers"]] == [
         "http://127.0.0.1:8765",
@@ -165,9 +166,9 @@ def test_stats_loads_neither_celery_nor_httpx(
     ]
     assert "LOADED []" in done.stderr, done.stderr[-2000:]
     if counted:  # the beat's count, said to be one, and no broker client loaded
-        assert {d["queue"]: d["waiting"] for d in stats["queues"]} == depths
-        assert {d["counted_by"] for d in stats["queues"]} == {"alive@host"}
+        assert {d["queue"]: d["waiting"] for d in stats["bells"]} == depths
+        assert {d["counted_by"] for d in stats["bells"]} == {"alive@host"}
         assert "KOMBU False" in done.stderr, done.stderr[-2000:]
     else:  # the broker asked, as it answers now
-        assert {d["counted_by"] for d in stats["queues"]} == {None}
-        assert {d["age_s"] for d in stats["queues"]} == {0.0}
+        assert {d["counted_by"] for d in stats["bells"]} == {None}
+        assert {d["age_s"] for d in stats["bells"]} == {0.0}
