@@ -32,7 +32,7 @@ def _signed_in(chromium: Browser, server: ApiServer, token: str) -> Page:
 
 def test_a_tenant_sees_its_own_jobs_in_the_browser_and_an_admin_filters_by_tenant(
     api: ApiServer,  # noqa: F811
-    browser: Browser,  # noqa: F811  (the fixture imported above)
+    browser: Browser,
     tmp_path: Path,
     store: JobStore,
 ) -> None:

@@ -13,7 +13,7 @@ import httpx
 
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.fixtures.console_tenants import A_TOKEN, B_TOKEN, _submit, api  # noqa: F401  (api: a fixture)
+from tests.fixtures.console_tenants import A_TOKEN, B_TOKEN, _submit
 
 
 def _signed_in(api: ApiServer, token: str) -> httpx.Client:
