@@ -107,8 +107,9 @@ def access_router(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         since: Annotated[
             str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
         ] = None,
-        actor: Annotated[str | None, Query(max_length=300)] = None,
-        action: Annotated[str | None, Query(max_length=100)] = None,
+        # No NUL: PostgreSQL's text holds none, and no actor or action is named with one.
+        actor: Annotated[str | None, Query(max_length=300, pattern=r"^[^\x00]+$")] = None,
+        action: Annotated[str | None, Query(max_length=100, pattern=r"^[^\x00]+$")] = None,
         before: Annotated[int | None, Query(ge=1)] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 100,
         _: Caller = Depends(admin),  # noqa: B008

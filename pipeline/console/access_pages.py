@@ -69,6 +69,8 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             moment = parse_since(since.strip()) if since.strip() else None
         except ValueError as exc:
             moment, problem = None, str(exc)
+        if "\x00" in actor + action:  # PostgreSQL's text holds no NUL; no name has one
+            problem = "an actor or an action cannot contain a NUL byte"
         filters = AuditFilter(
             since=moment,
             actor=actor.strip() or None,
