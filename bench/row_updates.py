@@ -4,10 +4,17 @@ again*).
 
 For each variant, a freshly migrated scratch database, ``2 x --jobs`` queued jobs inserted, then
 for ``--jobs`` of them, one at a time, each in its own transaction (``synchronous_commit`` off:
-the disk is not what is measured), the two UPDATEs a job's row gets (queued -> running with a
-lease, running -> succeeded), as plain statements; the backend's CPU from ``/proc``, a job:
+the disk is not what is measured), the UPDATEs a job's row gets, as plain statements, a step
+at a time over all the jobs (queued -> running with a lease; ``--renewals`` lease renewals;
+running -> succeeded); the backend's CPU from ``/proc``, a job (``backend_cpu_ms``: the claim
+and the end, the two updates; ``renewal_cpu_ms``: one renewal). Then the other ``--jobs`` are
+claimed and ended by the store's own ``finish_attempt`` with two calls, a note and a result,
+as a lone worker ends a job (``finish_attempt_cpu_ms``, the end alone; 0 where the guard is
+off, which derives the end's finished_at). Variants:
 
 - ``as-is``: the schema as the migrations leave it;
+- ``before:<version>``: the migrations older than that one only (the schema a change started
+  from, measured beside it in the same run);
 - ``fewer-indexes``: without five non-partial secondary indexes of ``jobs`` (those re-entered by
   every update that is not HOT, whatever it changes);
 - ``without:<trigger>``: with that trigger of ``jobs`` disabled (``jobs_log_update``: the
@@ -15,24 +22,30 @@ lease, running -> succeeded), as plain statements; the backend's CPU from ``/pro
   the state machine's transitions);
 - ``no-triggers``: every user trigger of ``jobs`` disabled.
 
-Variants alternate, ``--rounds`` times. Not the store's own statements (``claim_jobs``,
-``finish_attempt``: their execution is in pg_stat_statements' breakdown in the same section):
-the row's own cost under each part of the schema.
+Variants alternate, ``--rounds`` times.
 
-    .venv/bin/python -m bench.row_updates [--jobs 4000] [--rounds 2] [--json] [--smoke]
+    .venv/bin/python -m bench.row_updates [--jobs 4000] [--rounds 2] [--renewals 1]
+        [--variants as-is,before:0024] [--json] [--smoke]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 from bench.harness import print_json, process_cpu_s, scratch_database
 from pipeline.settings import read_settings
 from pipeline.store import apply_migrations
+from pipeline.store.queries import query
+from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 
 SECONDARY = (
     "jobs_created_idx",
@@ -55,16 +68,63 @@ CLAIM = (
     " lease_expires_at = now() + interval '60 s', started_at = now(), stage = 'converting',"
     " updated_at = now() WHERE id = %s"
 )
+RENEW = (
+    "UPDATE jobs SET lease_expires_at = now() + interval '60 s'"
+    " WHERE id = %s AND attempt = 1 AND state = 'running'"
+)
 FINISH = (
     "UPDATE jobs SET state = 'succeeded', finished_at = now(), stage = NULL,"
     " lease_owner = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = %s"
 )
+#: What a lone worker's end sends (pipeline.store.rows.AttemptResults.params): two calls, a
+#: note naming the engine, one small result.
+CALLS = [
+    {"tool": "convert", "duration_ms": 12.5, "outcome": "ok", "origin": "http://mcp"},
+    {"tool": "export", "duration_ms": 3.0, "outcome": "ok", "origin": "http://mcp"},
+]
+NOTE = {"note": "converted by docling-mcp", "engine": "docling 2.0"}
 
 
-def measure(variant: str, jobs: int) -> dict[str, float]:
-    """The backend's CPU and the wall time, ms a job, of ``jobs`` jobs' two updates."""
+def migrations_before(version: str, into: Path) -> Path:
+    """A folder holding the repository's migrations older than ``version``."""
+    for path in sorted(DEFAULT_MIGRATIONS_DIR.glob("*.sql")):
+        if path.name[:4] < version:
+            shutil.copy(path, into / path.name)
+    return into
+
+
+def migrate(url: str, variant: str) -> None:
+    store = {"database_url": url}
+    if variant.startswith("before:"):
+        with tempfile.TemporaryDirectory() as folder:
+            store["migrations_dir"] = str(migrations_before(variant[7:], Path(folder)))
+            apply_migrations(read_settings(store=store).store)
+    else:
+        apply_migrations(read_settings(store=store).store)
+
+
+def timed(pid: int, step: Callable[[], None]) -> tuple[float, float]:
+    """The backend's CPU and the wall time, s, of ``step``."""
+    cpu, started = process_cpu_s(pid), time.perf_counter()
+    step()
+    return process_cpu_s(pid) - cpu, time.perf_counter() - started
+
+
+def hot_updates(conn: psycopg.Connection) -> tuple[int, int]:
+    """``jobs``' updates and HOT updates so far, this backend's flushed first."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
+    conn.execute("SELECT pg_stat_clear_snapshot()")
+    row = conn.execute(
+        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'jobs'"
+    ).fetchone()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
+    """The backend's CPU and the wall time, ms a job, of each step of ``jobs`` jobs."""
     with scratch_database(f"doclane_bench_rows_{os.getpid()}") as url:
-        apply_migrations(read_settings(store={"database_url": url}).store)
+        migrate(url, variant)
         with psycopg.connect(url, autocommit=True) as conn:
             conn.execute(
                 "INSERT INTO jobs (source_kind, source_uri, size_bytes, content_sha256, profile,"
@@ -88,23 +148,61 @@ def measure(variant: str, jobs: int) -> dict[str, float]:
                 " (SELECT count(*) FROM pg_indexes WHERE tablename = 'jobs')"
             ).fetchone()
             assert shape is not None
-            ids = [row[0] for row in conn.execute("SELECT id FROM jobs LIMIT %s", (jobs,))]
+            every = [row[0] for row in conn.execute("SELECT id FROM jobs ORDER BY id")]
+            ids, store_ids = every[:jobs], every[jobs : 2 * jobs]
             backend = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert backend is not None
+            pid = backend[0]
             conn.execute("SET synchronous_commit = off")
-            cpu, started = process_cpu_s(backend[0]), time.perf_counter()
-            for job_id in ids:
-                conn.execute(CLAIM, (job_id,))
-                conn.execute(FINISH, (job_id,))
-            wall = time.perf_counter() - started
-            cpu = process_cpu_s(backend[0]) - cpu
+
+            def each(statement: str, job_ids: list[object], times: int = 1) -> Callable[[], None]:
+                def run() -> None:
+                    for _ in range(times):
+                        for job_id in job_ids:
+                            conn.execute(statement, (job_id,))
+
+                return run
+
+            claim_cpu, claim_wall = timed(pid, each(CLAIM, ids))
+            before = hot_updates(conn)
+            renew_cpu, renew_wall = timed(pid, each(RENEW, ids, renewals))
+            after = hot_updates(conn)
+            finish_cpu, finish_wall = timed(pid, each(FINISH, ids))
+
+            end = query("finish_attempt")
+            each(CLAIM, store_ids)()
+
+            def finish_attempts() -> None:
+                for job_id in store_ids:
+                    params = {
+                        "job_id": job_id,
+                        "attempt": 1,
+                        "formats": ["md"],
+                        "contents": ["# a converted document\n\nIts text."],
+                        "calls": Jsonb(CALLS),
+                        "note": Jsonb(NOTE),
+                        "origin": "http://mcp",
+                    }
+                    conn.execute(end, params)
+
+            # finish_attempt leaves finished_at to the guard: without it, no such step
+            store_step = variant not in ("no-triggers", "without:jobs_guard_update")
+            store_cpu, _ = timed(pid, finish_attempts) if store_step else (0.0, 0.0)
             succeeded = conn.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'")
             done = succeeded.fetchone()
-        if done is None or done[0] != jobs:
-            raise SystemExit(f"{variant}: {done} jobs succeeded, not {jobs}")
+        wanted = 2 * jobs if store_step else jobs
+        if done is None or done[0] != wanted:
+            raise SystemExit(f"{variant}: {done} jobs succeeded, not {wanted}")
+    renewed = max(renewals * jobs, 1)
     return {
-        "backend_cpu_ms": round(cpu / jobs * 1000, 3),
-        "wall_ms": round(wall / jobs * 1000, 3),
+        "backend_cpu_ms": round((claim_cpu + finish_cpu) / jobs * 1000, 3),
+        "wall_ms": round((claim_wall + finish_wall) / jobs * 1000, 3),
+        "claim_cpu_ms": round(claim_cpu / jobs * 1000, 3),
+        "finish_cpu_ms": round(finish_cpu / jobs * 1000, 3),
+        "renewal_cpu_ms": round(renew_cpu / renewed * 1000, 3),
+        "renewal_wall_ms": round(renew_wall / renewed * 1000, 3),
+        "renewals_hot": round((after[1] - before[1]) / max(after[0] - before[0], 1), 3),
+        "finish_attempt_cpu_ms": round(store_cpu / jobs * 1000, 3),
         "triggers_on": float(shape[0]),
         "indexes": float(shape[1]),
     }
@@ -114,6 +212,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=4000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--renewals", type=int, default=1, help="lease renewals a job")
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--smoke", action="store_true", help="50 jobs, one round (CI)")
@@ -124,13 +223,20 @@ def main() -> None:
     runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
     for _ in range(args.rounds):  # A B C ... A B C: side by side
         for variant in variants:
-            runs[variant].append(measure(variant, args.jobs))
+            runs[variant].append(measure(variant, args.jobs, args.renewals))
     if args.json:
         print_json({"jobs": args.jobs, "variants": runs})
         return
-    print(f"{args.jobs} jobs, two updates each; backend CPU ms a job (wall ms), each round")
+    print(
+        f"{args.jobs} jobs; backend CPU ms, each round: the two updates (wall ms) |"
+        " a renewal (share HOT) | finish_attempt"
+    )
     for variant, figures in runs.items():
-        shown = ", ".join(f"{f['backend_cpu_ms']:.3f} ({f['wall_ms']:.3f})" for f in figures)
+        shown = ", ".join(
+            f"{f['backend_cpu_ms']:.3f} ({f['wall_ms']:.3f}) | {f['renewal_cpu_ms']:.3f}"
+            f" ({f['renewals_hot']:.2f}) | {f['finish_attempt_cpu_ms']:.3f}"
+            for f in figures
+        )
         print(f"{variant:<34} {shown}")
 
 

@@ -45,16 +45,18 @@ def test_store_restart_first_call_times_both_modes() -> None:
 def test_row_updates_times_each_variant_and_every_job_ends_succeeded() -> None:
     """The bench itself refuses a variant whose updates did not take every job to succeeded
     (a disabled trigger or a dropped index must leave the state machine's path working)."""
-    report = run_bench("row_updates", "--smoke")
-    assert report["jobs"] == 50
-    assert set(report["variants"]) == {
+    variants = (
         "as-is",
+        "before:0024",
         "fewer-indexes",
         "without:jobs_log_update",
         "without:jobs_count_lanes_updated",
         "without:jobs_guard_update",
         "no-triggers",
-    }
+    )
+    report = run_bench("row_updates", "--smoke", "--variants", ",".join(variants))
+    assert report["jobs"] == 50
+    assert set(report["variants"]) == set(variants)
     shape = {v: (f["triggers_on"], f["indexes"]) for v, (f,) in report["variants"].items()}
     triggers, indexes = shape["as-is"]
     # Each variant took away what its name says, and nothing else.
@@ -62,5 +64,8 @@ def test_row_updates_times_each_variant_and_every_job_ends_succeeded() -> None:
     for name in ("jobs_log_update", "jobs_count_lanes_updated", "jobs_guard_update"):
         assert shape[f"without:{name}"] == (triggers - 1, indexes), name
     assert shape["no-triggers"] == (0, indexes) and triggers >= 3
+    assert shape["before:0024"] == (triggers, indexes), "0024 adds a check, no trigger or index"
     for variant, (figures,) in report["variants"].items():
         assert figures["backend_cpu_ms"] > 0 and figures["wall_ms"] > 0, variant
+        assert figures["renewal_cpu_ms"] >= 0, variant
+    assert report["variants"]["as-is"][0]["finish_attempt_cpu_ms"] > 0
