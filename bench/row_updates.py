@@ -10,22 +10,24 @@ running -> succeeded); the backend's CPU from ``/proc``, a job (``backend_cpu_ms
 and the end, the two updates; ``renewal_cpu_ms``: one renewal). Then the other ``--jobs`` are
 claimed and ended by the store's own ``finish_attempt`` with two calls, a note and a result,
 as a lone worker ends a job (``finish_attempt_cpu_ms``, the end alone; 0 where the guard is
-off, which derives the end's finished_at). Variants:
+off, which derives the end's finished_at), and ``--jobs`` more ended 8 at a time as a round's
+are (``round_end_cpu_ms``, a job's share: ``finish_attempts`` where the schema has it, else a
+``finish_attempt`` each in one transaction). Variants:
 
 - ``as-is``: the schema as the migrations leave it;
 - ``before:<version>``: the migrations older than that one only (the schema a change started
   from, measured beside it in the same run);
 - ``fewer-indexes``: without five non-partial secondary indexes of ``jobs`` (those re-entered by
   every update that is not HOT, whatever it changes);
-- ``without:<trigger>``: with that trigger of ``jobs`` disabled (``jobs_log_update``: the
-  history; ``jobs_count_lanes_updated``: the fair claim's lane counts; ``jobs_guard_update``:
-  the state machine's transitions);
+- ``without:<trigger>``: with that trigger of ``jobs`` disabled (``jobs_guard_update``: the
+  state machine's transitions, their history and lane counts; ``jobs_count_lanes_updated``: a
+  queued job's move to another lane);
 - ``no-triggers``: every user trigger of ``jobs`` disabled.
 
 Variants alternate, ``--rounds`` times.
 
     .venv/bin/python -m bench.row_updates [--jobs 4000] [--rounds 2] [--renewals 1]
-        [--variants as-is,before:0024] [--json] [--smoke]
+        [--variants as-is,before:0025] [--json] [--smoke]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from uuid import UUID
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -45,6 +48,7 @@ from bench.harness import print_json, process_cpu_s, scratch_database
 from pipeline.settings import read_settings
 from pipeline.store import apply_migrations
 from pipeline.store.queries import query
+from pipeline.store.rows import AttemptResults, CallEvent, round_params
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 
 SECONDARY = (
@@ -57,7 +61,6 @@ SECONDARY = (
 VARIANTS = (
     "as-is",
     "fewer-indexes",
-    "without:jobs_log_update",
     "without:jobs_count_lanes_updated",
     "without:jobs_guard_update",
     "no-triggers",
@@ -83,6 +86,8 @@ CALLS = [
     {"tool": "export", "duration_ms": 3.0, "outcome": "ok", "origin": "http://mcp"},
 ]
 NOTE = {"note": "converted by docling-mcp", "engine": "docling 2.0"}
+#: A round's jobs ended together (DOCLANE_ROUND_MAX_DOCS' default).
+ROUND = 8
 
 
 def migrations_before(version: str, into: Path) -> Path:
@@ -110,15 +115,52 @@ def timed(pid: int, step: Callable[[], None]) -> tuple[float, float]:
     return process_cpu_s(pid) - cpu, time.perf_counter() - started
 
 
-def hot_updates(conn: psycopg.Connection) -> tuple[int, int]:
-    """``jobs``' updates and HOT updates so far, this backend's flushed first."""
-    conn.execute("SELECT pg_stat_force_next_flush()")
-    conn.execute("SELECT pg_stat_clear_snapshot()")
-    row = conn.execute(
-        "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'jobs'"
-    ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
+def hot_updates(conn: psycopg.Connection, updates: int) -> tuple[int, int]:
+    """``jobs``' updates and HOT updates so far, once the counters hold ``updates`` updates
+    (a backend's counts reach the shared statistics a moment after its statements)."""
+    deadline = time.monotonic() + 10
+    while True:
+        conn.execute("SELECT pg_stat_force_next_flush()")
+        conn.execute("SELECT pg_stat_clear_snapshot()")
+        row = conn.execute(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'jobs'"
+        ).fetchone()
+        assert row is not None
+        if row[0] >= updates or time.monotonic() > deadline:
+            return int(row[0]), int(row[1])
+        time.sleep(0.05)
+
+
+def finish_rounds(conn: psycopg.Connection, job_ids: list[UUID]) -> Callable[[], None]:
+    """``job_ids`` claimed, then ended ``ROUND`` at a time as the store of this schema ends a
+    round's jobs: one ``finish_attempts`` where the schema has it, else a ``finish_attempt``
+    each, in one transaction (both pipelined, one round trip)."""
+    for job_id in job_ids:
+        conn.execute(CLAIM, (job_id,))
+    together = conn.execute("SELECT to_regproc('finish_attempts') IS NOT NULL").fetchone()
+    ends = [
+        AttemptResults(
+            job_id,
+            1,
+            {"md": "# a converted document\n\nIts text."},
+            calls=[CallEvent(c["tool"], c["duration_ms"] / 1000, c["outcome"]) for c in CALLS],
+            note=NOTE,
+            origin="http://mcp",
+        )
+        for job_id in job_ids
+    ]
+
+    def run() -> None:
+        for start in range(0, len(ends), ROUND):
+            group = ends[start : start + ROUND]
+            with conn.pipeline(), conn.transaction():
+                if together and together[0]:
+                    conn.execute(query("finish_attempts"), round_params(group))
+                else:
+                    for end in group:
+                        conn.execute(query("finish_attempt"), end.params())
+
+    return run
 
 
 def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
@@ -131,7 +173,7 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
                 " formats, queue, submission_id)"
                 " SELECT 'file', '/bench/' || g, 10, repeat('a', 64), 'docling-mcp', '{md}',"
                 " 'doclane.small', gen_random_uuid() FROM generate_series(1, %s) g",
-                (2 * jobs,),
+                (3 * jobs,),
             )
             if variant == "fewer-indexes":
                 for index in SECONDARY:
@@ -149,7 +191,7 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
             ).fetchone()
             assert shape is not None
             every = [row[0] for row in conn.execute("SELECT id FROM jobs ORDER BY id")]
-            ids, store_ids = every[:jobs], every[jobs : 2 * jobs]
+            ids, store_ids, round_ids = every[:jobs], every[jobs : 2 * jobs], every[2 * jobs :]
             backend = conn.execute("SELECT pg_backend_pid()").fetchone()
             assert backend is not None
             pid = backend[0]
@@ -164,9 +206,9 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
                 return run
 
             claim_cpu, claim_wall = timed(pid, each(CLAIM, ids))
-            before = hot_updates(conn)
+            before = hot_updates(conn, jobs)
             renew_cpu, renew_wall = timed(pid, each(RENEW, ids, renewals))
-            after = hot_updates(conn)
+            after = hot_updates(conn, jobs + renewals * jobs)
             finish_cpu, finish_wall = timed(pid, each(FINISH, ids))
 
             end = query("finish_attempt")
@@ -188,9 +230,10 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
             # finish_attempt leaves finished_at to the guard: without it, no such step
             store_step = variant not in ("no-triggers", "without:jobs_guard_update")
             store_cpu, _ = timed(pid, finish_attempts) if store_step else (0.0, 0.0)
+            round_cpu, _ = timed(pid, finish_rounds(conn, round_ids)) if store_step else (0.0, 0.0)
             succeeded = conn.execute("SELECT count(*) FROM jobs WHERE state = 'succeeded'")
             done = succeeded.fetchone()
-        wanted = 2 * jobs if store_step else jobs
+        wanted = 3 * jobs if store_step else jobs
         if done is None or done[0] != wanted:
             raise SystemExit(f"{variant}: {done} jobs succeeded, not {wanted}")
     renewed = max(renewals * jobs, 1)
@@ -203,6 +246,7 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
         "renewal_wall_ms": round(renew_wall / renewed * 1000, 3),
         "renewals_hot": round((after[1] - before[1]) / max(after[0] - before[0], 1), 3),
         "finish_attempt_cpu_ms": round(store_cpu / jobs * 1000, 3),
+        "round_end_cpu_ms": round(round_cpu / jobs * 1000, 3),
         "triggers_on": float(shape[0]),
         "indexes": float(shape[1]),
     }
@@ -229,12 +273,13 @@ def main() -> None:
         return
     print(
         f"{args.jobs} jobs; backend CPU ms, each round: the two updates (wall ms) |"
-        " a renewal (share HOT) | finish_attempt"
+        " a renewal (share HOT) | finish_attempt | a round's end"
     )
     for variant, figures in runs.items():
         shown = ", ".join(
             f"{f['backend_cpu_ms']:.3f} ({f['wall_ms']:.3f}) | {f['renewal_cpu_ms']:.3f}"
             f" ({f['renewals_hot']:.2f}) | {f['finish_attempt_cpu_ms']:.3f}"
+            f" | {f['round_end_cpu_ms']:.3f}"
             for f in figures
         )
         print(f"{variant:<34} {shown}")

@@ -453,12 +453,92 @@ BEGIN
         RAISE EXCEPTION 'job % wants formats %, got results for %', p_job_id, wanted, p_formats
             USING ERRCODE = 'DL001';
     END IF;
-    INSERT INTO results (job_id, format, attempt, content)
-    SELECT p_job_id, r.format, p_attempt, r.content
+    INSERT INTO results (job_id, format, attempt, content, engine)
+    SELECT p_job_id, r.format, p_attempt, r.content, p_note->>'engine'
     FROM unnest(p_formats, p_contents) AS r(format, content);
     RETURN wanted;
 END;
 $$;
+
+--
+-- Name: finish_attempts(uuid[], integer[], text[], jsonb[], jsonb[], integer[], text[], text[]); Type: FUNCTION; Schema: public; Owner: -
+--
+
+CREATE FUNCTION public.finish_attempts(p_job_ids uuid[], p_attempts integer[], p_origins text[], p_calls jsonb[], p_notes jsonb[], p_result_of integer[], p_formats text[], p_contents text[]) RETURNS boolean[]
+    LANGUAGE plpgsql
+    AS $$
+DECLARE
+    stored uuid[];
+    wrong uuid;
+BEGIN
+    IF cardinality(p_result_of) IS DISTINCT FROM cardinality(p_formats)
+       OR cardinality(p_formats) IS DISTINCT FROM cardinality(p_contents) THEN
+        RAISE EXCEPTION 'results of % formats with % contents for % jobs', cardinality(p_formats),
+            cardinality(p_contents), cardinality(p_job_ids)
+            USING ERRCODE = 'DL001';
+    END IF;
+
+    INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, error_code,
+                            server_origin, detail)
+    SELECT e.job_id, e.attempt, e.kind, e.tool, e.duration_ms, e.outcome, e.error_code,
+           e.origin, e.detail
+      FROM (SELECT a.n, c.k, a.job_id, a.attempt, 'mcp_call' AS kind, c.value->>'tool' AS tool,
+                   (c.value->>'duration_ms')::float8 AS duration_ms, c.value->>'outcome' AS outcome,
+                   c.value->>'error_code' AS error_code, c.value->>'origin' AS origin,
+                   nullif(c.value->'detail', 'null') AS detail
+              FROM unnest(p_job_ids, p_attempts, p_calls) WITH ORDINALITY AS a(job_id, attempt, calls, n)
+             CROSS JOIN LATERAL jsonb_array_elements(a.calls) WITH ORDINALITY AS c(value, k)
+            UNION ALL
+            SELECT a.n, 9223372036854775807, a.job_id, a.attempt, 'note', NULL, NULL, NULL, NULL,
+                   NULL, a.note
+              FROM unnest(p_job_ids, p_attempts, p_notes) WITH ORDINALITY AS a(job_id, attempt, note, n)
+             WHERE a.note IS NOT NULL) e
+     ORDER BY e.n, e.k;
+
+    WITH done AS (
+        UPDATE jobs j
+           SET state = 'succeeded', stage = NULL, server_origin = coalesce(a.origin, j.server_origin),
+               error_code = NULL, error_message = NULL, error_detail = NULL
+          FROM unnest(p_job_ids, p_attempts, p_origins) WITH ORDINALITY AS a(job_id, attempt, origin, n)
+         WHERE j.id = a.job_id AND j.attempt = a.attempt AND j.state = 'running'
+        RETURNING j.id, j.formats, a.n
+    ), given AS (
+        SELECT r.of, array_agg(DISTINCT r.format ORDER BY r.format) AS formats
+          FROM unnest(p_result_of, p_formats) AS r(of, format)
+         GROUP BY r.of
+    )
+    SELECT array_agg(d.id),
+           (array_agg(d.id) FILTER (
+               WHERE (SELECT array_agg(f ORDER BY f) FROM unnest(d.formats) f)
+                     IS DISTINCT FROM g.formats))[1]
+      INTO stored, wrong
+      FROM done d LEFT JOIN given g ON g.of = d.n;
+    IF wrong IS NOT NULL THEN
+        RAISE EXCEPTION 'job % wants formats %, got results for %', wrong,
+            (SELECT formats FROM jobs WHERE id = wrong),
+            ARRAY(SELECT r.format FROM unnest(p_result_of, p_formats) AS r(of, format)
+                  JOIN unnest(p_job_ids) WITH ORDINALITY AS a(job_id, n) ON a.n = r.of
+                  WHERE a.job_id = wrong)
+            USING ERRCODE = 'DL001';
+    END IF;
+
+    INSERT INTO results (job_id, format, attempt, content, engine)
+    SELECT a.job_id, r.format, a.attempt, r.content, a.note->>'engine'
+      FROM unnest(p_result_of, p_formats, p_contents) AS r(of, format, content)
+      JOIN unnest(p_job_ids, p_attempts, p_notes) WITH ORDINALITY AS a(job_id, attempt, note, n)
+        ON a.n = r.of
+     WHERE a.job_id = ANY(stored);
+
+    RETURN ARRAY(SELECT coalesce(a.job_id = ANY(stored), false)
+                   FROM unnest(p_job_ids) WITH ORDINALITY AS a(job_id, n) ORDER BY a.n);
+END;
+$$;
+
+--
+-- Name: FUNCTION finish_attempts(p_job_ids uuid[], p_attempts integer[], p_origins text[], p_calls jsonb[], p_notes jsonb[], p_result_of integer[], p_formats text[], p_contents text[]); Type: COMMENT; Schema: public; Owner: -
+--
+
+COMMENT ON FUNCTION public.finish_attempts(p_job_ids uuid[], p_attempts integer[], p_origins text[], p_calls jsonb[], p_notes jsonb[], p_result_of integer[], p_formats text[], p_contents text[]) IS 'A round''s ends in one statement (migration 0025): finish_attempt for many attempts, each fenced on its own; whether each was stored.';
 
 --
 -- Name: inherit_tenant(); Type: FUNCTION; Schema: public; Owner: -
@@ -493,15 +573,17 @@ $$;
 CREATE FUNCTION public.insert_mcp_calls(p_job_id uuid, p_attempt integer, p_calls jsonb) RETURNS void
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    c jsonb;
 BEGIN
-    FOR c IN SELECT value FROM jsonb_array_elements(coalesce(p_calls, '[]'::jsonb)) LOOP
-        INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, error_code,
-                                server_origin, detail)
-        VALUES (p_job_id, p_attempt, 'mcp_call', c->>'tool', (c->>'duration_ms')::float8,
-                c->>'outcome', c->>'error_code', c->>'origin', nullif(c->'detail', 'null'));
-    END LOOP;
+    IF p_calls IS NULL OR jsonb_array_length(p_calls) = 0 THEN
+        RETURN;
+    END IF;
+    INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, error_code,
+                            server_origin, detail)
+    SELECT p_job_id, p_attempt, 'mcp_call', c.value->>'tool', (c.value->>'duration_ms')::float8,
+           c.value->>'outcome', c.value->>'error_code', c.value->>'origin',
+           nullif(c.value->'detail', 'null')
+      FROM jsonb_array_elements(p_calls) WITH ORDINALITY AS c(value, n)
+     ORDER BY c.n;
 END;
 $$;
 
@@ -542,8 +624,6 @@ $$;
 CREATE FUNCTION public.jobs_guard_update() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
-DECLARE
-    unchanged jobs;
 BEGIN
     IF OLD.state IN ('succeeded', 'failed', 'cancelled') THEN
         RAISE EXCEPTION 'job % is % (terminal) and cannot change', OLD.id, OLD.state
@@ -573,30 +653,43 @@ BEGIN
             USING ERRCODE = 'check_violation';
     END IF;
 
-    -- What follows from the state, derived here so hand-typed transitions stay consistent.
-    -- updated_at says when the job last changed; a running attempt's progress (its stage, its
-    -- server, its lease) is not such a change. Left alone then, so that a progress write changes
-    -- no indexed column and PostgreSQL can update the row in place (a HOT update, no index
-    -- entries), which the fillfactor below leaves room for. A writer that sets updated_at
-    -- itself (the reconciler's touch) keeps its value.
-    unchanged := NEW;
-    unchanged.stage := OLD.stage;
-    unchanged.server_origin := OLD.server_origin;
-    unchanged.lease_expires_at := OLD.lease_expires_at;
-    unchanged.updated_at := OLD.updated_at;
-    IF unchanged IS DISTINCT FROM OLD THEN
-        NEW.updated_at := now();
-    END IF;
+    -- Past the checks the state changed: what follows from it, derived here so hand-typed
+    -- transitions stay consistent (0003, 0010).
+    NEW.updated_at := now();
     IF NEW.state <> 'running' THEN
         NEW.lease_owner := NULL;
         NEW.lease_expires_at := NULL;
     END IF;
-    IF NEW.state = 'running' AND OLD.state <> 'running' THEN
+    IF NEW.state = 'running' THEN
         NEW.started_at := coalesce(OLD.started_at, now());
         NEW.next_attempt_at := NULL;
     END IF;
     IF NEW.state IN ('succeeded', 'failed', 'cancelled') THEN
         NEW.finished_at := now();
+    END IF;
+
+    -- The trail (0004), with the row as it will be written. Should the UPDATE fail after this,
+    -- the event goes with it: it is one statement.
+    INSERT INTO job_events (job_id, attempt, kind, from_state, to_state, error_code,
+                            server_origin, detail)
+    VALUES (NEW.id, NEW.attempt, 'state_change', OLD.state, NEW.state,
+            CASE WHEN NEW.state IN ('failed', 'retrying') THEN NEW.error_code END,
+            NEW.server_origin,
+            jsonb_strip_nulls(jsonb_build_object(
+                'reason', nullif(current_setting('doclane.reason', true), ''),
+                'worker', coalesce(NEW.lease_owner, OLD.lease_owner),
+                'error_message', CASE WHEN NEW.state IN ('failed', 'retrying')
+                                      THEN NEW.error_message END,
+                'next_attempt_at', NEW.next_attempt_at,
+                'attempts_spent', NEW.attempts_spent,
+                'max_attempts', NEW.max_attempts)));
+
+    -- The lanes (0019): out of the old one on leaving queued, into the new one on entering.
+    IF OLD.state = 'queued' THEN
+        PERFORM tenant_lane_add(OLD.queue, OLD.priority, OLD.tenant, -1);
+    END IF;
+    IF NEW.state = 'queued' THEN
+        PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
     END IF;
     RETURN NEW;
 END;
@@ -619,39 +712,29 @@ END;
 $$;
 
 --
--- Name: jobs_log_update(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: jobs_touch_update(); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.jobs_log_update() RETURNS trigger
+CREATE FUNCTION public.jobs_touch_update() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
+DECLARE
+    unchanged jobs;
 BEGIN
-    INSERT INTO job_events (job_id, attempt, kind, from_state, to_state, error_code,
-                            server_origin, detail)
-    SELECT n.id, n.attempt, 'state_change', o.state, n.state,
-           CASE WHEN n.state IN ('failed', 'retrying') THEN n.error_code END, n.server_origin,
-           jobs_state_event_detail(n, o.lease_owner)
-    FROM new_jobs n JOIN old_jobs o ON o.id = n.id
-    WHERE o.state <> n.state;
-    RETURN NULL;
+    unchanged := NEW;
+    unchanged.stage := OLD.stage;
+    unchanged.server_origin := OLD.server_origin;
+    unchanged.lease_expires_at := OLD.lease_expires_at;
+    unchanged.updated_at := OLD.updated_at;
+    IF unchanged IS DISTINCT FROM OLD THEN
+        NEW.updated_at := now();
+    END IF;
+    IF NEW.state <> 'running' THEN  -- only a running job holds a lease (0003)
+        NEW.lease_owner := NULL;
+        NEW.lease_expires_at := NULL;
+    END IF;
+    RETURN NEW;
 END;
-$$;
-
---
--- Name: jobs_state_event_detail(public.jobs, text); Type: FUNCTION; Schema: public; Owner: -
---
-
-CREATE FUNCTION public.jobs_state_event_detail(j public.jobs, previous_lease_owner text) RETURNS jsonb
-    LANGUAGE sql STABLE
-    AS $$
-    SELECT jsonb_strip_nulls(jsonb_build_object(
-        'reason', nullif(current_setting('doclane.reason', true), ''),
-        'worker', coalesce(j.lease_owner, previous_lease_owner),
-        'error_message', CASE WHEN j.state IN ('failed', 'retrying') THEN j.error_message END,
-        'next_attempt_at', j.next_attempt_at,
-        'attempts_spent', j.attempts_spent,
-        'max_attempts', j.max_attempts
-    ))
 $$;
 
 --
@@ -776,22 +859,17 @@ END
 $$;
 
 --
--- Name: result_engine(); Type: FUNCTION; Schema: public; Owner: -
+-- Name: renew_lease(uuid, integer, double precision); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.result_engine() RETURNS trigger
+CREATE FUNCTION public.renew_lease(p_job_id uuid, p_attempt integer, p_lease_s double precision) RETURNS boolean
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF NEW.engine IS NULL THEN
-        SELECT detail->>'engine' INTO NEW.engine
-          FROM job_events
-         WHERE job_id = NEW.job_id AND attempt = NEW.attempt AND kind = 'note'
-           AND detail ? 'engine'
-         ORDER BY id DESC
-         LIMIT 1;
-    END IF;
-    RETURN NEW;
+    PERFORM set_config('synchronous_commit', 'off', true);
+    UPDATE jobs SET lease_expires_at = now() + make_interval(secs => p_lease_s)
+     WHERE id = p_job_id AND attempt = p_attempt AND state = 'running';
+    RETURN FOUND;
 END;
 $$;
 
@@ -817,6 +895,14 @@ BEGIN
         RAISE EXCEPTION 'results of job % (attempt %) may only be stored by the transaction that marks that attempt succeeded (job is %, attempt %)',
             NEW.job_id, NEW.attempt, job_state, job_attempt
             USING ERRCODE = 'check_violation';
+    END IF;
+    IF NEW.engine IS NULL THEN
+        SELECT detail->>'engine' INTO NEW.engine
+          FROM job_events
+         WHERE job_id = NEW.job_id AND attempt = NEW.attempt AND kind = 'note'
+           AND detail ? 'engine'
+         ORDER BY id DESC
+         LIMIT 1;
     END IF;
     RETURN NEW;
 END;
@@ -985,12 +1071,8 @@ CREATE FUNCTION public.tenant_lanes_count_updated() RETURNS trigger
     LANGUAGE plpgsql
     AS $$
 BEGIN
-    IF OLD.state = 'queued' THEN
-        PERFORM tenant_lane_add(OLD.queue, OLD.priority, OLD.tenant, -1);
-    END IF;
-    IF NEW.state = 'queued' THEN
-        PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
-    END IF;
+    PERFORM tenant_lane_add(OLD.queue, OLD.priority, OLD.tenant, -1);
+    PERFORM tenant_lane_add(NEW.queue, NEW.priority, NEW.tenant, 1);
     RETURN NULL;
 END
 $$;
@@ -1594,12 +1676,6 @@ CREATE INDEX jobs_finished_idx ON public.jobs USING btree (finished_at DESC) INC
 CREATE INDEX jobs_lane_idx ON public.jobs USING btree (queue, priority, tenant, created_at, id) WHERE (state = 'queued'::text);
 
 --
--- Name: jobs_lease_expiry_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX jobs_lease_expiry_idx ON public.jobs USING btree (lease_expires_at) WHERE (state = 'running'::text);
-
---
 -- Name: jobs_parent_idx; Type: INDEX; Schema: public; Owner: -
 --
 
@@ -1711,7 +1787,7 @@ CREATE TRIGGER jobs_count_lanes_inserted AFTER INSERT ON public.jobs REFERENCING
 -- Name: jobs jobs_count_lanes_updated; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER jobs_count_lanes_updated AFTER UPDATE ON public.jobs FOR EACH ROW WHEN ((((old.state = 'queued'::text) OR (new.state = 'queued'::text)) AND ((old.state IS DISTINCT FROM new.state) OR (old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority) OR (old.tenant IS DISTINCT FROM new.tenant)))) EXECUTE FUNCTION public.tenant_lanes_count_updated();
+CREATE TRIGGER jobs_count_lanes_updated AFTER UPDATE OF queue, priority, tenant ON public.jobs FOR EACH ROW WHEN (((old.state = 'queued'::text) AND (new.state = 'queued'::text) AND ((old.queue IS DISTINCT FROM new.queue) OR (old.priority IS DISTINCT FROM new.priority) OR (old.tenant IS DISTINCT FROM new.tenant)))) EXECUTE FUNCTION public.tenant_lanes_count_updated();
 
 --
 -- Name: jobs jobs_guard_insert; Type: TRIGGER; Schema: public; Owner: -
@@ -1723,7 +1799,7 @@ CREATE TRIGGER jobs_guard_insert BEFORE INSERT ON public.jobs FOR EACH ROW EXECU
 -- Name: jobs jobs_guard_update; Type: TRIGGER; Schema: public; Owner: -
 --
 
-CREATE TRIGGER jobs_guard_update BEFORE UPDATE ON public.jobs FOR EACH ROW EXECUTE FUNCTION public.jobs_guard_update();
+CREATE TRIGGER jobs_guard_update BEFORE UPDATE ON public.jobs FOR EACH ROW WHEN (((old.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) OR (old.state IS DISTINCT FROM new.state) OR (old.attempt IS DISTINCT FROM new.attempt) OR (old.id IS DISTINCT FROM new.id))) EXECUTE FUNCTION public.jobs_guard_update();
 
 --
 -- Name: jobs jobs_inherit_tenant; Type: TRIGGER; Schema: public; Owner: -
@@ -1744,12 +1820,6 @@ CREATE TRIGGER jobs_inherit_trace_context BEFORE INSERT ON public.jobs FOR EACH 
 CREATE TRIGGER jobs_log_insert AFTER INSERT ON public.jobs REFERENCING NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.jobs_log_insert();
 
 --
--- Name: jobs jobs_log_update; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER jobs_log_update AFTER UPDATE ON public.jobs REFERENCING OLD TABLE AS old_jobs NEW TABLE AS new_jobs FOR EACH STATEMENT EXECUTE FUNCTION public.jobs_log_update();
-
---
 -- Name: jobs jobs_parent_ended; Type: TRIGGER; Schema: public; Owner: -
 --
 
@@ -1762,16 +1832,16 @@ CREATE TRIGGER jobs_parent_ended AFTER UPDATE OF state ON public.jobs FOR EACH R
 CREATE CONSTRAINT TRIGGER jobs_slice_finished AFTER UPDATE OF state ON public.jobs DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.parent_id IS NOT NULL) AND (old.state IS DISTINCT FROM new.state) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION public.slice_finished();
 
 --
+-- Name: jobs jobs_touch_update; Type: TRIGGER; Schema: public; Owner: -
+--
+
+CREATE TRIGGER jobs_touch_update BEFORE UPDATE OF id, source_kind, source_uri, size_bytes, content_sha256, profile, options, formats, queue, priority, state, attempt, attempts_spent, max_attempts, lease_owner, next_attempt_at, error_code, error_message, error_detail, created_at, started_at, finished_at, source_fetch_uri, webhook_url, submission_id, parent_id, slices_total, slices_done, tenant, trace_context ON public.jobs FOR EACH ROW WHEN (((old.state <> ALL (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])) AND (old.state = new.state) AND (old.attempt = new.attempt) AND (old.id = new.id))) EXECUTE FUNCTION public.jobs_touch_update();
+
+--
 -- Name: jobs jobs_webhook_outbox; Type: TRIGGER; Schema: public; Owner: -
 --
 
 CREATE TRIGGER jobs_webhook_outbox AFTER UPDATE OF state ON public.jobs FOR EACH ROW WHEN (((new.webhook_url IS NOT NULL) AND (old.state IS DISTINCT FROM new.state) AND (new.state = ANY (ARRAY['succeeded'::text, 'failed'::text, 'cancelled'::text])))) EXECUTE FUNCTION public.jobs_webhook_outbox();
-
---
--- Name: results results_engine; Type: TRIGGER; Schema: public; Owner: -
---
-
-CREATE TRIGGER results_engine BEFORE INSERT ON public.results FOR EACH ROW EXECUTE FUNCTION public.result_engine();
 
 --
 -- Name: results results_guard_insert; Type: TRIGGER; Schema: public; Owner: -

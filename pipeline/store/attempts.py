@@ -3,7 +3,8 @@
 What ``pipeline.processing`` writes, and nothing else. Every write after a claim is guarded by
 ``(job_id, attempt, state = 'running')``: a stale or duplicate worker matches no row, writes
 nothing, and gets ``False``/``None`` back. Claims and ends wait for the disk; a running
-attempt's progress (stages, calls, notes, lease renewals) does not (:meth:`StorePool.progress`).
+attempt's progress (stages, calls, notes, lease renewals) does not (:meth:`StorePool.progress`;
+a stage and a renewal are functions of one statement that say so themselves).
 The two writes every job makes, a stage with its calls and the successful end with its
 results, are one statement each (migration 0009's functions). Results are written by the one
 :class:`~pipeline.store.finishing.ResultWriter`.
@@ -163,10 +164,11 @@ class Attempts:
 
     # ---- progress --------------------------------------------------------------------------------
     def renew_lease(self, job_id: UUID, attempt: int, lease_s: float) -> bool:
+        """Renew a running attempt's lease; ``False`` when the job is no longer its own."""
         params = {"job_id": job_id, "attempt": attempt, "lease_s": float(lease_s)}
-        with self.pool.progress("renewing a lease") as conn:
-            cur = conn.execute(query("renew_lease"), params)
-        return cur.rowcount == 1
+        with self.pool.connection("renewing a lease") as conn:
+            row = conn.execute(query("renew_lease"), params).fetchone()
+        return bool(row and row[0])
 
     def set_stage(
         self,
@@ -269,8 +271,9 @@ class Attempts:
         return self.result_writer.finish([end])[0]
 
     def finish_together(self, ends: Sequence[AttemptResults]) -> list[bool]:
-        """Many attempts' :meth:`finish` in one transaction and one round trip (a round's
-        results): one commit, so one wait for the disk, whatever their number. Each is fenced
+        """Many attempts' :meth:`finish` in one statement (a round's results: migration 0025's
+        ``finish_attempts``): one commit, so one wait for the disk, and one UPDATE of the jobs,
+        whatever their number. Each is fenced
         on its own: ``False`` for an attempt that no longer owns its job (nothing of it but its
         calls and note written), the others are stored all the same. Results too large to be
         parameters, or kept in an object store, are stored one attempt at a time. A

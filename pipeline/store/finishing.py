@@ -5,9 +5,10 @@ attempt is fenced on its own: ``False`` for one that no longer owns its job (not
 written but its calls and note, which happened). Two ways in, chosen by one rule
 (:meth:`ResultWriter.fits_inline`):
 
-- small results in PostgreSQL go to ``finish_attempt`` (migration 0009) as parameters, one
-  statement per attempt, many attempts to one commit: a job that converts in milliseconds must
-  not spend more on the driver than on the conversion;
+- small results in PostgreSQL go as parameters to ``finish_attempt`` (migration 0009), one
+  statement for one attempt, or to ``finish_attempts`` (migration 0025), one statement for a
+  round's many: a job that converts in milliseconds must not spend more on the driver, nor
+  PostgreSQL more on a statement's start and its triggers, than on the conversion;
 - larger ones are streamed in by binary COPY a slice at a time (a parameter would hold the whole
   text twice), and results kept in an object store are uploaded first and committed by address,
   so "succeeded" is never committed before its objects exist.
@@ -31,7 +32,7 @@ from pipeline.store.large_values import copy_results_in
 from pipeline.store.pool import StorePool
 from pipeline.store.queries import query
 from pipeline.store.refusals import FormatsMismatch
-from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb
+from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb, round_params
 
 #: Results up to this many characters in all go to ``finish_attempt`` as parameters, one
 #: statement; larger ones by COPY a slice at a time (a parameter holds the whole text twice).
@@ -71,6 +72,13 @@ def insert_calls(
 def _stored(cur: psycopg.Cursor[Any]) -> bool:
     row = cur.fetchone()
     return row is not None and row[0] is not None
+
+
+def _stored_each(cur: psycopg.Cursor[Any]) -> list[bool]:
+    """``finish_attempts``' answer: whether each attempt was stored, in the order given."""
+    row = cur.fetchone()
+    assert row is not None
+    return [bool(stored) for stored in row[0]]
 
 
 class ResultWriter:
@@ -118,17 +126,17 @@ class ResultWriter:
         if not ends and claim is None:
             return [], []
         with _formats_mismatch(), self.pool.connection("storing results") as conn:
-            if len(ends) == 1 and claim is None:  # one statement is its own transaction
-                return [_stored(conn.execute(query("finish_attempt"), ends[0].params()))], []
-            with conn.pipeline(), conn.transaction():  # BEGIN, the finishes, COMMIT at once
-                cursors = [conn.execute(query("finish_attempt"), end.params()) for end in ends]
-                claimed = (
-                    None
-                    if claim is None
-                    else conn.cursor(row_factory=dict_row).execute(query("claim_round"), claim)
+            if claim is None:  # one statement is its own transaction
+                if len(ends) == 1:
+                    return [_stored(conn.execute(query("finish_attempt"), ends[0].params()))], []
+                return _stored_each(conn.execute(query("finish_attempts"), round_params(ends))), []
+            with conn.pipeline(), conn.transaction():  # BEGIN, the ends, the claim, COMMIT
+                finished = (
+                    conn.execute(query("finish_attempts"), round_params(ends)) if ends else None
                 )
-            stored = [_stored(cur) for cur in cursors]
-            return stored, claimed.fetchall() if claimed is not None else []
+                claimed = conn.cursor(row_factory=dict_row).execute(query("claim_round"), claim)
+            stored = _stored_each(finished) if finished is not None else []
+            return stored, claimed.fetchall()
 
     def _finish_streamed(self, end: AttemptResults) -> bool:
         """One attempt's results by COPY, or uploaded first and committed by address."""

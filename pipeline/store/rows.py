@@ -142,3 +142,26 @@ class AttemptResults:
             "note": jsonb(self.note),
             "origin": self.origin,
         }
+
+
+def round_params(ends: Sequence[AttemptResults]) -> dict[str, Any]:
+    """The parameters of ``finish_attempts`` (migration 0025): the attempts side by side, their
+    results flattened, each naming its attempt by place (1-based)."""
+    of: list[int] = []
+    formats: list[str] = []
+    contents: list[str] = []
+    for n, end in enumerate(ends, 1):
+        for name, content in end.results.items():
+            of.append(n)
+            formats.append(name)
+            contents.append(content)
+    return {
+        "job_ids": [end.job_id for end in ends],
+        "attempts": [end.attempt for end in ends],
+        "origins": [end.origin for end in ends],
+        "calls": [calls_json(end.calls) for end in ends],
+        "notes": [jsonb(end.note) for end in ends],
+        "result_of": of,
+        "formats": formats,
+        "contents": contents,
+    }

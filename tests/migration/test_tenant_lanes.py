@@ -139,8 +139,8 @@ def test_a_lane_that_gets_work_again_starts_with_no_credit(conn: psycopg.Connect
 
 
 def test_a_running_job_s_progress_and_end_never_touch_the_lanes(conn: psycopg.Connection) -> None:
-    """The row trigger's WHEN clause keeps the hot path (lease, stage, calls, the end) free of
-    the lane rows: the counting function is not even called."""
+    """The triggers' WHEN clauses keep the hot path (lease, stage, calls, the end) free of the
+    lane rows: the lanes' writer is not even called."""
     conn.execute("SET track_functions = 'pl'")
     job = add_jobs(conn, 1, tenant="acme")
     claim(conn, job)
@@ -149,7 +149,7 @@ def test_a_running_job_s_progress_and_end_never_touch_the_lanes(conn: psycopg.Co
         conn.execute("SELECT pg_stat_clear_snapshot()")
         row = conn.execute(
             "SELECT coalesce(sum(calls), 0) FROM pg_stat_user_functions"
-            " WHERE funcname = 'tenant_lanes_count_updated'"
+            " WHERE funcname = 'tenant_lane_add'"
         ).fetchone()
         assert row is not None
         return int(row[0])

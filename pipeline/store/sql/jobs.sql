@@ -1,7 +1,7 @@
 -- The life of one job, as the workers drive it. Every write after the claim is guarded by
 -- (id, attempt, state = 'running'): a stale duplicate matches no row and writes nothing. The
--- database's triggers (migrations 0003, 0004) refuse illegal transitions and log every change
--- of state to job_events.
+-- database's triggers (migrations 0003, 0004, 0025) refuse illegal transitions and log every
+-- change of state to job_events; a write that changes no state (a lease, a stage) calls none.
 
 -- name: copy_jobs
 -- Bulk submission: one COPY for any number of jobs (ids are chosen by the caller).
@@ -74,9 +74,9 @@ SET next_attempt_at = now()
 WHERE id = %(job_id)s AND state = 'retrying'
 
 -- name: renew_lease
-UPDATE jobs
-SET lease_expires_at = now() + make_interval(secs => %(lease_s)s)
-WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
+-- The lease, fenced on the attempt: one statement, committed without waiting for the WAL flush
+-- (migration 0025); true when the attempt still owns the job.
+SELECT renew_lease(%(job_id)s, %(attempt)s, %(lease_s)s)
 
 -- name: record_progress
 -- The stage, the server and the calls since the attempt's last write: one statement, committed
@@ -95,6 +95,14 @@ WHERE id = %(job_id)s AND attempt = %(attempt)s AND state = 'running'
 -- mark_succeeded and copy_results).
 SELECT finish_attempt(%(job_id)s, %(attempt)s, %(formats)s, %(contents)s, %(calls)s, %(note)s,
                       %(origin)s)
+
+-- name: finish_attempts
+-- A round's ends, each as finish_attempt's, in one statement (migration 0025): whether each
+-- attempt was stored, in the order given. Results are flattened: result n belongs to attempt
+-- result_of[n] (1-based).
+SELECT finish_attempts(%(job_ids)s::uuid[], %(attempts)s::integer[], %(origins)s::text[],
+                       %(calls)s::jsonb[], %(notes)s::jsonb[], %(result_of)s::integer[],
+                       %(formats)s::text[], %(contents)s::text[])
 
 -- name: mark_succeeded
 UPDATE jobs
