@@ -42,13 +42,12 @@ from pathlib import Path
 from uuid import UUID
 
 import psycopg
-from psycopg.types.json import Jsonb
 
 from bench.harness import print_json, process_cpu_s, scratch_database
 from pipeline.settings import read_settings
 from pipeline.store import apply_migrations
 from pipeline.store.queries import query
-from pipeline.store.rows import AttemptResults, CallEvent, round_params
+from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb, round_params
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 
 SECONDARY = (
@@ -82,8 +81,8 @@ FINISH = (
 #: What a lone worker's end sends (pipeline.store.rows.AttemptResults.params): two calls, a
 #: note naming the engine, one small result.
 CALLS = [
-    {"tool": "convert", "duration_ms": 12.5, "outcome": "ok", "origin": "http://mcp"},
-    {"tool": "export", "duration_ms": 3.0, "outcome": "ok", "origin": "http://mcp"},
+    CallEvent("convert", 0.0125, "ok", origin="http://mcp"),
+    CallEvent("export", 0.003, "ok", origin="http://mcp"),
 ]
 NOTE = {"note": "converted by docling-mcp", "engine": "docling 2.0"}
 #: A round's jobs ended together (DOCLANE_ROUND_MAX_DOCS' default).
@@ -144,7 +143,7 @@ def finish_rounds(conn: psycopg.Connection, job_ids: list[UUID]) -> Callable[[],
             job_id,
             1,
             {"md": "# a converted document\n\nIts text."},
-            calls=[CallEvent(c["tool"], c["duration_ms"] / 1000, c["outcome"]) for c in CALLS],
+            calls=CALLS,
             note=NOTE,
             origin="http://mcp",
         )
@@ -227,8 +226,8 @@ def measure(variant: str, jobs: int, renewals: int) -> dict[str, float]:
                         "attempt": 1,
                         "formats": ["md"],
                         "contents": ["# a converted document\n\nIts text."],
-                        "calls": Jsonb(CALLS),
-                        "note": Jsonb(NOTE),
+                        "calls": calls_json(CALLS),
+                        "note": jsonb(NOTE),
                         "origin": "http://mcp",
                     }
                     conn.execute(end, params)
