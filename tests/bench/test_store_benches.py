@@ -3,8 +3,9 @@
 ``bench/row_updates.py`` times a job's two updates under each part of the schema;
 ``bench/store_admin_queries.py`` and ``bench/admin_queries.py`` load a few thousand synthetic
 jobs into a scratch database (a million when measuring) and EXPLAIN the store's queries, the
-latter through the admin views and ``doclane api`` too; ``bench/store_restart_first_call.py``
-restarts the machine's PostgreSQL (marked ``restarts_postgres``: run alone).
+latter through the admin views and ``doclane api`` too;
+``bench/investigations/store_restart_first_call.py`` restarts the machine's PostgreSQL (marked
+``restarts_postgres``: run alone).
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ def test_admin_queries_times_the_views_and_the_api() -> None:
 
 @pytest.mark.restarts_postgres
 def test_store_restart_first_call_times_both_modes() -> None:
-    report = run_bench("store_restart_first_call", "--connections", "1", "--rounds", "1")
+    report = run_bench(
+        "investigations.store_restart_first_call", "--connections", "1", "--rounds", "1"
+    )
     assert set(report["first_call_s"]) == {"sweep on", "sweep off"}
     assert all(len(times) == 1 and times[0] > 0 for times in report["first_call_s"].values())
 
