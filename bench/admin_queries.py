@@ -35,7 +35,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
+from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.admin.stats import _job_figures
 from pipeline.jobs import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
@@ -76,9 +76,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"jobs": args.jobs}
     with psycopg.connect(url, autocommit=True) as conn:
         started = time.perf_counter()
-        with conn.transaction():
-            conn.execute("SET LOCAL session_replication_role = replica")
-            conn.execute(LOAD_JOBS, {"jobs": args.jobs, "active": args.active})
+        with synthetic_history(conn, args.jobs, args.active):
             conn.execute(LOAD_EVENTS, {})
         conn.execute("VACUUM ANALYZE jobs")
         conn.execute("VACUUM ANALYZE job_events")

@@ -2,9 +2,10 @@
 
 ``bench/pipeline_overhead.py`` and ``bench/scale_out.py`` start a fake server, real workers, a
 scratch database and a claimed Redis database, as in a real run, with a handful of jobs;
-``bench/in_worker_calls.py`` does the same against the real docling-mcp (marked ``docling``);
-``bench/server_choice.py`` times the pool's choice of server against the machine's Redis, and
-``bench/celery_floor.py`` Celery alone with doclane's broker options. Only
+``bench/investigations/in_worker_calls.py`` does the same against the real docling-mcp (marked
+``docling``); ``bench/investigations/server_choice.py`` times the pool's choice of server
+against the machine's Redis, and ``bench/investigations/celery_floor.py`` Celery alone with
+doclane's broker options. Only
 what the figures are made of is checked (every job succeeded, every field present), never a
 speed.
 """
@@ -52,21 +53,21 @@ def test_scale_out_smoke() -> None:
 @pytest.mark.docling
 def test_in_worker_calls_smoke() -> None:
     """Needs the real docling-mcp (scripts/test installs it) and bench/corpus.py's corpus."""
-    out = run_bench("in_worker_calls", "--smoke")
+    out = run_bench("investigations.in_worker_calls", "--smoke")
     assert out["documents"] == 6 and len(out["rounds"]) == 1
     for tool in ("convert_document_into_docling_document", "export_docling_document_to_markdown"):
         assert out["worker_over_direct"][tool]["calls"] > 0
 
 
 def test_cold_calls_smoke() -> None:
-    out = run_bench("cold_calls", "--smoke")
+    out = run_bench("investigations.cold_calls", "--smoke")
     assert set(out["variants"]) == {"back_to_back", "paused"}
     for medians in out["variants"].values():
         assert medians["pairs_per_s"] > 0 and medians["client_cpu_ms"] > 0
 
 
 def test_server_choice_smoke() -> None:
-    out = run_bench("server_choice", "--smoke")
+    out = run_bench("investigations.server_choice", "--smoke")
     (figures,) = out["medians"].values()
     assert set(figures) == {"1", "4"}
     assert all(f["wall_ms"] > 0 and f["cpu_ms"] > 0 for f in figures.values())
@@ -76,7 +77,7 @@ def test_server_choice_smoke() -> None:
 
 
 def test_celery_floor_smoke() -> None:
-    out = run_bench("celery_floor", "--smoke")
+    out = run_bench("investigations.celery_floor", "--smoke")
     assert out["tasks"] == 40 and set(out["ms_per_task"]) == {"1"}
     assert out["ms_per_task"]["1"] > 0
 

@@ -3,7 +3,8 @@
 ``bench/row_updates.py`` times a job's two updates under each part of the schema;
 ``bench/store_admin_queries.py`` and ``bench/admin_queries.py`` load a few thousand synthetic
 jobs into a scratch database (a million when measuring) and EXPLAIN the store's queries, the
-latter through the admin views and ``doclane api`` too; ``bench/store_restart_first_call.py``
+latter through the admin views and ``doclane api`` too; ``bench/fair_claim.py`` EXPLAINs the
+fair claim over queued jobs of many tenants; ``bench/investigations/store_restart_first_call.py``
 restarts the machine's PostgreSQL (marked ``restarts_postgres``: run alone).
 """
 
@@ -35,9 +36,21 @@ def test_admin_queries_times_the_views_and_the_api() -> None:
     assert all(figures["median_ms"] > 0 for figures in report["http"].values())
 
 
+def test_fair_claim_claims_past_the_capped_and_paused_tenants() -> None:
+    """20 tenants: two capped at 2 and at their cap (four jobs running), two paused. The page
+    cites a message's claim (one job) and a round's (sixteen): each must have claimed them."""
+    report = run_bench("fair_claim", "--jobs", "2000", "--tenants", "20", "--runs", "1")
+    assert (report["jobs"], report["tenants"]) == (2000, 20)
+    assert report["queued"] == 2000 - 2 * 2
+    assert (report["lone_claim_rows"], report["round_claim_rows"]) == (1, 16)
+    assert report["lone_claim_ms"] > 0 and report["round_claim_ms"] > 0
+
+
 @pytest.mark.restarts_postgres
 def test_store_restart_first_call_times_both_modes() -> None:
-    report = run_bench("store_restart_first_call", "--connections", "1", "--rounds", "1")
+    report = run_bench(
+        "investigations.store_restart_first_call", "--connections", "1", "--rounds", "1"
+    )
     assert set(report["first_call_s"]) == {"sweep on", "sweep off"}
     assert all(len(times) == 1 and times[0] > 0 for times in report["first_call_s"].values())
 
