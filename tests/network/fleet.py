@@ -14,6 +14,7 @@ host, so every fault made on a host's link is one doclane meets.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -102,6 +103,9 @@ class Fleet:
     def close(self) -> None:
         for api in self.apis:
             api.stop()
+        for fake in self.fakes:  # a call a failed test left hanging would hold a warm shutdown
+            with contextlib.suppress(Exception):
+                fake.reset()
         if self.cluster is not None:
             self.cluster.close()
         self.forwarders.close()
