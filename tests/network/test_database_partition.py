@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 
@@ -55,7 +56,7 @@ SETTINGS = {
 }
 
 
-def attempt_ended(worker: WorkerProcess, job_id: object) -> list[str]:
+def attempt_ended(worker: WorkerProcess, job_id: UUID) -> list[str]:
     """The worker's lines saying how its attempt of ``job_id`` ended: it lost the job (and
     where it found out), or it stored the results."""
     return [
