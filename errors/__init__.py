@@ -77,10 +77,10 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
     ├── BadFilter              pipeline.console     a job list filter it cannot apply (shown)
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
-    ├── FormatsMismatch        pipeline.store       the database refused results that are not the
+    ├── ResultFormatsRefused   pipeline.store       the database refused results that are not the
     │                                               job's formats (SQLSTATE DL001: a bug)
     ├── TokenNameTaken         pipeline.store       a stored API token of that name exists (409)
-    └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
+    └── ContentNotItsFormat    pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
@@ -91,10 +91,9 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception
-    ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
-    │                                               pybreaker would swallow)
-    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
-    │                                               cannot be shown (not guessed)
+    ├── RedisUnavailable       pipeline.resilience  Redis did not answer, or none is configured
+    │                                               (not a RedisError, which pybreaker would
+    │                                               swallow); the admin views say which Redis
     ├── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
     └── TooLarge               pipeline.objects     an object's body passed the cap (made E103)
 

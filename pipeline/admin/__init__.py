@@ -24,6 +24,7 @@ from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from errors import JobNotFound as JobNotFound
+    from pipeline.resilience.storage import RedisUnavailable as RedisUnavailable
     from pipeline.store import AdminStore as AdminStore
     from pipeline.store import JobFilter as JobFilter
 
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from .fleet import CountedFleet as CountedFleet
     from .fleet import Fleet as Fleet
     from .fleet import QueueDepth as QueueDepth
-    from .fleet import RedisUnreachable as RedisUnreachable
     from .fleet import read_breakers as read_breakers
     from .fleet import read_live_workers as read_live_workers
     from .heartbeats import WorkerInfo as WorkerInfo

@@ -58,7 +58,7 @@ from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import Attempts, FormatsMismatch
+from pipeline.store import Attempts, ResultFormatsRefused
 from pipeline.support.logs import job_context
 from pipeline.support.tracing import job_span, jobs_span
 
@@ -327,7 +327,7 @@ class RoundRunner:
             for member in done:
                 self._finish(member, self.steps.fail(member.attempt, exc))
             return
-        except FormatsMismatch:  # one member's results are not its formats: find whose, alone
+        except ResultFormatsRefused:  # one member's results are not its formats: find whose, alone
             round_.converted = []
             for member in done:
                 self._finish(member, self._store_alone(member))

@@ -35,7 +35,9 @@ CLOSED = pybreaker.STATE_CLOSED
 
 
 class RedisUnavailable(Exception):
-    """Redis did not answer. Deliberately not a ``RedisError``: pybreaker would swallow that."""
+    """Redis did not answer (or, said by the admin views, none is configured): one name for
+    every reader of the breakers and the heartbeats. Deliberately not a ``RedisError``:
+    pybreaker would swallow that."""
 
 
 class BreakerRedis(redis.Redis):

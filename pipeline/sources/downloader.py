@@ -48,8 +48,8 @@ from pipeline.sources.addresses import AddressPolicy, Resolver, system_resolver
 from pipeline.sources.formats import (
     HEAD_BYTES,
     UTF8_FORMATS,
+    ContentNotItsFormat,
     DocumentFormat,
-    FormatMismatch,
     detect_download_format,
 )
 from pipeline.sources.local import check_size, hash_stream
@@ -274,7 +274,7 @@ def keep_download(
                 fmt = detect_download_format(
                     head, part, content_type=content_type, url_path=name_path
                 )
-            except FormatMismatch as exc:
+            except ContentNotItsFormat as exc:
                 raise UnsupportedFormat(
                     f"{label}: {exc}", detail={"source": label, "reason": str(exc)}
                 ) from None
