@@ -39,7 +39,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
+from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
 from pipeline.processing.failures import FailurePolicy, lost, ring_when_due
@@ -84,12 +84,12 @@ class UnitRunner(Protocol):
         ...
 
 
-class NotBatchable(PipelineError):
+class NotBatchable(ControlFlow):
     """The server offers no directory tool, or this worker cannot read what it saves.
 
-    Control flow that never leaves this module: raised inside the batch's unit and caught
-    around it, to send every document alone. A PipelineError (E399, final) so that the retry
-    and breaker layers the unit passes through neither retry it nor count it."""
+    Raised inside the batch's unit and caught around it, to send every document alone: control
+    flow, so the retry and breaker layers the unit passes through neither retry it nor count
+    it."""
 
 
 def batch_profile(
