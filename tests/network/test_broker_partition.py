@@ -22,7 +22,7 @@ from pipeline.queues import QUEUE_MEDIUM, SMALL_BELOW_BYTES, RecordingPublisher
 from tests.fixtures.processes import parent_of
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.network.fleet import (
+from tests.support.network.fleet import (
     Fleet,
     changes_to,
     figures,

@@ -29,7 +29,7 @@ from tests.fixtures.processes import parent_of
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import WorkerProcess
-from tests.network.fleet import (
+from tests.support.network.fleet import (
     Fleet,
     changes_to,
     figures,

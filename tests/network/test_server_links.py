@@ -23,7 +23,7 @@ from tests.fixtures.brokers import REDIS_HOST, REDIS_PORT
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
-from tests.network.fleet import CONVERT_TOOLS, Fleet, changes_to, figures, write_figures
+from tests.support.network.fleet import CONVERT_TOOLS, Fleet, changes_to, figures, write_figures
 
 pytestmark = pytest.mark.network
 

@@ -17,7 +17,7 @@ from pipeline.queues import QUEUE_SMALL
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 from workers.app import create_app
 from workers.publisher import CeleryPublisher
 

@@ -33,8 +33,8 @@ from tests.fixtures.brokers import REDIS_PORT, Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, WorkerProcess
-from tests.network.forwarder import Forward, Forwarders
-from tests.network.hosts import Host, Network
+from tests.support.network.forwarder import Forward, Forwarders
+from tests.support.network.hosts import Host, Network
 
 #: The MCP tools that convert (a result's conversion is counted from their calls).
 CONVERT_TOOLS = frozenset(
