@@ -35,6 +35,7 @@ from typing import Any
 import httpx
 import psycopg
 
+from bench.harness.figures import percentile
 from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.admin.stats import _job_figures
 from pipeline.jobs import JobState
@@ -195,7 +196,7 @@ def _http(url: str, requests: int) -> dict[str, Any]:
                     times.append((time.perf_counter() - started) * 1000)
                 out[path] = {
                     "median_ms": round(statistics.median(times), 1),
-                    "p90_ms": round(sorted(times)[int(len(times) * 0.9) - 1], 1),
+                    "p90_ms": round(percentile(times, 0.9), 1),
                     "max_ms": round(max(times), 1),
                 }
         return out
