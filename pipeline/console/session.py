@@ -18,6 +18,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
+from typing import Literal
 from uuid import UUID
 
 from fastapi import Request, Response
@@ -35,6 +36,36 @@ COOKIE = "doclane_console"
 SESSION_MAX_AGE_S = 12 * 3600
 #: Where fetch() sends the CSRF token (a form sends the field ``csrf``).
 CSRF_HEADER = "x-csrf-token"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleCookie:
+    """A cookie of the console's own: a signed value no script may read (``HttpOnly``), sent
+    back only below ``path``, over HTTPS alone when the console is served so, kept
+    ``max_age_s``. The session's and the single sign-on flow's differ in these alone."""
+
+    name: str
+    path: str
+    samesite: Literal["strict", "lax"]
+    max_age_s: int
+
+    def set(self, request: Request, response: Response, value: str) -> None:
+        response.set_cookie(
+            self.name,
+            value,
+            max_age=self.max_age_s,
+            path=self.path,
+            httponly=True,
+            samesite=self.samesite,
+            secure=request.url.scheme == "https",
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(self.name, path=self.path, httponly=True, samesite=self.samesite)
+
+
+#: The session: strict, so that no other site's link or form arrives signed in.
+SESSION_COOKIE = ConsoleCookie(COOKIE, "/console", "strict", SESSION_MAX_AGE_S)
 
 
 class SignInRequired(PermissionError):
@@ -121,19 +152,11 @@ class Sessions:
             "tenant": caller.tenant,
             "issuer": caller.issuer,
         }
-        response.set_cookie(
-            COOKIE,
-            self._signer.dumps(value),
-            max_age=SESSION_MAX_AGE_S,
-            path="/console",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+        SESSION_COOKIE.set(request, response, self._signer.dumps(value))
         return session
 
     def end(self, response: Response) -> None:
-        response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
+        SESSION_COOKIE.clear(response)
 
     def current(self, request: Request) -> Session:
         """The request's session; :class:`SignInRequired` when it has none that is valid."""
