@@ -23,7 +23,7 @@ from psycopg.rows import dict_row
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
 from pipeline.store.finishing import ResultWriter, insert_calls
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool, StorePool
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, error_columns, jsonb
 
@@ -80,11 +80,11 @@ def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
     return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
 
 
-class Attempts:
+class Attempts(OnPool):
     """The writes of workers' attempts, through ``pool``."""
 
     def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
+        super().__init__(pool)
         self.result_writer = ResultWriter(pool)
 
     # ---- claims and waits ------------------------------------------------------------------------

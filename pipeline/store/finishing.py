@@ -28,7 +28,7 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.store.large_values import copy_results_in
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 from pipeline.store.refusals import ResultFormatsRefused
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb
@@ -73,11 +73,8 @@ def _stored(cur: psycopg.Cursor[Any]) -> bool:
     return row is not None and row[0] is not None
 
 
-class ResultWriter:
+class ResultWriter(OnPool):
     """Attempts' successful ends written through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def fits_inline(self, end: AttemptResults) -> bool:
         """Whether ``end`` goes to ``finish_attempt`` as parameters (see the module's doc)."""
