@@ -174,38 +174,28 @@ class _Batch:
     active: list[_Member] = field(default_factory=list)
 
 
+@dataclass(kw_only=True, eq=False)
 class BatchRunner:
     """Claims companions for a lead job and converts them together (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        store: Attempts,
-        runner: UnitRunner,
-        failures: FailurePolicy,
-        sources: SourcePreparer,
-        settings: ProcessingSettings,
-        profile_settings: ProfileSettings,
-        path_map: PathMap,
-        inbox_dir: Path,
-        publisher: Publisher,
-        timeouts: CallTimeouts,
-        worker_id: str,
-    ) -> None:
-        self.store = store
-        self.runner = runner
-        self.failures = failures
-        self.sources = sources
-        self.settings = settings
-        self.profile_settings = profile_settings
-        self.path_map = path_map
-        self.inbox_dir = inbox_dir
-        self.publisher = publisher
-        self.timeouts = timeouts
-        self.worker_id = worker_id
-        self._origin = ""
-        #: Whether the servers take a batch at all, asked before any companion is claimed.
-        self.servers_batch = ServerBatching(runner, profile_settings, path_map)
+    store: Attempts
+    runner: UnitRunner
+    failures: FailurePolicy
+    sources: SourcePreparer
+    settings: ProcessingSettings
+    profile_settings: ProfileSettings
+    path_map: PathMap
+    inbox_dir: Path
+    publisher: Publisher
+    timeouts: CallTimeouts
+    worker_id: str
+    #: The origin of the batch's last call, which each member's trail records.
+    _origin: str = field(default="", init=False)
+    #: Whether the servers take a batch at all, asked before any companion is claimed.
+    servers_batch: ServerBatching = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.servers_batch = ServerBatching(self.runner, self.profile_settings, self.path_map)
 
     # ---- who may share a call ----------------------------------------------------------------
     @property

@@ -107,31 +107,21 @@ class _Round:
         return len(self.in_flight) + len(self.converted)
 
 
+@dataclass(kw_only=True, eq=False)
 class RoundRunner:
     """Claims rounds and runs them, continuously (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        store: Attempts,
-        steps: AttemptSteps,
-        failures: FailurePolicy,
-        settings: ProcessingSettings,
-        publisher: Publisher,
-        worker_id: str,
-        concurrency: Callable[[], int],
-    ) -> None:
-        """``concurrency``: how many conversions the process's servers run at once, asked
-        before each round (:mod:`.concurrency`)."""
-        self.store = store
-        self.steps = steps
-        self.failures = failures
-        self.settings = settings
-        self.publisher = publisher
-        self.worker_id = worker_id
-        self.concurrency = concurrency
-        self._threads: ThreadPoolExecutor | None = None
-        self._thread_count = 0
+    store: Attempts
+    steps: AttemptSteps
+    failures: FailurePolicy
+    settings: ProcessingSettings
+    publisher: Publisher
+    worker_id: str
+    #: How many conversions the process's servers run at once, asked before each round
+    #: (:mod:`.concurrency`).
+    concurrency: Callable[[], int]
+    _threads: ThreadPoolExecutor | None = field(default=None, init=False)
+    _thread_count: int = field(default=0, init=False)
 
     @property
     def room(self) -> int:
