@@ -172,10 +172,7 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
 
     @state.setter
     def state(self, state: str) -> None:
-        def put(s: pybreaker.CircuitBreakerStorage) -> None:
-            s.state = state
-
-        self._do(put)
+        self._put("state", state)
 
     def increment_counter(self) -> None:
         self._do(lambda s: s.increment_counter())
@@ -203,10 +200,11 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
 
     @opened_at.setter
     def opened_at(self, now: datetime) -> None:
-        def put(s: pybreaker.CircuitBreakerStorage) -> None:
-            s.opened_at = now
+        self._put("opened_at", now)
 
-        self._do(put)
+    def _put(self, name: str, value: object) -> None:
+        """Set one of pybreaker's attributes where the state lives now (Redis, or memory)."""
+        self._do(lambda s: setattr(s, name, value))
 
     # ---- beyond pybreaker ------------------------------------------------------------------
     def peek(self) -> tuple[str, int]:
