@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.access.oidc import OidcIssuer, looks_like_jwt
+from pipeline.jobs import TenantScope, scope_of
 from pipeline.settings.api import ROLES, ApiToken, Role
 from pipeline.store.access import ApiTokens
 
@@ -46,12 +47,12 @@ CALLER_STATE = "doclane.caller"
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The token a request came with, by its name and role, and the tenant it speaks for
-    (None: every tenant)."""
+    """The token a request came with, by its name and role, and whose jobs it speaks for (a
+    token always says: there is no default that could open every tenant's jobs by omission)."""
 
     name: str
     role: Role
-    tenant: str | None = None
+    scope: TenantScope
     #: Who vouches for the name: None for a token (the environment's or the store's), the
     #: issuer for a JWT's subject.
     issuer: str | None = None
@@ -59,14 +60,10 @@ class Caller:
     def may(self, role: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
 
-    def sees(self, tenant: str) -> bool:
-        """Whether a job of ``tenant`` exists for this caller (else it is answered 404)."""
-        return self.tenant is None or self.tenant == tenant
-
     def may_change(self) -> bool:
         """Whether it may cancel and retry (the jobs it sees): an admin, or a tenant's token
         with the submit role (its own jobs are its to manage)."""
-        return self.may("admin") or (self.tenant is not None and self.may("submit"))
+        return self.may("admin") or (not self.scope.every and self.may("submit"))
 
 
 class TokenRoles:
@@ -80,7 +77,8 @@ class TokenRoles:
         issuer: OidcIssuer | None = None,
     ) -> None:
         self._known = [
-            (_digest(t.token.get_secret_value()), Caller(t.name, t.role, t.tenant)) for t in tokens
+            (_digest(t.token.get_secret_value()), Caller(t.name, t.role, scope_of(t.tenant)))
+            for t in tokens
         ]
         self._stored = stored
         self.issuer = issuer
@@ -110,10 +108,10 @@ class TokenRoles:
         if found is None and self._stored is not None:
             live = self._stored.find(given)
             if live is not None:
-                found = Caller(live.name, live.role, live.tenant)
+                found = Caller(live.name, live.role, scope_of(live.tenant))
         if found is None and self.issuer is not None and looks_like_jwt(token):
             who = self.issuer.verify(token)
-            found = Caller(who.subject, who.role, who.tenant, who.issuer)
+            found = Caller(who.subject, who.role, who.scope, who.issuer)
         return found
 
     def require(self, role: Role) -> Callable[..., Caller]:

@@ -156,15 +156,16 @@ class SubmitResponse(BaseModel):
 
 def tenant_of(caller: Caller, asked: str | None) -> str:
     """The tenant a submission is made as: the token's, when it has one (E109 for a request
-    that names another); else the one asked, or ``default``."""
-    if caller.tenant is None:
-        return asked or DEFAULT_TENANT
-    if asked is not None and asked != caller.tenant:
+    that names another); else the one asked (None: none asked), or ``default``."""
+    own = caller.scope.tenant
+    if own is None:
+        return asked if asked is not None else DEFAULT_TENANT
+    if asked is not None and asked != own:
         raise RoleForbidden(
-            f"the token {caller.name!r} submits as the tenant {caller.tenant!r} only",
-            detail={"token": caller.name, "tenant": caller.tenant, "asked": asked},
+            f"the token {caller.name!r} submits as the tenant {own!r} only",
+            detail={"token": caller.name, "tenant": own, "asked": asked},
         )
-    return caller.tenant
+    return own
 
 
 async def submit_json(request: Request, ctx: ApiContext, caller: Caller) -> SubmitResponse:
@@ -296,7 +297,7 @@ def _upload_request(upload: Upload, caller: Caller) -> SubmissionRequest:
     """The upload's form fields, parsed: 422 for a bad ``to``, priority or tenant, E110 for a
     bad option, E109 for a tenant not the token's."""
     fields = upload.fields
-    asked_tenant = fields.get("tenant") or None
+    asked_tenant = fields.get("tenant")  # present but empty is refused, as the JSON body's
     if asked_tenant is not None and not re.match(TENANT_PATTERN, asked_tenant):
         raise HTTPException(422, f"not a tenant name: {asked_tenant!r}")
     tenant = tenant_of(caller, asked_tenant)

@@ -34,7 +34,14 @@ from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, state_error, usage_error
 from .settings import command_settings
-from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
+from .store_access import (
+    every_tenants_jobs,
+    get_job,
+    job_filter,
+    no_such_job,
+    open_store,
+    parse_job_id,
+)
 from .waiting import say_gave_up, wait_for
 from .wiring import celery_publisher
 
@@ -376,7 +383,7 @@ def retry(
         jid = parse_job_id(store, job_id, as_json)
         try:
             with audited_cli(store, "retry", str(jid)) as trail:
-                outcome = retry_job(store, publisher, jid)
+                outcome = retry_job(every_tenants_jobs(store), publisher, jid)
                 trail.update(_retried(outcome))
         except JobNotFound:
             no_such_job(jid, as_json)
@@ -414,7 +421,11 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
         audited_cli(store, "retry_failed", None, **asked) as trail,
     ):
         outcomes = retry_failed(
-            store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
+            every_tenants_jobs(store),
+            publisher,
+            error_code=filters.error_code,
+            since=filters.since,
+            limit=limit,
         )
         trail["retried"] = sum(o.action != "refused" for o in outcomes)
         trail["refused"] = sum(o.action == "refused" for o in outcomes)

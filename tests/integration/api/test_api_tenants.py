@@ -95,6 +95,39 @@ def test_a_tenants_token_sees_another_tenants_job_as_one_that_does_not_exist(
     assert api.get(f"/v1/jobs/{theirs}", token=tokens["ops"]).json()["job"]["state"] == "queued"
 
 
+def _succeeded(store: JobStore, job_id: str, markdown: str) -> None:
+    claimed = store.attempts.claim(uuid.UUID(job_id), "worker-a", lease_s=60)
+    assert claimed is not None
+    assert store.attempts.finish(claimed.id, claimed.attempt, {"md": markdown})
+
+
+def test_another_tenants_results_short_ids_and_submissions_do_not_exist_for_a_tenant(
+    api: ApiServer, tokens: dict[str, str], tmp_path: Path, store: JobStore
+) -> None:
+    answer = api.post("/v1/jobs", token=tokens["b-submit"], json={"sources": [_doc(tmp_path)]})
+    theirs, submission = answer.json()["accepted"][0]["job_id"], answer.json()["submission_id"]
+    _succeeded(store, theirs, "# team-b's secret")
+    nobody = str(uuid.uuid4())
+    ours = _submit(api, tokens["a-submit"], tmp_path)
+    _succeeded(store, ours, "# ours")
+    reader = tokens["a-read"]
+
+    other = api.get(f"/v1/jobs/{theirs}/result/md", token=reader)
+    missing = api.get(f"/v1/jobs/{nobody}/result/md", token=reader)
+    assert other.status_code == missing.status_code == 404 and "secret" not in other.text
+    assert other.text.replace(theirs, nobody) == missing.text
+    assert api.get(f"/v1/jobs/{ours}/result/md", token=reader).text == "# ours"
+    assert api.get(f"/v1/jobs/{theirs}/result/md", token=tokens["ops"]).text == "# team-b's secret"
+
+    # a prefix is resolved among its own jobs and submissions only: another's is E108
+    for path in (f"/v1/jobs/{theirs[:8]}", f"/v1/jobs?submission={submission[:8]}"):
+        refused = api.get(path, token=reader)
+        assert refused.status_code == 404 and refused.json()["error"]["code"] == "E108", path
+        assert api.get(path, token=tokens["ops"]).status_code == 200, path
+    whole = api.get(f"/v1/jobs?submission={submission}", token=reader)
+    assert whole.status_code == 200 and whole.json()["jobs"] == []
+
+
 def test_lists_are_the_tenants_own_and_an_admin_filters(
     api: ApiServer, tokens: dict[str, str], tmp_path: Path
 ) -> None:
