@@ -12,11 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from pipeline.api.quota import RETRY_AFTER_IDLE_S
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
+from tests.integration.store.builders import job_with_id
 
 TOKENS = {
     "ops": ("admin", None),
@@ -54,6 +56,13 @@ def _submit(api: ApiServer, token: str, tmp_path: Path, **body: Any) -> str:
     answer = api.post("/v1/jobs", token=token, json={"sources": [_doc(tmp_path)], **body})
     assert answer.status_code == 202, answer.text
     return str(answer.json()["accepted"][0]["job_id"])
+
+
+#: Two jobs (and submissions) of two tenants whose ids start alike.
+OURS, THEIRS = "5e1d2c1e-1111-4000-8000-000000000001", "5e1d2c1f-2222-4000-8000-000000000002"
+OUR_SUBMISSION = "5e1d2c1e-0000-4000-8000-0000000000a1"
+THEIR_SUBMISSION = "5e1d2c1f-0000-4000-8000-0000000000a2"
+SHARED = "5e1d2c1"
 
 
 def test_the_api_makes_its_tokens_tenants_at_start(api: ApiServer, store: JobStore) -> None:
@@ -126,6 +135,21 @@ def test_another_tenants_results_short_ids_and_submissions_do_not_exist_for_a_te
         assert api.get(path, token=tokens["ops"]).status_code == 200, path
     whole = api.get(f"/v1/jobs?submission={submission}", token=reader)
     assert whole.status_code == 200 and whole.json()["jobs"] == []
+
+
+def test_a_short_id_is_resolved_among_the_tenants_own_jobs(
+    api: ApiServer, tokens: dict[str, str], raw_sql: psycopg.Connection
+) -> None:
+    """A prefix its own job shares with another tenant's names its own: the other's is not even
+    counted (an admin's E121 would tell the tenant that such a job exists)."""
+    ours = job_with_id(raw_sql, OURS, tenant="team-a", submission_id=OUR_SUBMISSION)
+    job_with_id(raw_sql, THEIRS, tenant="team-b", submission_id=THEIR_SUBMISSION)
+    for path in (f"/v1/jobs/{SHARED}", f"/v1/jobs?submission={SHARED}"):
+        answer = api.get(path, token=tokens["a-read"])
+        assert answer.status_code == 200, (path, answer.text)
+        assert str(ours) in answer.text and THEIRS not in answer.text
+        both = api.get(path, token=tokens["ops"])
+        assert both.status_code == 422 and both.json()["error"]["code"] == "E121", path
 
 
 def test_lists_are_the_tenants_own_and_an_admin_filters(

@@ -12,11 +12,13 @@ from pathlib import Path
 from uuid import UUID
 
 import httpx
+import psycopg
 
 from errors import SourceNotFound
 from pipeline.store import JobFilter, JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.console_tenants import A_ADMIN, A_TOKEN, B_TOKEN, _submit
+from tests.integration.store.builders import job_with_id
 
 
 def _signed_in(api: ApiServer, token: str) -> httpx.Client:
@@ -105,6 +107,25 @@ def test_another_tenants_results_short_ids_and_submission_are_no_such_job(
     admin = _signed_in(api, api.token)
     assert admin.get(f"/console/jobs/{theirs}/results/md").text == "# team-b's secret"
     assert admin.get("/console/jobs", params={"job": theirs[:8]}).status_code == 303
+
+
+def test_a_short_id_is_resolved_among_the_tenants_own_jobs(
+    api: ApiServer, raw_sql: psycopg.Connection
+) -> None:
+    ours = "5e1d2c1e-1111-4000-8000-000000000001"
+    job_with_id(
+        raw_sql, ours, tenant="team-a", submission_id="5e1d2c1e-0000-4000-8000-0000000000a1"
+    )
+    theirs = "5e1d2c1f-2222-4000-8000-000000000002"
+    job_with_id(
+        raw_sql, theirs, tenant="team-b", submission_id="5e1d2c1f-0000-4000-8000-0000000000a2"
+    )
+    alice = _signed_in(api, A_TOKEN)
+    box = alice.get("/console/jobs", params={"job": "5e1d2c1"}, follow_redirects=False)
+    assert box.status_code == 303 and box.headers["location"] == f"/console/jobs/{ours}"
+    assert _rows(alice.get("/console/jobs", params={"submission": "5e1d2c1"})) == [ours]
+    admin = _signed_in(api, api.token)
+    assert admin.get("/console/jobs", params={"job": "5e1d2c1"}).status_code == 422  # E121
 
 
 def test_a_tenants_admin_retries_its_own_failed_jobs_in_bulk_only(
