@@ -61,6 +61,7 @@ from pipeline.api.submit import (
     submit_upload,
 )
 from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.store.connection import TEXT_PATTERN
 from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
 from pipeline.store.scoped import TenantView
 
@@ -260,7 +261,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         since: Annotated[
             str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
         ] = None,
-        queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
+        queue: Annotated[str | None, Query(max_length=200, pattern=TEXT_PATTERN)] = None,
         submission: Annotated[
             str | None,
             Query(

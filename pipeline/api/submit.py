@@ -39,6 +39,7 @@ from starlette.exceptions import HTTPException
 
 from errors import (
     EmptySource,
+    InvalidArgument,
     MissingCapability,
     PipelineError,
     RoleForbidden,
@@ -60,6 +61,7 @@ from pipeline.jobs import (
 )
 from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
+from pipeline.store.connection import TEXT_PATTERN
 from pipeline.submission import Submission, enqueue
 
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
@@ -83,9 +85,9 @@ OPTION_FIELDS: dict[str, dict[str, Any]] = {
 
 
 class SubmitRequest(BaseModel):
-    # No NUL: no path or URL holds one (and pipeline.sources would trip over it).
-    sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]] = (
-        Field(min_length=1, max_length=10000)
+    # No NUL: no path or URL holds one.
+    sources: list[Annotated[str, Field(max_length=4096, pattern=TEXT_PATTERN)]] = Field(
+        min_length=1, max_length=10000
     )
     to: Formats = Field(
         default_factory=lambda: DEFAULT_FORMATS,
@@ -213,7 +215,7 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
         raise
     try:
         answer = await run_in_threadpool(_enqueue, asked, ctx)
-    except (UrlRefused, MissingCapability, UnknownTenant):  # refused whole, no job made
+    except (UrlRefused, MissingCapability, UnknownTenant, InvalidArgument):  # refused whole
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     if not any(not accepted.deduplicated for accepted in answer.accepted):

@@ -9,12 +9,13 @@ from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
+from errors import InvalidArgument
 from pipeline.access.tokens import issue_token
 from pipeline.admin import parse_since
 from pipeline.api.context import ApiContext
 from pipeline.console.render import page
 from pipeline.console.session import Sessions, check_csrf
-from pipeline.store.access import AuditFilter, TokenNameTaken
+from pipeline.store.access import AuditEntry, AuditFilter, TokenNameTaken
 
 #: Entries one page of the trail shows.
 AUDIT_PAGE = 200
@@ -69,18 +70,22 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             moment = parse_since(since.strip()) if since.strip() else None
         except ValueError as exc:
             moment, problem = None, str(exc)
-        if "\x00" in actor + action:  # PostgreSQL's text holds no NUL; no name has one
-            problem = "an actor or an action cannot contain a NUL byte"
         filters = AuditFilter(
             since=moment,
             actor=actor.strip() or None,
             action=action.strip() or None,
             limit=AUDIT_PAGE,
         )
+        entries: list[AuditEntry] = []
+        if not problem:
+            try:
+                entries = ctx.store.audit.list(filters)
+            except InvalidArgument as exc:  # a NUL byte, which PostgreSQL's text cannot hold
+                problem = exc.message
         return page(
             "audit.html",
             session=session,
-            entries=[] if problem else ctx.store.audit.list(filters),
+            entries=entries,
             asked={"since": since, "actor": actor, "action": action},
             problem=problem,
         )

@@ -7,7 +7,7 @@ from uuid import UUID
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
-from errors import AmbiguousId, JobNotFound
+from errors import AmbiguousId, InvalidArgument, JobNotFound
 from pipeline.admin import JobDetail, job_detail, list_jobs
 from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
@@ -61,6 +61,8 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             found = [] if problem else list_jobs(jobs, asked.to_filter())
         except BadFilter as exc:
             found, problem = [], str(exc)
+        except InvalidArgument as exc:  # a NUL byte in a filter: PostgreSQL's text holds none
+            found, problem = [], exc.message
         return page(
             "jobs.html",
             session=session,
