@@ -47,6 +47,7 @@ from errors import (
     UrlRefused,
     entry,
 )
+from pipeline.access.audit import submission_detail as audited_submission
 from pipeline.api.auth import Caller
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import error_response
@@ -227,13 +228,13 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
 
 
 def submission_detail(answer: SubmitResponse) -> dict[str, Any]:
-    """What the audit trail keeps of a submission: whose, how many jobs, how many refused."""
-    return {
-        "tenant": answer.tenant,
-        "submission_id": answer.submission_id,
-        "jobs": len(answer.accepted),
-        "refused": len(answer.rejected),
-    }
+    """What the audit trail keeps of a submission answered over HTTP."""
+    return audited_submission(
+        tenant=answer.tenant,
+        submission_id=answer.submission_id,
+        jobs=len(answer.accepted),
+        refused=len(answer.rejected),
+    )
 
 
 def submission_response(

@@ -16,7 +16,7 @@ from uuid import UUID
 import typer
 
 from errors import PipelineError, error_for
-from pipeline.access.audit import audited_cli
+from pipeline.access.audit import audited_cli, submission_detail
 from pipeline.jobs import (
     ConversionOptions,
     Formats,
@@ -143,14 +143,18 @@ def submit(
         tracing.span("doclane submit"),
     ):
         try:
-            submission = enqueue(
-                asked,
-                publisher=publisher,
-                store=store,
-                source_settings=tree.sources,
-                submit_settings=tree.submit,
-                door=door_for(tree.mcp, tree.profiles),
-            )
+            # Recorded as the API records a submission: who, how many jobs, the outcome (a
+            # refusal's code when no source became a job).
+            with audited_cli(store, "submit", None, tenant=asked.tenant) as trail:
+                submission = enqueue(
+                    asked,
+                    publisher=publisher,
+                    store=store,
+                    source_settings=tree.sources,
+                    submit_settings=tree.submit,
+                    door=door_for(tree.mcp, tree.profiles),
+                )
+                trail.update(_audited(submission, asked.tenant))
         except PipelineError as exc:
             fail(exc, as_json)
         waited = None
@@ -173,6 +177,19 @@ def submit(
             say_gave_up(waited.gave_up)
     if not ok:
         raise typer.Exit(1)
+
+
+def _audited(submission: Submission, tenant: str) -> dict[str, Any]:
+    """The trail's detail of ``submission``, and its outcome when every source was refused."""
+    detail = submission_detail(
+        tenant=tenant,
+        submission_id=submission.id,
+        jobs=len(submission.accepted),
+        refused=len(submission.rejected),
+    )
+    if submission.rejected and not submission.accepted:
+        detail["outcome"] = submission.rejected[0].code
+    return detail
 
 
 def _succeeded(job: Job) -> bool:
