@@ -1,4 +1,5 @@
-"""``/v1/tokens`` and ``/v1/audit``: stored tokens and the audit trail, for admins.
+"""``/v1/tokens`` and ``/v1/audit``: stored tokens and the audit trail, for operators (admins of
+every tenant: a token a tenant's admin made could be every tenant's, E109).
 
 What ``doclane tokens create|list|revoke`` and ``doclane audit`` do, over HTTP: a token made
 here answers its secret once (never again: only its digest is kept); a revoked one is refused
@@ -58,7 +59,7 @@ class AuditPage(BaseModel):
 
 def access_router(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     router = APIRouter()
-    admin = access.require("admin")
+    admin = access.operator()  # every tenant's tokens and actions: not a tenant's admin's
 
     @router.get("/tokens", response_model=TokenList)
     def list_tokens(

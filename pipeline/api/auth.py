@@ -66,6 +66,19 @@ class Caller:
         return self.may("admin") or (not self.scope.every and self.may("submit"))
 
 
+def require_operator(caller: Caller) -> Caller:
+    """``caller``, when it is an operator: an admin of every tenant; E109 otherwise. Tokens and
+    the audit trail span the tenants: a tenant's admin that made a token of every tenant, or read
+    the others' actions, would be through the wall."""
+    if not (caller.may("admin") and caller.scope.every):
+        raise RoleForbidden(
+            f"the token {caller.name!r} is {caller.role} of {caller.scope}; tokens and the audit "
+            "trail are an operator's (admin of every tenant)",
+            detail={"token": caller.name, "role": caller.role, "needs": "admin of every tenant"},
+        )
+    return caller
+
+
 class TokenRoles:
     """The dependencies that guard /v1: :meth:`caller` (401 unless a token matches) and
     :meth:`require` (403 unless its role allows)."""
@@ -134,6 +147,14 @@ class TokenRoles:
                     detail={"token": caller.name, "role": caller.role, "needs": role},
                 )
             return caller
+
+        return allowed
+
+    def operator(self) -> Callable[..., Caller]:
+        """A dependency: the caller, when it is an operator (:func:`require_operator`)."""
+
+        def allowed(caller: Caller = Depends(self.caller)) -> Caller:  # noqa: B008
+            return require_operator(caller)
 
         return allowed
 

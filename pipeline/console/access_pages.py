@@ -1,7 +1,7 @@
-"""The console's access pages, for admins: the stored tokens (made, listed, revoked) and the
-audit trail. What ``doclane tokens`` and ``doclane audit`` do, and ``/v1/tokens`` and
-``/v1/audit``; a change is a POST with the session's CSRF token, and is recorded in the trail
-like the API's (the middleware sees the console's requests too)."""
+"""The console's access pages, for operators (admins of every tenant): the stored tokens (made,
+listed, revoked) and the audit trail. What ``doclane tokens`` and ``doclane audit`` do, and
+``/v1/tokens`` and ``/v1/audit``; a change is a POST with the session's CSRF token, and is
+recorded in the trail like the API's (the middleware sees the console's requests too)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/tokens", include_in_schema=False)
     def tokens(request: Request) -> Response:
         session = sessions.current(request)
-        session.require("admin")
+        session.require_operator()
         return page("tokens.html", session=session, tokens=ctx.store.tokens.list_all())
 
     @app.post("/tokens", include_in_schema=False)
@@ -33,7 +33,7 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         session = sessions.current(request)
         form = {k: str(v) for k, v in (await request.form()).items()}
         check_csrf(session, form.get("csrf"))
-        session.require("admin")
+        session.require_operator()
         try:
             issued = await run_in_threadpool(
                 issue_token,
@@ -57,14 +57,14 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     async def revoke_token(request: Request, name: str) -> Response:
         session = sessions.current(request)
         check_csrf(session, str((await request.form()).get("csrf", "")))
-        session.require("admin")
+        session.require_operator()
         await run_in_threadpool(ctx.store.tokens.revoke, name)
         return RedirectResponse("/console/tokens", status_code=303)
 
     @app.get("/audit", include_in_schema=False)
     def audit(request: Request, since: str = "", actor: str = "", action: str = "") -> Response:
         session = sessions.current(request)
-        session.require("admin")
+        session.require_operator()
         problem = ""
         try:
             moment = parse_since(since.strip()) if since.strip() else None

@@ -23,7 +23,7 @@ from fastapi import Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from errors import PipelineError, RoleForbidden
-from pipeline.api.auth import CALLER_STATE, Caller
+from pipeline.api.auth import CALLER_STATE, Caller, require_operator
 from pipeline.api.context import ApiContext
 from pipeline.jobs import scope_of
 from pipeline.settings.api import ROLES, Role
@@ -58,6 +58,10 @@ class Session:
                 f"{role}",
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": role},
             )
+
+    def require_operator(self) -> None:
+        """E109 unless the token is an operator's, as the API's tokens and audit routes say."""
+        require_operator(self.caller)
 
     def require_change(self) -> None:
         """E109 unless the token may cancel and retry (admin; a tenant's submit token, its own

@@ -25,6 +25,7 @@ TOKENS = {
     "a-submit": ("submit", "team-a"),
     "a-read": ("read", "team-a"),
     "b-submit": ("submit", "team-b"),
+    "a-admin": ("admin", "team-a"),
 }
 
 
@@ -150,6 +151,26 @@ def test_a_short_id_is_resolved_among_the_tenants_own_jobs(
         assert str(ours) in answer.text and THEIRS not in answer.text
         both = api.get(path, token=tokens["ops"])
         assert both.status_code == 422 and both.json()["error"]["code"] == "E121", path
+
+
+def test_a_tenants_admin_cannot_make_tokens_nor_read_the_audit_trail(
+    api: ApiServer, tokens: dict[str, str]
+) -> None:
+    """Both span the tenants: a token of every tenant made by a tenant's admin, or the others'
+    actions read, would be a way through the wall. An operator (admin of every tenant) may."""
+    ours = tokens["a-admin"]
+    for method, path, body in (
+        ("POST", "/v1/tokens", {"name": "every", "role": "admin"}),
+        ("POST", "/v1/tokens", {"name": "ours", "role": "read", "tenant": "team-a"}),
+        ("GET", "/v1/tokens", None),
+        ("DELETE", "/v1/tokens/bot", None),
+        ("GET", "/v1/audit", None),
+    ):
+        refused = api.request(method, path, token=ours, json=body)
+        assert refused.status_code == 403, (path, refused.text)
+        assert refused.json()["error"]["code"] == "E109"
+    assert api.get("/v1/tokens", token=tokens["ops"]).json()["tokens"] == []
+    assert api.get("/v1/audit", token=tokens["ops"]).status_code == 200
 
 
 def test_lists_are_the_tenants_own_and_an_admin_filters(

@@ -128,7 +128,7 @@ def test_a_short_id_is_resolved_among_the_tenants_own_jobs(
     assert admin.get("/console/jobs", params={"job": "5e1d2c1"}).status_code == 422  # E121
 
 
-def test_a_tenants_admin_retries_its_own_failed_jobs_in_bulk_only(
+def test_a_tenants_admin_retries_its_own_failed_jobs_in_bulk_only_and_makes_no_token(
     api: ApiServer, tmp_path: Path, store: JobStore
 ) -> None:
     failed = {}
@@ -146,6 +146,14 @@ def test_a_tenants_admin_retries_its_own_failed_jobs_in_bulk_only(
     team_b = store.admin.list_jobs(JobFilter(tenant="team-b"))
     assert [j.id for j in team_b] == [failed["theirs.md"]]  # left alone, not resubmitted
     assert len(store.admin.list_jobs(JobFilter(tenant="team-a"))) == 2
+    # tokens and the trail span the tenants: an operator's pages, not a tenant's admin's
+    assert "/console/tokens" not in done.text
+    for path in ("/console/tokens", "/console/audit"):
+        assert carol.get(path).status_code == 403, path
+    made = carol.post(
+        "/console/tokens", data={"csrf": _csrf(confirm), "name": "x", "role": "admin"}
+    )
+    assert made.status_code == 403 and not store.tokens.list_all()
 
 
 def test_an_admin_sees_each_jobs_tenant_and_filters_by_it(api: ApiServer, tmp_path: Path) -> None:
