@@ -33,7 +33,6 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from bench.harness.store import bench_arguments, in_scratch_database, synthetic_history
-from pipeline.admin import list_jobs
 from pipeline.api import ApiContext, create_app
 from pipeline.queues import Wakeup
 from pipeline.settings import read_settings
@@ -160,7 +159,7 @@ class _console:
 
 
 def _newest_submission(store: JobStore) -> str:
-    [newest] = list_jobs(store, JobFilter(limit=1))
+    [newest] = store.admin.list_jobs(JobFilter(limit=1))
     return str(newest.submission_id)
 
 

@@ -19,15 +19,14 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from typing import Literal
-from uuid import UUID
 
 from fastapi import Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from errors import PipelineError, RoleForbidden
-from pipeline.admin.jobs import no_job
-from pipeline.api.auth import CALLER_STATE, Caller
+from pipeline.api.auth import CALLER_STATE, Caller, require_operator
 from pipeline.api.context import ApiContext
+from pipeline.jobs import scope_of
 from pipeline.settings.api import ROLES, Role
 from pipeline.store.access import ApiTokens
 
@@ -91,6 +90,10 @@ class Session:
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": role},
             )
 
+    def require_operator(self) -> None:
+        """E109 unless the token is an operator's, as the API's tokens and audit routes say."""
+        require_operator(self.caller)
+
     def require_change(self) -> None:
         """E109 unless the token may cancel and retry (admin; a tenant's submit token, its own
         jobs), as the API's check says."""
@@ -100,15 +103,6 @@ class Session:
                 "admin (or submit, for a token of a tenant)",
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": "admin"},
             )
-
-    def require_job(self, ctx: ApiContext, job_id: UUID) -> None:
-        """E108 (a 404 page) unless the signed-in token sees this job: a tenant's token, another
-        tenant's job is one that does not exist."""
-        if self.caller.tenant is None:
-            return
-        job = ctx.store.reads.get_job(job_id)
-        if job is None or not self.caller.sees(job.tenant):
-            raise no_job(job_id)
 
 
 def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
@@ -149,7 +143,7 @@ class Sessions:
             "csrf": session.csrf,
             "name": caller.name,
             "role": caller.role,
-            "tenant": caller.tenant,
+            "tenant": caller.scope.tenant,  # None: every tenant
             "issuer": caller.issuer,
         }
         SESSION_COOKIE.set(request, response, self._signer.dumps(value))
@@ -170,12 +164,11 @@ class Sessions:
         if not isinstance(data, dict) or data.get("role") not in ROLES:
             raise SignInRequired
         tenant, issuer = data.get("tenant"), data.get("issuer")
-        caller = Caller(
-            str(data["name"]),
-            data["role"],
-            str(tenant) if tenant else None,
-            str(issuer) if issuer else None,
-        )
+        try:
+            scope = scope_of(str(tenant) if tenant is not None else None)
+        except PipelineError as exc:  # not a tenant's name: no session this code wrote
+            raise SignInRequired from exc
+        caller = Caller(str(data["name"]), data["role"], scope, str(issuer) if issuer else None)
         stored = caller.issuer is None and caller.name not in self._env_names
         if stored and (self._stored is None or not self._stored.is_live(caller.name)):
             raise SignInRequired  # its token was revoked, or has expired

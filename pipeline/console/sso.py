@@ -126,7 +126,7 @@ def _redeem(issuer: OidcIssuer, oauth: OAuth2Client, code: str, flow: dict[str, 
             "the issuer answered no ID token", detail={"reason": "no_id_token"}
         )
     who = issuer.verify(id_token, audience=oauth.client_id, nonce=flow["nonce"])
-    return Caller(who.subject, who.role, who.tenant, who.issuer)
+    return Caller(who.subject, who.role, who.scope, who.issuer)
 
 
 def _refused(message: str) -> Response:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from pipeline.store.refusals import ResultFormatsRefused as ResultFormatsRefused
     from pipeline.store.rows import AttemptResults as AttemptResults
     from pipeline.store.rows import CallEvent as CallEvent
+    from pipeline.store.scoped import TenantView as TenantView
     from pipeline.store.settings import StoreSettings as StoreSettings
     from pipeline.store.store import JobStore as JobStore
     from pipeline.store.submissions import Submissions as Submissions
