@@ -56,7 +56,7 @@ def test_the_finder_sees_each_way_of_importing_a_test_module() -> None:
         "from tests.unit import test_y\n"
         "from . import helpers\n"
         "from tests.support.readme import shell_blocks\n"
-        "from tests.support.store_builders import new_job\n"
+        "from tests.integration.store.builders import new_job\n"
         "from tests.network import fleet\n"
         "from tests.fixtures.waiting import wait_for\n"
         "from tests.fakes import mcp_server\n"
@@ -68,7 +68,7 @@ def test_the_finder_sees_each_way_of_importing_a_test_module() -> None:
         "tests.deploy.conftest",
         "tests.unit.test_y",
         ".",
-        "tests.support.store_builders",
+        "tests.integration.store.builders",
         "tests.network.fleet",
     ]
 
