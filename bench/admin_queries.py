@@ -35,7 +35,8 @@ from typing import Any
 import httpx
 import psycopg
 
-from bench.harness.store import LOAD_JOBS, bench_arguments, explain, in_scratch_database
+from bench.harness.figures import percentile
+from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.admin.stats import _job_figures
 from pipeline.jobs import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
@@ -76,9 +77,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     report: dict[str, Any] = {"jobs": args.jobs}
     with psycopg.connect(url, autocommit=True) as conn:
         started = time.perf_counter()
-        with conn.transaction():
-            conn.execute("SET LOCAL session_replication_role = replica")
-            conn.execute(LOAD_JOBS, {"jobs": args.jobs, "active": args.active})
+        with synthetic_history(conn, args.jobs, args.active):
             conn.execute(LOAD_EVENTS, {})
         conn.execute("VACUUM ANALYZE jobs")
         conn.execute("VACUUM ANALYZE job_events")
@@ -197,7 +196,7 @@ def _http(url: str, requests: int) -> dict[str, Any]:
                     times.append((time.perf_counter() - started) * 1000)
                 out[path] = {
                     "median_ms": round(statistics.median(times), 1),
-                    "p90_ms": round(sorted(times)[int(len(times) * 0.9) - 1], 1),
+                    "p90_ms": round(percentile(times, 0.9), 1),
                     "max_ms": round(max(times), 1),
                 }
         return out

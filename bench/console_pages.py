@@ -32,8 +32,7 @@ from uuid import UUID
 import psycopg
 from fastapi.testclient import TestClient
 
-from bench.harness.store import LOAD_JOBS, bench_arguments, in_scratch_database
-from pipeline.admin import list_jobs
+from bench.harness.store import bench_arguments, in_scratch_database, synthetic_history
 from pipeline.api import ApiContext, create_app
 from pipeline.queues import Wakeup
 from pipeline.settings import read_settings
@@ -88,13 +87,7 @@ def run(url: str, args: argparse.Namespace) -> dict[str, Any]:
     apply_migrations(read_settings(store=dict(database_url=url)).store)
     started = time.perf_counter()
     with psycopg.connect(url, autocommit=True) as conn:
-        with conn.transaction():
-            # The guard triggers refuse rows that skip the state machine: off for the load only
-            # (as the store benches do; needs a superuser).
-            conn.execute("SET LOCAL session_replication_role = replica")
-            conn.execute(
-                LOAD_JOBS, {"jobs": args.jobs, "active": min(args.active, args.jobs // 10)}
-            )
+        with synthetic_history(conn, args.jobs, min(args.active, args.jobs // 10)):
             conn.execute(SUBMISSIONS)
             failed, succeeded = _opened_jobs(conn)
         conn.execute("VACUUM ANALYZE jobs")
@@ -166,7 +159,7 @@ class _console:
 
 
 def _newest_submission(store: JobStore) -> str:
-    [newest] = list_jobs(store, JobFilter(limit=1))
+    [newest] = store.admin.list_jobs(JobFilter(limit=1))
     return str(newest.submission_id)
 
 

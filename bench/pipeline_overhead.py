@@ -1,4 +1,4 @@
-"""What the pipeline adds on top of an instant tool (docs/benchmarks.md, figure 2).
+"""What the pipeline adds on top of an instant tool (docs/benchmarks.md, its section of that name).
 
 One fake Docling MCP server (tests/fakes) that answers at once; in one run, alternating:
 

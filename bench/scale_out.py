@@ -1,4 +1,4 @@
-"""Scale-out, simulated (docs/benchmarks.md, figure 8): servers x worker processes against linear.
+"""Scale-out, simulated (docs/benchmarks.md): servers x worker processes against linear.
 
 Fake Docling MCP servers (tests/fakes) whose convert takes a fixed ``--tool-ms`` (200 ms; export
 is instant) and which work on at most ``--server-slots`` calls at once (the fake's

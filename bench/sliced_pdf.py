@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 
 from bench import harness
-from bench.rs_server import RsServer
+from bench.harness.docling_rs import RsServer
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
 from tests.support.long_pdf import write_long_pdf

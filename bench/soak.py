@@ -63,7 +63,7 @@ from bench.harness import (
     stop_worker,
 )
 from bench.harness.private import PrivatePostgres, PrivateRedis
-from bench.worker_memory import children, rss_mb
+from bench.harness.processes import children_of, rss_mb
 
 #: The reconciler's summary line (pipeline/reconciler/sweeps.py).
 _RECONCILED = re.compile(
@@ -100,7 +100,7 @@ class Timeline:
 def tree_rss_mb(pid: int) -> float:
     """RSS of a worker node: its main process and its pool processes."""
     try:
-        return rss_mb(pid) + sum(rss_mb(child) for child in children(pid))
+        return rss_mb(pid) + sum(rss_mb(child) for child in children_of(pid))
     except (FileNotFoundError, ProcessLookupError):
         return 0.0
 
@@ -111,7 +111,7 @@ def rss_by_process(worker: subprocess.Popen[bytes] | None) -> dict[str, float]:
         return {}
     try:
         figures = {"rss_a_main": rss_mb(worker.pid)}
-        figures |= {f"rss_a_child_{c}": rss_mb(c) for c in children(worker.pid)}
+        figures |= {f"rss_a_child_{c}": rss_mb(c) for c in children_of(worker.pid)}
     except (FileNotFoundError, ProcessLookupError):
         return {}
     return figures

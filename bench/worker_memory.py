@@ -70,7 +70,8 @@ from bench.harness import (
     wait_succeeded,
     worker_env,
 )
-from bench.rs_server import RsServer
+from bench.harness.docling_rs import RsServer
+from bench.harness.processes import children_of, rss_mb, status_kb
 
 MB = 1024 * 1024
 GROWTH_GOAL_MB = 50
@@ -91,17 +92,6 @@ _WORDS = (
 
 
 # ---- /proc ------------------------------------------------------------------------------------
-def status_kb(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-def rss_mb(pid: int) -> float:
-    return status_kb(pid, "VmRSS") / 1024
-
-
 def peak_mb(pid: int) -> float:
     return status_kb(pid, "VmHWM") / 1024
 
@@ -111,18 +101,11 @@ def reset_peak(pid: int) -> None:
     Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
-def children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
 def pool_process(worker_pid: int) -> int:
     """The one prefork pool process of ``doclane worker --concurrency 1``."""
     deadline = time.monotonic() + 60
     while True:
-        kids = children(worker_pid)
+        kids = children_of(worker_pid)
         if len(kids) == 1:
             return kids[0]
         if time.monotonic() > deadline:
@@ -277,7 +260,7 @@ def growth(
     write_small_files(scratch / "rest", first, jobs - first)
     submit(env, scratch / "rest")
     wait_succeeded(db_url, jobs, timeout=3600)
-    if children(main_pid) != [pool]:
+    if children_of(main_pid) != [pool]:
         raise SystemExit("the pool process was replaced: RSS would not compare")
     after_all = {"pool": rss_mb(pool), "main": rss_mb(main_pid)}
     return {

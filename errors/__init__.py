@@ -55,13 +55,17 @@ runtime, E4xx store) and the catalog's
     │   ├── AuthorizationUnavailable E314  OAuth: the token issuer failed     retryable
     │   ├── ServerCannotReach     E315  the server cannot read the document (its roots)
     │   └── UnexpectedError       E399  what nothing else explains (a bug)
-    │       ├── CallCancelled           the caller withdrew the call (never recorded)
-    │       └── AttemptLost             pipeline.processing: the attempt no longer owns its
-    │                                   job (cancelled, requeued): stop, write nothing
-    └── StoreError             E4xx
-        ├── DatabaseUnavailable   E401                                         retryable
-        ├── ResultStoreUnavailable E402 the object store of results failed    retryable
-        └── MigrationRefused      E403  a migration file missing, changed, or failing
+    ├── StoreError             E4xx
+    │   ├── DatabaseUnavailable   E401                                         retryable
+    │   ├── ResultStoreUnavailable E402 the object store of results failed    retryable
+    │   └── MigrationRefused      E403  a migration file missing, changed, or failing
+    └── ControlFlow            no code: signals that unwind work, never recorded; never
+        │                      retried, never counted by a breaker (not failures, not bugs)
+        ├── CallCancelled         the caller withdrew the call (its job was cancelled)
+        ├── AttemptLost           pipeline.processing: the attempt no longer owns its job
+        │                         (cancelled, requeued): stop, write nothing
+        └── NotBatchable          pipeline.processing: no batch on these servers; each
+                                  document goes alone
 
 ``classify(anything)`` turns an exception, a JSON-RPC error object, an HTTP status or an
 ``isError`` tool result into one of these. Foreign exceptions (httpx, psycopg) are translated
@@ -77,10 +81,10 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ├── BadUpload              pipeline.api         not the multipart form the endpoint takes
     ├── BadFilter              pipeline.console     a job list filter it cannot apply (shown)
     ├── PathMapError           pipeline.sources     DOCLANE_PATH_MAP is malformed (at start-up)
-    ├── FormatsMismatch        pipeline.store       the database refused results that are not the
+    ├── ResultFormatsRefused   pipeline.store       the database refused results that are not the
     │                                               job's formats (SQLSTATE DL001: a bug)
     ├── TokenNameTaken         pipeline.store       a stored API token of that name exists (409)
-    └── FormatMismatch         pipeline.sources     the bytes are not their format (made E102)
+    └── ContentNotItsFormat    pipeline.sources     the bytes are not their format (made E102)
     RuntimeError
     ├── IllegalTransition      pipeline.mcp         a bug: a lifecycle step that does not exist
     ├── MigrationError         pipeline.store       migrations on disk and in the database differ
@@ -91,17 +95,13 @@ admin views read. They carry no catalog code; each extends the builtin its calle
     ConnectionError
     └── BrokerUnreachable      workers.fleet        the broker did not answer about a queue
     Exception
-    ├── RedisUnavailable       pipeline.resilience  Redis did not answer (not a RedisError, which
-    │                                               pybreaker would swallow)
-    ├── RedisUnreachable       pipeline.admin       so the breakers and the workers' heartbeats
-    │                                               cannot be shown (not guessed)
+    ├── RedisUnavailable       pipeline.resilience  Redis did not answer, or none is configured
+    │                                               (not a RedisError, which pybreaker would
+    │                                               swallow); the admin views say which Redis
     ├── KeyVanished            pipeline.profiles    the server lost a document key (convert again)
     └── TooLarge               pipeline.objects     an object's body passed the cap (made E103)
 
-Control flow that never leaves its module is not drawn: ``NotBatchable``
-(``pipeline.processing.batching``, raised and caught there when a batch must fall back to
-documents one by one). ``tests/unit/errors/test_tree_drawing.py`` fails when a class is in
-neither.
+``tests/unit/errors/test_tree_drawing.py`` fails when a class is in neither drawing.
 """
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ from errors._tree import (
     CallCancelled,
     CallTimeout,
     CircuitOpen,
+    ControlFlow,
     ConversionFailed,
     DatabaseUnavailable,
     EmptySource,
@@ -180,6 +181,7 @@ __all__ = [
     "CallTimeout",
     "CatalogEntry",
     "CircuitOpen",
+    "ControlFlow",
     "ConversionFailed",
     "DatabaseUnavailable",
     "EmptySource",

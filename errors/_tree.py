@@ -363,15 +363,6 @@ class UnexpectedError(McpRuntimeError):
     code = "E399"
 
 
-class CallCancelled(UnexpectedError):
-    """The caller withdrew the request (its job was cancelled): not a failure of anything.
-
-    Raised by the MCP client when a :class:`pipeline.mcp.CancelScope` is cancelled. It has no
-    code of its own because it is never recorded: the attempt that owned the job stops and
-    writes nothing. As an E399 subclass it is final for retry and harmless to the breaker.
-    """
-
-
 # ---- E4xx: the job store ---------------------------------------------------------------------
 class StoreError(PipelineError):
     """The job database failed."""
@@ -391,6 +382,35 @@ class MigrationRefused(StoreError):
     """The migrations on disk and in the database disagree, or one failed (``doclane db``)."""
 
     code = "E403"
+
+
+# ---- control flow: signals that unwind work, not failures -------------------------------------
+class ControlFlow(PipelineError):
+    """Not an error of anything: a signal that unwinds the work in hand to the code that
+    catches it by class, and stops there.
+
+    A PipelineError so that the layers it passes through on its way, which classify whatever
+    comes by (retry's giveup, the breaker's count), let it pass untouched: never retried,
+    never counted for or against a server. Its own flags say so, whatever a catalog row says.
+    It has no code of its own because it is never recorded: one that reached a job row or an
+    answer would have escaped the code meant to catch it, a bug, and reads E399 there.
+    """
+
+    @property
+    def retryable(self) -> bool:
+        return False
+
+    @property
+    def trips_breaker(self) -> bool:
+        return False
+
+
+class CallCancelled(ControlFlow):
+    """The caller withdrew the request (its job was cancelled): not a failure of anything.
+
+    Raised by the MCP client when a :class:`pipeline.mcp.CancelScope` is cancelled: the attempt
+    that owned the job stops and writes nothing.
+    """
 
 
 def _collect(root: type[PipelineError]) -> dict[str, type[PipelineError]]:

@@ -91,11 +91,12 @@ with_lock() {
 
 _as_root() { if ((EUID == 0)); then "$@"; else sudo "$@"; fi; }
 
+# One apt-get at a time (dpkg's lock refuses a second): installers run side by side in scripts/test.
 apt_install() {
   command -v apt-get >/dev/null || die "$* missing and this is not a Debian/Ubuntu machine: install $* by hand"
   log "installing $* with apt-get (not installed on this machine)"
-  logged "$SCRATCH/logs/apt-get.log" _as_root env DEBIAN_FRONTEND=noninteractive \
-    bash -c "apt-get update && apt-get install -y $*"
+  with_lock apt logged "$SCRATCH/logs/apt-get-${1#--}.log" _as_root env DEBIAN_FRONTEND=noninteractive \
+    bash -c "apt-get update && apt-get install -y $*" || exit 1 # logged said why
 }
 
 _stamp_ok() { [[ -f "$1" && "$(cat "$1")" == "$2" ]]; }
@@ -324,8 +325,8 @@ ensure_docling_rs_mcp() {
 
 # ---- docling-serve, for the topology bench only (bench/topologies.py asks for it) ----------
 
-# Its own venv: docling-serve pins its own docling, fastapi and mcp-free stack. Not installed by
-# scripts/test (it is big); the same torch pins as docling-mcp keep the CPU wheel. PyPI's
+# Its own venv: docling-serve pins its own docling, fastapi and mcp-free stack; the same torch
+# pins as docling-mcp keep the CPU wheel (pip's cache serves it to the second of the two). PyPI's
 # torchvision 0.28.0 is built for CUDA torch and its operators do not load beside the CPU torch:
 # docling-serve imports it at start, so bench/docling_serve_launch.py starts it around that.
 DOCLING_SERVE_RECIPE=(torch==2.13.0 torchvision==0.28.0 docling-serve==1.38.2)
@@ -391,6 +392,43 @@ ensure_node22() {
 ensure_oidc_provider() {
   ensure_node22
   with_lock oidc-provider _install_oidc_provider
+}
+
+# ---- everything the test suite needs, installed side by side -------------------------------
+
+# The installs wait on the network far more than they compute, so scripts/test runs them at once,
+# in lanes: apt-get's packages one after another (apt_install holds a lock), Node before its
+# tools, docling-mcp before docling-serve (the second takes torch's wheel from pip's cache).
+# Each lane writes its messages as they come; a lane that fails is named once all have ended.
+_lane_project() { ensure_project_venv; }
+_lane_apt() {
+  ensure_services &&
+    ensure_chromium &&  # the console's pages in a real browser
+    ensure_docker_compose &&
+    ensure_kubectl &&   # tests/deploy: kubectl kustomize
+    ensure_promtool &&  # tests/deploy: promtool check/test rules, check metrics
+    ensure_nftables     # tests/network: faults on the links of hosts in network namespaces
+}
+_lane_node() {
+  # Node 22 first, then the conformance suite and the OpenID provider that run on it.
+  ensure_oidc_provider && ensure_docling_rs_mcp
+}
+_lane_docling() {
+  # docling-serve: tests/bench/test_topologies_smoke.py runs doclane beside it.
+  ensure_docling_mcp && ensure_docling_serve
+}
+
+ensure_test_tools() {
+  ensure_python # before the lanes, three of which need it
+  local lanes=(_lane_project _lane_apt _lane_node _lane_docling) pids=() failed=() i
+  for i in "${!lanes[@]}"; do
+    ("${lanes[$i]}") &
+    pids+=($!)
+  done
+  for i in "${!lanes[@]}"; do
+    wait "${pids[$i]}" || failed+=("${lanes[$i]#_lane_}")
+  done
+  ((${#failed[@]} == 0)) || die "installs failed (lanes: ${failed[*]}); their messages are above"
 }
 
 # ---- running docling-mcp in the background ------------------------------------------------

@@ -1,4 +1,4 @@
-"""Processes a bench starts or watches: ports, process groups, CPU clocks from /proc."""
+"""Processes a bench starts or watches: ports, process groups, CPU clocks and RSS from /proc."""
 
 from __future__ import annotations
 
@@ -38,9 +38,16 @@ def stop_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         proc.wait()
 
 
+def stat_fields(pid: int | str) -> list[str]:
+    """/proc/PID/stat's fields after the command name, which may hold spaces and parentheses:
+    ``[0]`` is the state, ``[1]`` the parent, ``[11]`` / ``[12]`` the user / system ticks,
+    ``[13]`` / ``[14]`` those of the children it has reaped. OSError when the process is gone."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def process_cpu_s(pid: int) -> float:
     """User + system CPU seconds of one live process (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = stat_fields(pid)
     return (int(fields[11]) + int(fields[12])) / TICK
 
 
@@ -58,6 +65,18 @@ def children_of(pid: int) -> list[int]:
     return children
 
 
+def status_kb(pid: int, field: str) -> int:
+    """A field of /proc/PID/status in kB (``VmRSS``, ``VmHWM``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise KeyError(field)
+
+
+def rss_mb(pid: int) -> float:
+    return status_kb(pid, "VmRSS") / 1024
+
+
 def services_cpu_s() -> dict[str, float]:
     """CPU seconds of the machine's PostgreSQL and Redis so far.
 
@@ -69,7 +88,7 @@ def services_cpu_s() -> dict[str, float]:
         if not entry.name.isdigit():
             continue
         try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            fields = stat_fields(entry.name)
             name = (entry / "comm").read_text().strip()
         except OSError:  # gone meanwhile
             continue

@@ -1,14 +1,16 @@
 """A store bench's database: scratch, loaded with synthetic history, its queries EXPLAINed.
 
-bench/store_admin_queries.py (the store's queries) and bench/admin_queries.py (the same load,
-through the admin views and the HTTP API) share the load, the options and the measure.
+bench/store_admin_queries.py (the store's queries), bench/admin_queries.py (the same load,
+through the admin views and the HTTP API) and bench/console_pages.py (the console's pages over
+it) share the load (:func:`synthetic_history`), the options and the measure.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -90,6 +92,21 @@ def _indexes(node: dict[str, Any]) -> set[str]:
     for child in node.get("Plans", []):
         found |= _indexes(child)
     return found
+
+
+@contextmanager
+def synthetic_history(conn: psycopg.Connection, jobs: int, active: int) -> Iterator[None]:
+    """``jobs`` synthetic jobs over 30 days (``active`` of the newest still in flight), in one
+    transaction with the block's own statements (more history, the jobs a bench opens).
+
+    The guard triggers refuse rows born finished, so they are off for this transaction only
+    (``session_replication_role = replica``, which needs a superuser). VACUUM ANALYZE is the
+    caller's, after the block: it cannot run inside a transaction.
+    """
+    with conn.transaction():
+        conn.execute("SET LOCAL session_replication_role = replica")
+        conn.execute(LOAD_JOBS, {"jobs": jobs, "active": active})
+        yield
 
 
 def bench_arguments(description: str) -> argparse.ArgumentParser:

@@ -31,6 +31,14 @@ def cli_actor() -> str:
     return f"cli:{user}"
 
 
+def submission_detail(
+    *, tenant: str, submission_id: object, jobs: int, refused: int
+) -> dict[str, Any]:
+    """What the trail keeps of a submission, whichever door it came through (the API, the
+    console's upload, ``doclane submit``): whose, which, how many jobs made, how many refused."""
+    return {"tenant": tenant, "submission_id": str(submission_id), "jobs": jobs, "refused": refused}
+
+
 def record(store: JobStore, entry: AuditEntry) -> None:
     """Append ``entry``; a trail that cannot be written is logged, never the action undone
     (it already happened: the log line says what the trail misses)."""

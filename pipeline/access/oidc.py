@@ -16,7 +16,8 @@ signature (``bad_signature``: a payload changed after signing), then the claims:
 
 Who it is: ``sub``, with the issuer. Its role: the highest of the roles its roles claim names,
 directly (read, submit, admin) or through DOCLANE_OIDC_ROLE_MAP; none is 403 (E109). Its
-tenant: the tenant claim (absent: every tenant), which must name a tenant that exists (E116).
+tenant: the tenant claim (absent: every tenant), which must name a tenant that exists (E116);
+an empty one is refused (E124, ``empty_tenant``), never read as every tenant.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from joserfc.errors import (
 from joserfc.jwk import KeySet
 
 from errors import BearerTokenRefused, RoleForbidden, UnknownTenant
+from pipeline.jobs import EVERY_TENANT, TenantScope
 from pipeline.settings.access import AccessSettings
 from pipeline.settings.api import ROLES, Role
 
@@ -50,12 +52,12 @@ _HTTP_TIMEOUT_S = 10.0
 
 @dataclass(frozen=True, slots=True)
 class Identity:
-    """Whom a valid token names: its subject at its issuer, its role and tenant."""
+    """Whom a valid token names: its subject at its issuer, its role and whose jobs it sees."""
 
     subject: str
     issuer: str
     role: Role
-    tenant: str | None
+    scope: TenantScope
 
 
 def looks_like_jwt(token: str) -> bool:
@@ -142,7 +144,7 @@ class OidcIssuer:
             subject=str(claims["sub"]),
             issuer=self.issuer,
             role=self._role(claims),
-            tenant=self._tenant(claims),
+            scope=self._scope(claims),
         )
 
     def _check_claims(self, claims: dict[str, Any], audience: str) -> None:
@@ -187,17 +189,20 @@ class OidcIssuer:
             )
         return roles[-1]
 
-    def _tenant(self, claims: Mapping[str, Any]) -> str | None:
-        tenant = claims.get(self.settings.oidc_tenant_claim)
+    def _scope(self, claims: Mapping[str, Any]) -> TenantScope:
+        name = self.settings.oidc_tenant_claim
+        tenant = claims.get(name)
         if tenant is None:
-            return None
+            return EVERY_TENANT
+        if tenant == "":  # an issuer's blank for "no tenant" must not open every tenant's jobs
+            raise _refused("empty_tenant", f"its {name!r} claim is empty (leave it out for none)")
         if not isinstance(tenant, str) or not self._tenant_exists(tenant):
             raise UnknownTenant(
                 f"the token's {self.settings.oidc_tenant_claim!r} claim names the tenant "
                 f"{tenant!r}, which does not exist",
                 detail={"tenant": str(tenant)},
             )
-        return tenant
+        return TenantScope(tenant)
 
 
 def _refused(reason: str, message: str) -> BearerTokenRefused:

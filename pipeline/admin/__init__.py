@@ -7,10 +7,13 @@
     stats = collect_stats(store, fleet, settings=read_settings().admin,
                           resilience=read_settings().resilience)
     stats.jobs["succeeded"], stats.failures[0].code, stats.unreachable
-    list_jobs(store, JobFilter(state=JobState.FAILED, error_code="E101", limit=50))
-    retry_failed(store, publisher, error_code="E303", since=parse_since("1h"))
+    jobs = TenantView(store, EVERY_TENANT)  # a tenant's caller: TenantView(store, its scope)
+    list_jobs(jobs, JobFilter(state=JobState.FAILED, error_code="E101", limit=50))
+    retry_failed(jobs, publisher, error_code="E303", since=parse_since("1h"))
 
-``store`` is a :class:`pipeline.store.JobStore`; ``fleet`` the broker's side
+``store`` is a :class:`pipeline.store.JobStore`; ``jobs`` a :class:`pipeline.store.TenantView`,
+the jobs one caller may see, which every read of a job and every action on one takes, so that
+none can forget the wall between tenants; ``fleet`` the broker's side
 (:class:`Fleet`, implemented by ``workers.fleet.BrokerFleet``). Names are imported on first use
 (:mod:`pipeline.support.lazy`): ``doclane stats`` loads the stats, not job submission and its
 HTTP client.
@@ -24,6 +27,7 @@ from pipeline.support import lazy
 
 if TYPE_CHECKING:
     from errors import JobNotFound as JobNotFound
+    from pipeline.resilience.storage import RedisUnavailable as RedisUnavailable
     from pipeline.store import AdminStore as AdminStore
     from pipeline.store import JobFilter as JobFilter
 
@@ -31,7 +35,6 @@ if TYPE_CHECKING:
     from .fleet import CountedFleet as CountedFleet
     from .fleet import Fleet as Fleet
     from .fleet import QueueDepth as QueueDepth
-    from .fleet import RedisUnreachable as RedisUnreachable
     from .fleet import read_breakers as read_breakers
     from .fleet import read_live_workers as read_live_workers
     from .heartbeats import WorkerInfo as WorkerInfo
@@ -57,6 +60,7 @@ if TYPE_CHECKING:
     from .stats import Window as Window
     from .stats import collect_stats as collect_stats
     from .stats import run_parts as run_parts
+    from .stats import scoped_stats as scoped_stats
 
 if not TYPE_CHECKING:  # the type checker reads the imports above (pipeline.support.lazy)
     __getattr__, __dir__, __all__ = lazy.exports(__name__, __file__)

@@ -14,7 +14,8 @@ starts, asks once and exits then loads no broker client at all while a worker is
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -87,25 +88,28 @@ class CountedFleet:
             client.close()
 
 
-class RedisUnreachable(Exception):
-    """Redis, where the breakers live, did not answer."""
+@contextmanager
+def _naming_redis(settings: ResilienceSettings) -> Iterator[None]:
+    """:class:`RedisUnavailable` again, saying which Redis did not answer (its password masked):
+    an admin reads the message, not the client's own."""
+    try:
+        yield
+    except RedisUnavailable as exc:
+        where = mask_address(settings.redis_url)
+        raise RedisUnavailable(f"Redis at {where} did not answer: {exc}") from exc
 
 
 def read_breakers(settings: ResilienceSettings, origins: Sequence[str] = ()) -> list[BreakerState]:
     """Every known origin's circuit: those configured (``DOCLING_MCP_ORIGIN``), those given, and
-    those the fleet has state for in Redis. Raises :class:`RedisUnreachable` when Redis is
+    those the fleet has state for in Redis. Raises :class:`RedisUnavailable` when Redis is
     configured but does not answer: a breaker read from this process's memory would say
     "closed" about a circuit the fleet holds open."""
     client = redis_for_breakers(settings)
     known = set(origins) | set(_configured_origins())
     if client is not None:
-        try:
+        with _naming_redis(settings):
             client.ping()
             known |= _origins_in_redis(client, settings.breaker_namespace)
-        except RedisUnavailable as exc:
-            raise RedisUnreachable(
-                f"Redis at {mask_address(settings.redis_url)} did not answer: {exc}"
-            ) from exc
     try:
         return [_state_of(origin, settings, client) for origin in sorted(known)]
     finally:
@@ -115,17 +119,14 @@ def read_breakers(settings: ResilienceSettings, origins: Sequence[str] = ()) -> 
 
 def read_live_workers(settings: ResilienceSettings) -> list[WorkerInfo]:
     """The worker nodes whose heartbeat has not expired, in one round trip to Redis. Raises
-    :class:`RedisUnreachable` when Redis does not answer (or none is configured: the workers
+    :class:`RedisUnavailable` when Redis does not answer, or none is configured (the workers
     then have nowhere to say they are alive)."""
     client = redis_for_breakers(settings)
     if client is None:
-        raise RedisUnreachable("no DOCLANE_REDIS_URL: the workers' heartbeats live there")
+        raise RedisUnavailable("no DOCLANE_REDIS_URL: the workers' heartbeats live there")
     try:
-        return read_workers(client, settings.breaker_namespace)
-    except RedisUnavailable as exc:
-        raise RedisUnreachable(
-            f"Redis at {mask_address(settings.redis_url)} did not answer: {exc}"
-        ) from exc
+        with _naming_redis(settings):
+            return read_workers(client, settings.breaker_namespace)
     finally:
         client.close()
 

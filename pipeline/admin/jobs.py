@@ -18,7 +18,7 @@ from uuid import UUID
 
 from pydantic import BaseModel
 
-from errors import JobNotFound, MissingCapability, UnknownTenant, entry
+from errors import MissingCapability, UnknownTenant, entry
 from pipeline.jobs import (
     ConversionOptions,
     Formats,
@@ -30,15 +30,11 @@ from pipeline.jobs import (
 )
 from pipeline.queues import Publisher, Wakeup, ring
 from pipeline.store import JobFilter, JobStore
+from pipeline.store.scoped import TenantView
 from pipeline.support.secrets import process_masker
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def no_job(job_id: UUID) -> JobNotFound:
-    """E108 about ``job_id``."""
-    return JobNotFound(f"no job {job_id}", detail={"job_id": str(job_id)})
 
 
 class WrongState(ValueError):
@@ -60,9 +56,9 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def list_jobs(store: JobStore, filters: JobFilter) -> list[Job]:
-    """Newest first; every given filter applies."""
-    return store.admin.list_jobs(filters)
+def list_jobs(jobs: TenantView, filters: JobFilter) -> list[Job]:
+    """Newest first; every given filter applies, within the view's tenants."""
+    return jobs.list_jobs(filters)
 
 
 #: What :func:`page_cursor` writes: an ISO 8601 time with its offset, ``~``, a job's id.
@@ -108,15 +104,14 @@ class JobDetail(BaseModel):
     events: list[JobEvent]
 
 
-def job_detail(store: JobStore, job_id: UUID, *, events: bool = True) -> JobDetail:
-    job = store.reads.get_job(job_id)
-    if job is None:
-        raise no_job(job_id)
+def job_detail(jobs: TenantView, job_id: UUID, *, events: bool = True) -> JobDetail:
+    """The job whole; E108 when the view has no such job."""
+    job = jobs.job(job_id)
     return JobDetail(
         job=job,
         error=error_info(job),
-        results=store.reads.list_results(job_id),
-        events=store.reads.events(job_id) if events else [],
+        results=jobs.results(job_id),
+        events=jobs.events(job_id) if events else [],
     )
 
 
@@ -154,41 +149,37 @@ class RetryOutcome(BaseModel):
     message: str | None = None
 
 
-def retry_job(store: JobStore, publisher: Publisher, job_id: UUID) -> RetryOutcome:
-    """A waiting job now (its backoff waived); a failed or cancelled one as a new job."""
-    job = store.reads.get_job(job_id)
-    if job is None:
-        raise no_job(job_id)
+def retry_job(jobs: TenantView, publisher: Publisher, job_id: UUID) -> RetryOutcome:
+    """A waiting job now (its backoff waived); a failed or cancelled one as a new job, its
+    tenant's. E108 when the view has no such job."""
+    job = jobs.job(job_id)
     if job.state in (JobState.QUEUED, JobState.RETRYING):
-        store.operations.make_due(job.id)
+        jobs.store.operations.make_due(job.id)
         ring(publisher, [Wakeup(job.queue, priority=job.priority)])
         return RetryOutcome(retry_of=job.id, action="published", job_id=job.id)
     if job.state in (JobState.FAILED, JobState.CANCELLED):
-        return _resubmit(store, publisher, [job])[0]
+        return _resubmit(jobs.store, publisher, [job])[0]
     raise WrongState(f"job {job.id} is {job.state.value}: nothing to retry")
 
 
 def retry_failed(
-    store: JobStore,
+    jobs: TenantView,
     publisher: Publisher,
     *,
     error_code: str | None = None,
     since: datetime | None = None,
     limit: int = 1000,
-    tenant: str | None = None,
 ) -> list[RetryOutcome]:
-    """Resubmit the newest ``limit`` failed jobs matching the filters (submitted ``since``;
-    of ``tenant`` alone, when given).
+    """Resubmit the newest ``limit`` failed jobs of the view matching the filters (submitted
+    ``since``).
 
     A failed slice is left alone: its document failed with it, and resubmitting the document
     converts it again (a slice resubmitted on its own would be a few pages, nobody's result).
     """
-    failed = store.admin.list_jobs(
-        JobFilter(
-            state=JobState.FAILED, error_code=error_code, since=since, tenant=tenant, limit=limit
-        )
+    failed = jobs.list_jobs(
+        JobFilter(state=JobState.FAILED, error_code=error_code, since=since, limit=limit)
     )
-    return _resubmit(store, publisher, [job for job in failed if job.parent_id is None])
+    return _resubmit(jobs.store, publisher, [job for job in failed if job.parent_id is None])
 
 
 @dataclass
@@ -254,19 +245,18 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     return [outcomes[j.id] for j in jobs if j.id in outcomes]
 
 
-def cancel_job(store: JobStore, job_id: UUID, publisher: Publisher | None = None) -> Job:
-    """queued|retrying|running -> cancelled. Only the row changes, as with ``doclane cancel``: a
-    running attempt notices at its next lease renewal and writes nothing.
+def cancel_job(jobs: TenantView, job_id: UUID, publisher: Publisher | None = None) -> Job:
+    """queued|retrying|running -> cancelled, when the view has the job (E108 otherwise). Only
+    the row changes, as with ``doclane cancel``: a running attempt notices at its next lease
+    renewal and writes nothing.
 
     A running job's cancel frees a running slot of its tenant at once, so its queue is rung
     (one bell): a capped tenant's next job need not wait for that renewal or the reconciler.
     A bell refused is logged; the reconciler rings within an interval."""
-    cancellation = store.operations.cancel(job_id, reason="cancelled through the API")
+    jobs.require(job_id)
+    cancellation = jobs.store.operations.cancel(job_id, reason="cancelled through the API")
     if cancellation is None:
-        job = store.reads.get_job(job_id)
-        if job is None:
-            raise no_job(job_id)
-        raise WrongState(f"job {job_id} is already {job.state.value}")
+        raise WrongState(f"job {job_id} is already {jobs.job(job_id).state.value}")
     if publisher is not None and cancellation.previous_state is JobState.RUNNING:
         ring(publisher, [Wakeup(cancellation.job.queue, priority=cancellation.job.priority)])
     return cancellation.job

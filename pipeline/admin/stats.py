@@ -36,6 +36,7 @@ from pipeline.jobs import JobState, TenantFigures
 from pipeline.queues import JOB_QUEUES, SIZE_TIERS
 from pipeline.resilience import ResilienceSettings
 from pipeline.store.outbox import WebhookOutbox
+from pipeline.store.scoped import TenantView
 from pipeline.store.store import JobStore
 
 T = TypeVar("T")
@@ -183,11 +184,20 @@ def collect_stats(
     )
 
 
-def tenant_stats(store: JobStore, tenant: str, *, settings: AdminSettings) -> Stats:
-    """What a tenant's token is shown for ``GET /v1/stats``: its own figures, and nothing of
-    the fleet's sums, the queues or the workers (they would tell it about the others' work)."""
+def scoped_stats(
+    jobs: TenantView,
+    fleet: Fleet | None,
+    *,
+    settings: AdminSettings,
+    resilience: ResilienceSettings,
+) -> Stats:
+    """What ``GET /v1/stats`` answers the view's caller: the whole fleet's figures for every
+    tenant's view; a tenant's own figures only, and nothing of the fleet's sums, the queues or
+    the workers (they would tell it about the others' work)."""
+    if jobs.scope.every:
+        return collect_stats(jobs.store, fleet, settings=settings, resilience=resilience)
     answers, unreachable = run_parts(
-        {"database": lambda: store.tenants.figures(tenant)}, deadline_s=settings.stats_deadline_s
+        {"database": jobs.tenant_figures}, deadline_s=settings.stats_deadline_s
     )
     return Stats(
         at=datetime.now(UTC),
@@ -351,6 +361,6 @@ __all__ = [
     "collect_stats",
     "fleet_parts",
     "run_parts",
-    "tenant_stats",
+    "scoped_stats",
     "webhook_counts",
 ]

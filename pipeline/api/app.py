@@ -13,6 +13,7 @@ is async because it streams the request body into the inbox as it arrives.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -35,8 +36,8 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
-from pipeline.admin.jobs import CURSOR_PATTERN, no_job
-from pipeline.admin.stats import tenant_stats
+from pipeline.admin.jobs import CURSOR_PATTERN
+from pipeline.admin.stats import scoped_stats
 from pipeline.api.access_routes import access_router
 from pipeline.api.audit_trail import AuditTrail, note_detail
 from pipeline.api.auth import Caller, TokenRoles
@@ -60,7 +61,9 @@ from pipeline.api.submit import (
     submit_upload,
 )
 from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.store.connection import TEXT_PATTERN
 from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
+from pipeline.store.scoped import TenantView
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse, "description": why}
@@ -167,23 +170,23 @@ JobIdText = Annotated[
 ]
 
 
-def _job_id(ctx: ApiContext, caller: Caller, text: str) -> UUID:
-    """The job ``text`` names among the caller's jobs (a tenant's token: its own): E108 for
-    none, E121 for a prefix of more than one, 422 for no id."""
+def _job_id(jobs: TenantView, text: str) -> UUID:
+    """The job ``text`` names among the view's jobs: E108 for none, E121 for a prefix of more
+    than one, 422 for no id."""
     try:
-        return ctx.store.reads.job_id(text, tenant=caller.tenant)
+        return jobs.job_id(text)
     except ValueError as exc:
         raise HTTPException(422, str(exc)) from exc
 
 
-def _own(ctx: ApiContext, caller: Caller, job_id: UUID) -> None:
-    """E108 (404) unless the caller sees this job: a tenant's token, another tenant's job is
-    answered exactly as one that does not exist. A token of no tenant sees every job."""
-    if caller.tenant is None:
-        return
-    job = ctx.store.reads.get_job(job_id)
-    if job is None or not caller.sees(job.tenant):
-        raise no_job(job_id)
+def _viewer(ctx: ApiContext, guard: Callable[..., Caller]) -> Callable[..., TenantView]:
+    """A dependency: the jobs the caller may see, once ``guard`` let it in. A route that reads
+    a job or acts on one takes this view, so it cannot forget the caller's tenant."""
+
+    def jobs(caller: Caller = Depends(guard)) -> TenantView:  # noqa: B008
+        return ctx.jobs_for(caller)
+
+    return jobs
 
 
 def _v1(ctx: ApiContext) -> APIRouter:
@@ -248,7 +251,7 @@ def _submission(ctx: ApiContext, access: TokenRoles) -> APIRouter:
 def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """The jobs once submitted: listed, read, their results, cancelled, retried."""
     router = APIRouter()
-    read = access.require("read")
+    read = _viewer(ctx, access.require("read"))
 
     @router.get("/jobs", response_model=JobList)
     def jobs(
@@ -258,7 +261,7 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
         since: Annotated[
             str | None, Query(pattern=r"^\d{1,4}[smhdw]$", description="e.g. 30m, 1h, 2d, 1w")
         ] = None,
-        queue: Annotated[str | None, Query(max_length=200, pattern=r"^[^\x00]+$")] = None,
+        queue: Annotated[str | None, Query(max_length=200, pattern=TEXT_PATTERN)] = None,
         submission: Annotated[
             str | None,
             Query(
@@ -283,22 +286,15 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             ),
         ] = None,
         limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-        caller: Caller = Depends(read),  # noqa: B008
+        jobs: TenantView = Depends(read),  # noqa: B008
     ) -> JobList:
-        """Jobs matching every given filter, newest first (a tenant's token: its own only), a
-        page of ``limit`` at a time: ``next_before`` is the next page's ``before``."""
-        if caller.tenant is not None:
-            if tenant is not None and tenant != caller.tenant:
-                return JobList(jobs=[])  # another tenant's jobs do not exist for it
-            tenant = caller.tenant
+        """Jobs matching every given filter, newest first (a tenant's token: its own only, and
+        none of another tenant's it names), a page of ``limit`` at a time: ``next_before`` is the
+        next page's ``before``."""
         try:
             moment = parse_since(since) if since is not None else None
             cursor = parse_cursor(before) if before is not None else None
-            chosen = (
-                ctx.store.reads.submission_id(submission, tenant=caller.tenant)
-                if submission is not None
-                else None
-            )
+            chosen = jobs.submission_id(submission) if submission is not None else None
         except (ValueError, OverflowError) as exc:
             raise HTTPException(422, str(exc)) from exc
         filters = JobFilter(
@@ -311,18 +307,14 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
             before=cursor,
             limit=limit,
         )
-        found = list_jobs(ctx.store, filters)
+        found = list_jobs(jobs, filters)
         full = len(found) == limit
         return JobList(jobs=found, next_before=page_cursor(found[-1]) if full else None)
 
     @router.get("/jobs/{job_id}", response_model=JobDetail)
-    def job(job_id: JobIdText, caller: Caller = Depends(read)) -> JobDetail:  # noqa: B008
+    def job(job_id: JobIdText, jobs: TenantView = Depends(read)) -> JobDetail:  # noqa: B008
         """A job: state, stage, attempts, its error explained, results and history."""
-        jid = _job_id(ctx, caller, job_id)
-        detail = job_detail(ctx.store, jid)
-        if not caller.sees(detail.job.tenant):
-            raise no_job(jid)
-        return detail
+        return job_detail(jobs, _job_id(jobs, job_id))
 
     @router.get(
         "/jobs/{job_id}/result/{fmt}",
@@ -332,32 +324,27 @@ def _jobs(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     def result(
         job_id: JobIdText,
         fmt: Annotated[str, Path(pattern=r"^[a-z]{1,10}$")],
-        caller: Caller = Depends(read),  # noqa: B008
+        jobs: TenantView = Depends(read),  # noqa: B008
     ) -> Response:
         """One result of a succeeded job, streamed from the result store as stored."""
-        jid = _job_id(ctx, caller, job_id)
-        _own(ctx, caller, jid)
-        return stream_result(ctx.store, jid, fmt)
+        return stream_result(jobs, _job_id(jobs, job_id), fmt)
 
-    change = access.changer()
+    change = _viewer(ctx, access.changer())
 
     @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
-    def cancel(job_id: JobIdText, caller: Caller = Depends(change)) -> JobOut:  # noqa: B008
+    def cancel(job_id: JobIdText, jobs: TenantView = Depends(change)) -> JobOut:  # noqa: B008
         """Cancel a queued, waiting (its slices with it), retrying or running job (admin; a
         tenant's submit token, its own jobs)."""
-        jid = _job_id(ctx, caller, job_id)
-        _own(ctx, caller, jid)
-        return JobOut(job=cancel_job(ctx.store, jid, ctx.publisher))
+        return JobOut(job=cancel_job(jobs, _job_id(jobs, job_id), ctx.publisher))
 
     @router.post("/jobs/{job_id}/retry", response_model=RetryOutcome)
-    def retry(job_id: JobIdText, caller: Caller = Depends(change)) -> Response | RetryOutcome:  # noqa: B008
+    def retry(job_id: JobIdText, jobs: TenantView = Depends(change)) -> Response | RetryOutcome:  # noqa: B008
         """A waiting job now; a failed or cancelled one as a new job, its tenant's (admin; a
         tenant's submit token, its own jobs). A resubmission refused (the source is gone, no
         configured server can serve it, ...) is 409 with the refusal's code: nothing was
         retried, and a client that reads only the status must not take it for done."""
-        jid = _job_id(ctx, caller, job_id)
-        _own(ctx, caller, jid)
-        outcome = retry_job(ctx.store, ctx.publisher, jid)
+        jid = _job_id(jobs, job_id)
+        outcome = retry_job(jobs, ctx.publisher, jid)
         if outcome.action == "refused" and outcome.code is not None:
             detail = outcome.model_dump(mode="json")
             return refusal_response(409, outcome.code, outcome.message or "", detail)
@@ -370,13 +357,13 @@ def _figures(ctx: ApiContext, access: TokenRoles) -> APIRouter:
     """``GET /stats``: the fleet's figures, as ``doclane stats --json`` prints them."""
     router = APIRouter()
 
+    read = _viewer(ctx, access.require("read"))
+
     @router.get("/stats", response_model=Stats)
-    def stats_endpoint(caller: Caller = Depends(access.require("read"))) -> Stats:  # noqa: B008
+    def stats_endpoint(jobs: TenantView = Depends(read)) -> Stats:  # noqa: B008
         """What ``doclane stats --json`` prints; a tenant's token gets its own tenant's figures
         only (the fleet's sums would tell it about the other tenants' work)."""
-        if caller.tenant is not None:
-            return tenant_stats(ctx.store, caller.tenant, settings=ctx.admin)
-        return _stats(ctx)
+        return scoped_stats(jobs, ctx.fleet, settings=ctx.admin, resilience=ctx.resilience)
 
     return router
 

@@ -31,6 +31,7 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.access.oidc import OidcIssuer, looks_like_jwt
+from pipeline.jobs import TenantScope, scope_of
 from pipeline.settings.api import ROLES, ApiToken, Role
 from pipeline.store.access import ApiTokens
 
@@ -46,12 +47,12 @@ CALLER_STATE = "doclane.caller"
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The token a request came with, by its name and role, and the tenant it speaks for
-    (None: every tenant)."""
+    """The token a request came with, by its name and role, and whose jobs it speaks for (a
+    token always says: there is no default that could open every tenant's jobs by omission)."""
 
     name: str
     role: Role
-    tenant: str | None = None
+    scope: TenantScope
     #: Who vouches for the name: None for a token (the environment's or the store's), the
     #: issuer for a JWT's subject.
     issuer: str | None = None
@@ -59,14 +60,23 @@ class Caller:
     def may(self, role: Role) -> bool:
         return ROLES.index(self.role) >= ROLES.index(role)
 
-    def sees(self, tenant: str) -> bool:
-        """Whether a job of ``tenant`` exists for this caller (else it is answered 404)."""
-        return self.tenant is None or self.tenant == tenant
-
     def may_change(self) -> bool:
         """Whether it may cancel and retry (the jobs it sees): an admin, or a tenant's token
         with the submit role (its own jobs are its to manage)."""
-        return self.may("admin") or (self.tenant is not None and self.may("submit"))
+        return self.may("admin") or (not self.scope.every and self.may("submit"))
+
+
+def require_operator(caller: Caller) -> Caller:
+    """``caller``, when it is an operator: an admin of every tenant; E109 otherwise. Tokens and
+    the audit trail span the tenants: a tenant's admin that made a token of every tenant, or read
+    the others' actions, would be through the wall."""
+    if not (caller.may("admin") and caller.scope.every):
+        raise RoleForbidden(
+            f"the token {caller.name!r} is {caller.role} of {caller.scope}; tokens and the audit "
+            "trail are an operator's (admin of every tenant)",
+            detail={"token": caller.name, "role": caller.role, "needs": "admin of every tenant"},
+        )
+    return caller
 
 
 class TokenRoles:
@@ -80,7 +90,8 @@ class TokenRoles:
         issuer: OidcIssuer | None = None,
     ) -> None:
         self._known = [
-            (_digest(t.token.get_secret_value()), Caller(t.name, t.role, t.tenant)) for t in tokens
+            (_digest(t.token.get_secret_value()), Caller(t.name, t.role, scope_of(t.tenant)))
+            for t in tokens
         ]
         self._stored = stored
         self.issuer = issuer
@@ -110,10 +121,10 @@ class TokenRoles:
         if found is None and self._stored is not None:
             live = self._stored.find(given)
             if live is not None:
-                found = Caller(live.name, live.role, live.tenant)
+                found = Caller(live.name, live.role, scope_of(live.tenant))
         if found is None and self.issuer is not None and looks_like_jwt(token):
             who = self.issuer.verify(token)
-            found = Caller(who.subject, who.role, who.tenant, who.issuer)
+            found = Caller(who.subject, who.role, who.scope, who.issuer)
         return found
 
     def require(self, role: Role) -> Callable[..., Caller]:
@@ -136,6 +147,14 @@ class TokenRoles:
                     detail={"token": caller.name, "role": caller.role, "needs": role},
                 )
             return caller
+
+        return allowed
+
+    def operator(self) -> Callable[..., Caller]:
+        """A dependency: the caller, when it is an operator (:func:`require_operator`)."""
+
+        def allowed(caller: Caller = Depends(self.caller)) -> Caller:  # noqa: B008
+            return require_operator(caller)
 
         return allowed
 

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 
 from pipeline.access.oidc import OidcIssuer
 from pipeline.admin import AdminSettings, Fleet
-from pipeline.api.auth import TokenRoles
+from pipeline.api.auth import Caller, TokenRoles
 from pipeline.queues import Publisher
 from pipeline.resilience import ResilienceSettings
 from pipeline.settings import Settings
 from pipeline.settings.api import ApiSettings
 from pipeline.sources import SourceSettings
 from pipeline.store import JobStore
+from pipeline.store.scoped import TenantView
 from pipeline.submission.door import Door, door_for
 
 
@@ -44,6 +45,11 @@ class ApiContext:
                 self.tree.access, tenant_exists=lambda t: self.store.tenants.get(t) is not None
             )
         self.guard = TokenRoles(self.tree.api.tokens(), self.store.tokens, issuer)
+
+    def jobs_for(self, caller: Caller) -> TenantView:
+        """The jobs ``caller`` may see: every read of a job, and every action on one, by the API
+        and the console goes through this view, never around it."""
+        return TenantView(self.store, caller.scope)
 
     @property
     def settings(self) -> ApiSettings:

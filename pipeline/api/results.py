@@ -17,9 +17,8 @@ from uuid import UUID
 from fastapi.responses import StreamingResponse
 from starlette.exceptions import HTTPException
 
-from pipeline.admin.jobs import no_job
 from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.store.scoped import TenantView
 
 _MEDIA_TYPES = {
     "md": "text/markdown; charset=utf-8",
@@ -50,21 +49,20 @@ class _Pipe:
         return len(view)
 
 
-def stream_result(store: JobStore, job_id: UUID, fmt: str) -> StreamingResponse:
-    """404 (with why) unless the job has this result; else its bytes as they come."""
-    if not any(r.format == fmt for r in store.reads.list_results(job_id)):
-        job = store.reads.get_job(job_id)
-        if job is None:
-            raise no_job(job_id)
+def stream_result(jobs: TenantView, job_id: UUID, fmt: str) -> StreamingResponse:
+    """404 (with why) unless the view's job has this result (E108 when the view has no such
+    job); else its bytes as they come."""
+    if not any(r.format == fmt for r in jobs.results(job_id)):
+        job = jobs.job(job_id)
         if job.state is JobState.SUCCEEDED:
-            store.reads.check_not_expired(job_id, fmt)  # E113, answered 410 Gone
+            jobs.check_not_expired(job_id, fmt)  # E113, answered 410 Gone
             raise HTTPException(404, f"job {job_id} has no {fmt} result (it has {job.formats})")
         raise HTTPException(404, f"job {job_id} is {job.state.value}: no results yet")
     pipe = _Pipe()
 
     def copy_out() -> None:
         try:
-            store.reads.write_result(job_id, fmt, pipe)  # type: ignore[arg-type]
+            jobs.write_result(job_id, fmt, pipe)  # type: ignore[arg-type]
         except BaseException as exc:  # the reader re-raises it, ending the response
             pipe.pieces.put(exc)
         finally:

@@ -39,6 +39,7 @@ from starlette.exceptions import HTTPException
 
 from errors import (
     EmptySource,
+    InvalidArgument,
     MissingCapability,
     PipelineError,
     RoleForbidden,
@@ -46,6 +47,7 @@ from errors import (
     UrlRefused,
     entry,
 )
+from pipeline.access.audit import submission_detail as audited_submission
 from pipeline.api.auth import Caller
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import error_response
@@ -60,6 +62,7 @@ from pipeline.jobs import (
 )
 from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
+from pipeline.store.connection import TEXT_PATTERN
 from pipeline.submission import Submission, enqueue
 
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
@@ -83,9 +86,9 @@ OPTION_FIELDS: dict[str, dict[str, Any]] = {
 
 
 class SubmitRequest(BaseModel):
-    # No NUL: no path or URL holds one (and pipeline.sources would trip over it).
-    sources: list[Annotated[str, Field(min_length=1, max_length=4096, pattern=r"^[^\x00]+$")]] = (
-        Field(min_length=1, max_length=10000)
+    # No NUL: no path or URL holds one.
+    sources: list[Annotated[str, Field(max_length=4096, pattern=TEXT_PATTERN)]] = Field(
+        min_length=1, max_length=10000
     )
     to: Formats = Field(
         default_factory=lambda: DEFAULT_FORMATS,
@@ -156,15 +159,16 @@ class SubmitResponse(BaseModel):
 
 def tenant_of(caller: Caller, asked: str | None) -> str:
     """The tenant a submission is made as: the token's, when it has one (E109 for a request
-    that names another); else the one asked, or ``default``."""
-    if caller.tenant is None:
-        return asked or DEFAULT_TENANT
-    if asked is not None and asked != caller.tenant:
+    that names another); else the one asked (None: none asked), or ``default``."""
+    own = caller.scope.tenant
+    if own is None:
+        return asked if asked is not None else DEFAULT_TENANT
+    if asked is not None and asked != own:
         raise RoleForbidden(
-            f"the token {caller.name!r} submits as the tenant {caller.tenant!r} only",
-            detail={"token": caller.name, "tenant": caller.tenant, "asked": asked},
+            f"the token {caller.name!r} submits as the tenant {own!r} only",
+            detail={"token": caller.name, "tenant": own, "asked": asked},
         )
-    return caller.tenant
+    return own
 
 
 async def submit_json(request: Request, ctx: ApiContext, caller: Caller) -> SubmitResponse:
@@ -212,7 +216,7 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
         raise
     try:
         answer = await run_in_threadpool(_enqueue, asked, ctx)
-    except (UrlRefused, MissingCapability, UnknownTenant):  # refused whole, no job made
+    except (UrlRefused, MissingCapability, UnknownTenant, InvalidArgument):  # refused whole
         shutil.rmtree(upload.path.parent, ignore_errors=True)
         raise
     if not any(not accepted.deduplicated for accepted in answer.accepted):
@@ -224,13 +228,13 @@ async def submit_upload(request: Request, ctx: ApiContext, caller: Caller) -> Su
 
 
 def submission_detail(answer: SubmitResponse) -> dict[str, Any]:
-    """What the audit trail keeps of a submission: whose, how many jobs, how many refused."""
-    return {
-        "tenant": answer.tenant,
-        "submission_id": answer.submission_id,
-        "jobs": len(answer.accepted),
-        "refused": len(answer.rejected),
-    }
+    """What the audit trail keeps of a submission answered over HTTP."""
+    return audited_submission(
+        tenant=answer.tenant,
+        submission_id=answer.submission_id,
+        jobs=len(answer.accepted),
+        refused=len(answer.rejected),
+    )
 
 
 def submission_response(
@@ -296,7 +300,7 @@ def _upload_request(upload: Upload, caller: Caller) -> SubmissionRequest:
     """The upload's form fields, parsed: 422 for a bad ``to``, priority or tenant, E110 for a
     bad option, E109 for a tenant not the token's."""
     fields = upload.fields
-    asked_tenant = fields.get("tenant") or None
+    asked_tenant = fields.get("tenant")  # present but empty is refused, as the JSON body's
     if asked_tenant is not None and not re.match(TENANT_PATTERN, asked_tenant):
         raise HTTPException(422, f"not a tenant name: {asked_tenant!r}")
     tenant = tenant_of(caller, asked_tenant)

@@ -1,6 +1,6 @@
 """The ``doclane`` command line: the composition root that wires settings, client and store.
 
-Each command group lives in its own module, listed in ``_MODULES`` and imported only when one
+Each command group lives in its own module, listed in ``MODULES`` and imported only when one
 of its commands runs (``doclane --help`` imports them all, to list them): importing every
 module made every command pay for all of them, half a second of ``doclane submit``'s start
 spent on, e.g., the MCP client of ``doclane mcp``. Every command takes ``--json`` so scripts
@@ -10,11 +10,11 @@ never have to parse prose.
 from __future__ import annotations
 
 import gc
-import importlib
 import logging
 import sys
 from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import typer
 from typer._click import Command, Context  # typer's own click, which its groups hold
@@ -27,32 +27,79 @@ from .output import AS_JSON, echo_json, fail
 if TYPE_CHECKING:  # the catalog is loaded when a command fails
     from errors import PipelineError
 
-#: (module, group name or None, the commands it defines), in ``doclane --help``'s order. A
-#: group's module defines ``app`` as that group (``doclane mcp tools``); with None, its
-#: commands join the root (``doclane submit``, not ``doclane jobs submit``).
-_MODULES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
-    ("pipeline.cli.mcp_commands", "mcp", ("mcp",)),
-    ("pipeline.cli.db_commands", "db", ("db",)),
-    ("pipeline.cli.jobs_commands", None, ("submit", "status", "result", "cancel", "retry")),
-    ("pipeline.cli.admin_commands", None, ("stats", "jobs", "api")),
-    ("pipeline.cli.worker_commands", None, ("worker", "beat", "reconcile")),
-    ("pipeline.cli.webhook_commands", None, ("webhooks",)),
-    ("pipeline.cli.tenant_commands", "tenants", ("tenants",)),
-    ("pipeline.cli.access_commands", None, ("audit", "tokens")),
+
+class CommandModule(NamedTuple):
+    """One module of commands. It defines ``app``, as the group ``group`` (``doclane mcp
+    tools``) or, with None, commands of the root (``doclane submit``, not ``doclane jobs
+    submit``)."""
+
+    group: str | None
+    names: tuple[str, ...]
+
+    def load(self) -> ModuleType:
+        """The module, imported by a plain import statement (which import tools and the type
+        checker read as any other), run at the first look-up of one of its commands."""
+        match self.names[0]:
+            case "mcp":
+                from pipeline.cli import mcp_commands
+
+                return mcp_commands
+            case "db":
+                from pipeline.cli import db_commands
+
+                return db_commands
+            case "submit":
+                from pipeline.cli import jobs_commands
+
+                return jobs_commands
+            case "stats":
+                from pipeline.cli import admin_commands
+
+                return admin_commands
+            case "worker":
+                from pipeline.cli import worker_commands
+
+                return worker_commands
+            case "webhooks":
+                from pipeline.cli import webhook_commands
+
+                return webhook_commands
+            case "tenants":
+                from pipeline.cli import tenant_commands
+
+                return tenant_commands
+            case "audit":
+                from pipeline.cli import access_commands
+
+                return access_commands
+            case _:
+                raise LookupError(f"no module defines the command {self.names[0]!r}")
+
+
+#: The command modules, in ``doclane --help``'s order.
+MODULES: tuple[CommandModule, ...] = (
+    CommandModule("mcp", ("mcp",)),
+    CommandModule("db", ("db",)),
+    CommandModule(None, ("submit", "status", "result", "cancel", "retry")),
+    CommandModule(None, ("stats", "jobs", "api")),
+    CommandModule(None, ("worker", "beat", "reconcile")),
+    CommandModule(None, ("webhooks",)),
+    CommandModule("tenants", ("tenants",)),
+    CommandModule(None, ("audit", "tokens")),
 )
 
 #: Settings the root and every module's commands are built with alike.
 _BUILD: dict[str, Any] = {"add_completion": False, "pretty_exceptions_enable": False}
 
 
-def module_commands(module_name: str, group: str | None) -> dict[str, Command]:
+def module_commands(commands: CommandModule) -> dict[str, Command]:
     """The commands of one module, built by typer as ``add_typer`` on the root builds them."""
-    module = importlib.import_module(module_name)
+    module = commands.load()
     holder = typer.Typer(**_BUILD)
-    if group is None:
+    if commands.group is None:
         holder.add_typer(module.app)
     else:
-        holder.add_typer(module.app, name=group)
+        holder.add_typer(module.app, name=commands.group)
     built = typer.main.get_command(holder)
     assert isinstance(built, TyperGroup)
     return dict(built.commands)
@@ -64,11 +111,11 @@ class _LazyCommands(MutableMapping[str, Command]):
 
     def __init__(self, loaded: MutableMapping[str, Command]) -> None:
         self._loaded = dict(loaded)
-        self._where = {name: (module, group) for module, group, names in _MODULES for name in names}
+        self._where = {name: commands for commands in MODULES for name in commands.names}
 
     def __getitem__(self, name: str) -> Command:
         if name not in self._loaded and name in self._where:
-            self._loaded.update(module_commands(*self._where[name]))
+            self._loaded.update(module_commands(self._where[name]))
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: Command) -> None:

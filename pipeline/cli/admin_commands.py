@@ -19,7 +19,7 @@ from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, render_tenants, usage_error
 from .settings import command_settings
-from .store_access import job_filter, open_store, parse_submission_id
+from .store_access import every_tenants_jobs, job_filter, open_store, parse_submission_id
 from .wiring import broker_fleet, celery_publisher, counted_fleet
 
 app = typer.Typer(add_completion=False)
@@ -167,7 +167,7 @@ def jobs(
     with open_store(as_json) as store:
         if submission is not None:
             filters = replace(filters, submission=parse_submission_id(store, submission, as_json))
-        found = list_jobs(store, filters)
+        found = list_jobs(every_tenants_jobs(store), filters)
     if as_json:
         echo_json({"ok": True, "jobs": [j.model_dump(mode="json") for j in found]})
         return

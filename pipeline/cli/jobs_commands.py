@@ -16,7 +16,7 @@ from uuid import UUID
 import typer
 
 from errors import PipelineError, error_for
-from pipeline.access.audit import audited_cli
+from pipeline.access.audit import audited_cli, submission_detail
 from pipeline.jobs import (
     ConversionOptions,
     Formats,
@@ -34,7 +34,14 @@ from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, state_error, usage_error
 from .settings import command_settings
-from .store_access import get_job, job_filter, no_such_job, open_store, parse_job_id
+from .store_access import (
+    every_tenants_jobs,
+    get_job,
+    job_filter,
+    no_such_job,
+    open_store,
+    parse_job_id,
+)
 from .waiting import say_gave_up, wait_for
 from .wiring import celery_publisher
 
@@ -136,14 +143,18 @@ def submit(
         tracing.span("doclane submit"),
     ):
         try:
-            submission = enqueue(
-                asked,
-                publisher=publisher,
-                store=store,
-                source_settings=tree.sources,
-                submit_settings=tree.submit,
-                door=door_for(tree.mcp, tree.profiles),
-            )
+            # Recorded as the API records a submission: who, how many jobs, the outcome (a
+            # refusal's code when no source became a job).
+            with audited_cli(store, "submit", None, tenant=asked.tenant) as trail:
+                submission = enqueue(
+                    asked,
+                    publisher=publisher,
+                    store=store,
+                    source_settings=tree.sources,
+                    submit_settings=tree.submit,
+                    door=door_for(tree.mcp, tree.profiles),
+                )
+                trail.update(_audited(submission, asked.tenant))
         except PipelineError as exc:
             fail(exc, as_json)
         waited = None
@@ -166,6 +177,19 @@ def submit(
             say_gave_up(waited.gave_up)
     if not ok:
         raise typer.Exit(1)
+
+
+def _audited(submission: Submission, tenant: str) -> dict[str, Any]:
+    """The trail's detail of ``submission``, and its outcome when every source was refused."""
+    detail = submission_detail(
+        tenant=tenant,
+        submission_id=submission.id,
+        jobs=len(submission.accepted),
+        refused=len(submission.rejected),
+    )
+    if submission.rejected and not submission.accepted:
+        detail["outcome"] = submission.rejected[0].code
+    return detail
 
 
 def _succeeded(job: Job) -> bool:
@@ -376,7 +400,7 @@ def retry(
         jid = parse_job_id(store, job_id, as_json)
         try:
             with audited_cli(store, "retry", str(jid)) as trail:
-                outcome = retry_job(store, publisher, jid)
+                outcome = retry_job(every_tenants_jobs(store), publisher, jid)
                 trail.update(_retried(outcome))
         except JobNotFound:
             no_such_job(jid, as_json)
@@ -414,7 +438,11 @@ def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json
         audited_cli(store, "retry_failed", None, **asked) as trail,
     ):
         outcomes = retry_failed(
-            store, publisher, error_code=filters.error_code, since=filters.since, limit=limit
+            every_tenants_jobs(store),
+            publisher,
+            error_code=filters.error_code,
+            since=filters.since,
+            limit=limit,
         )
         trail["retried"] = sum(o.action != "refused" for o in outcomes)
         trail["refused"] = sum(o.action == "refused" for o in outcomes)

@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import NoReturn
 from uuid import UUID
 
-from errors import JobNotFound, PipelineError
-from pipeline.jobs import Job, JobState
+from errors import PipelineError
+from pipeline.jobs import EVERY_TENANT, Job, JobState
 from pipeline.store import JobFilter, JobStore
+from pipeline.store.scoped import TenantView, no_job
 
 from .output import fail, usage_error
 from .settings import command_settings
@@ -61,9 +62,15 @@ def parse_submission_id(store: JobStore, text: str, as_json: bool) -> UUID:
         usage_error(str(exc), as_json)
 
 
+def every_tenants_jobs(store: JobStore) -> TenantView:
+    """The jobs the command line sees: every tenant's (it holds the database's credentials, so
+    a wall here would keep out no one)."""
+    return TenantView(store, EVERY_TENANT)
+
+
 def no_such_job(jid: UUID, as_json: bool) -> NoReturn:
     """E108, as the API answers it (404)."""
-    fail(JobNotFound(f"no job {jid}", detail={"job_id": str(jid)}), as_json)
+    fail(no_job(jid), as_json)
 
 
 def get_job(store: JobStore, jid: UUID, as_json: bool) -> Job:

@@ -138,11 +138,11 @@ def _gave_up(
         Counter(j.state.value for j in jobs if j.id in waiting and not j.state.terminal)
     )
     # The admin views load Redis's client: only a wait that gives up asks who is alive.
-    from pipeline.admin import RedisUnreachable, read_live_workers
+    from pipeline.admin import RedisUnavailable, read_live_workers
 
     try:
         workers = [w.name for w in read_live_workers(resilience)]
-    except RedisUnreachable as exc:
+    except RedisUnavailable as exc:
         return GaveUp(after_s, unfinished, None, f"whether any worker is alive is unknown: {exc}")
     if not workers:
         note = (

@@ -49,22 +49,21 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         session.require_change()
         if action not in ("cancel", "retry"):
             return page("problem.html", 404, title="Not found", message=f"no action {action!r}")
-        session.require_job(ctx, job_id)
-        job = ctx.store.reads.get_job(job_id)
+        job = ctx.jobs_for(session.caller).job(job_id)
         return page("confirm.html", session=session, job=job, job_id=job_id, action=action)
 
     @app.post("/jobs/{job_id}/cancel", include_in_schema=False)
     async def cancel(request: Request, job_id: UUID) -> Response:
         session, _ = await _posted(request, sessions)
-        await run_in_threadpool(session.require_job, ctx, job_id)
-        await run_in_threadpool(cancel_job, ctx.store, job_id, ctx.publisher)
+        jobs = ctx.jobs_for(session.caller)
+        await run_in_threadpool(cancel_job, jobs, job_id, ctx.publisher)
         return RedirectResponse(f"/console/jobs/{job_id}?done=cancelled", status_code=303)
 
     @app.post("/jobs/{job_id}/retry", include_in_schema=False)
     async def retry(request: Request, job_id: UUID) -> Response:
         session, _ = await _posted(request, sessions)
-        await run_in_threadpool(session.require_job, ctx, job_id)
-        outcome = await run_in_threadpool(retry_job, ctx.store, ctx.publisher, job_id)
+        jobs = ctx.jobs_for(session.caller)
+        outcome = await run_in_threadpool(retry_job, jobs, ctx.publisher, job_id)
         if outcome.action == "refused":  # nothing was retried: said as the API says it (409)
             why = f"{outcome.code}: {outcome.message}"
             action = entry(outcome.code).action if outcome.code else ""
@@ -76,38 +75,32 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     def confirm_bulk(request: Request, error_code: str = "", since: str = "") -> Response:
         session = sessions.current(request)
         session.require("admin")
-        asked = ListQuery(
-            state="failed",
-            error_code=error_code.strip().upper(),
-            since=since,
-            tenant=session.caller.tenant or "",
-        )
+        asked = ListQuery(state="failed", error_code=error_code.strip().upper(), since=since)
         try:
-            jobs = ctx.store.admin.list_jobs(asked.to_filter(limit=BULK_RETRY_LIMIT))
+            failed = ctx.jobs_for(session.caller).list_jobs(asked.to_filter(BULK_RETRY_LIMIT))
         except BadFilter as exc:
             return page("problem.html", 422, title="Not a filter", message=str(exc))
         return page(
-            "bulk.html", session=session, asked=asked, count=len(jobs), limit=BULK_RETRY_LIMIT
+            "bulk.html", session=session, asked=asked, count=len(failed), limit=BULK_RETRY_LIMIT
         )
 
     @app.post("/retry-failed", include_in_schema=False, name="retry_failed")  # as the CLI
     async def bulk_retry(request: Request) -> Response:
         session, form = await _posted(request, sessions, bulk=True)
         code, since = form.get("error_code", "").strip().upper(), form.get("since", "").strip()
-        tenant = session.caller.tenant or ""  # a tenant's admin token: its own failed jobs
-        asked = ListQuery(state="failed", error_code=code, since=since, tenant=tenant)
+        asked = ListQuery(state="failed", error_code=code, since=since)
         try:
             filters = asked.to_filter(limit=BULK_RETRY_LIMIT)
         except BadFilter as exc:
             return page("problem.html", 422, title="Not a filter", message=str(exc))
+        jobs = ctx.jobs_for(session.caller)  # a tenant's admin token: its own failed jobs
         outcomes = await run_in_threadpool(
             lambda: retry_failed(
-                ctx.store,
+                jobs,
                 ctx.publisher,
                 error_code=filters.error_code,
                 since=filters.since,
                 limit=BULK_RETRY_LIMIT,
-                tenant=filters.tenant,
             )
         )
         return page("retried.html", session=session, asked=asked, outcomes=outcomes)

@@ -7,9 +7,8 @@ from uuid import UUID
 from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
-from errors import AmbiguousId, JobNotFound
+from errors import AmbiguousId, InvalidArgument, JobNotFound
 from pipeline.admin import JobDetail, job_detail, list_jobs
-from pipeline.admin.jobs import no_job
 from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery
@@ -17,6 +16,7 @@ from pipeline.console.render import MAX_RENDERED_BYTES, SECURITY_HEADERS, markdo
 from pipeline.console.session import Sessions
 from pipeline.jobs import JobState
 from pipeline.queues import JOB_QUEUES
+from pipeline.store.scoped import TenantView
 
 
 def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
@@ -35,14 +35,14 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         job: str = "",
     ) -> Response:
         session = sessions.current(request)
-        own = session.caller.tenant
+        jobs = ctx.jobs_for(session.caller)
         if job.strip():  # "go to a job": its id, or the start of it as shown, in the box
-            return _go_to(ctx, job.strip(), own)
+            return _go_to(jobs, job.strip())
         problem = ""
         submission = submission.strip().lower()
         if submission:  # a short id as the list shows it: the whole id in the form and links
             try:
-                submission = str(ctx.store.reads.submission_id(submission, tenant=own))
+                submission = str(jobs.submission_id(submission))
             except ValueError as exc:
                 problem = str(exc)
             except (JobNotFound, AmbiguousId) as exc:
@@ -55,12 +55,14 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             until=until,
             before=before,
             submission=submission,
-            tenant=own or tenant.strip().lower(),  # a tenant's token: its own, whatever it asks
+            tenant=tenant.strip().lower(),  # another tenant's, asked by a tenant's token: none
         )
         try:
-            found = [] if problem else list_jobs(ctx.store, asked.to_filter())
+            found = [] if problem else list_jobs(jobs, asked.to_filter())
         except BadFilter as exc:
             found, problem = [], str(exc)
+        except InvalidArgument as exc:  # a NUL byte in a filter: PostgreSQL's text holds none
+            found, problem = [], exc.message
         return page(
             "jobs.html",
             session=session,
@@ -70,21 +72,20 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
             next_page=asked.next_page(found),
             states=[s.value for s in JobState],
             queues=JOB_QUEUES,
-            tenants=[] if own else [t.name for t in ctx.store.tenants.list_all()],
-            counts=ctx.store.reads.count_in_flight(own),
+            tenants=[t.name for t in ctx.store.tenants.list_all()] if jobs.scope.every else [],
+            counts=jobs.count_in_flight(),
         )
 
     @app.get("/jobs/{job_id}", include_in_schema=False)
     def job(request: Request, job_id: str, done: str = "") -> Response:
         session = sessions.current(request)
+        jobs = ctx.jobs_for(session.caller)
         try:
             whole = UUID(job_id)
         except ValueError:  # the start of an id, typed into the address: its job's page
-            return _go_to(ctx, job_id, session.caller.tenant)
-        detail = job_detail(ctx.store, whole)
-        if not session.caller.sees(detail.job.tenant):
-            raise no_job(whole)
-        markdown, too_large = _markdown(ctx, detail)
+            return _go_to(jobs, job_id)
+        detail = job_detail(jobs, whole)
+        markdown, too_large = _markdown(jobs, detail)
         return page(
             "job.html",
             session=session,
@@ -104,8 +105,8 @@ def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     def download(
         request: Request, job_id: UUID, fmt: str = Path(pattern=r"^[a-z]{1,10}$")
     ) -> Response:
-        sessions.current(request).require_job(ctx, job_id)
-        response = stream_result(ctx.store, job_id, fmt)
+        jobs = ctx.jobs_for(sessions.current(request).caller)
+        response = stream_result(jobs, job_id, fmt)
         # Saved, never shown here: an HTML result must not run in the console's origin.
         disposition = f'attachment; filename="{job_id}.{fmt}"'
         response.headers.update({**SECURITY_HEADERS, "Content-Disposition": disposition})
@@ -113,11 +114,11 @@ def _download_route(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
         return response
 
 
-def _go_to(ctx: ApiContext, text: str, tenant: str | None) -> Response:
+def _go_to(jobs: TenantView, text: str) -> Response:
     """The job the box names (its id, or a unique start of it, among the token's jobs); a page
     saying why not otherwise: no id (422), no such job (404, E108), many (422, E121)."""
     try:
-        job_id = ctx.store.reads.job_id(text, tenant=tenant)
+        job_id = jobs.job_id(text)
     except ValueError as exc:
         return page("problem.html", 422, title="Not a job id", message=str(exc))
     except AmbiguousId as exc:
@@ -126,11 +127,11 @@ def _go_to(ctx: ApiContext, text: str, tenant: str | None) -> Response:
     return RedirectResponse(f"/console/jobs/{job_id}", status_code=303)
 
 
-def _markdown(ctx: ApiContext, detail: JobDetail) -> tuple[str | None, bool]:
+def _markdown(jobs: TenantView, detail: JobDetail) -> tuple[str | None, bool]:
     """The markdown result to show (None when there is none), and whether it is too large."""
     info = next((r for r in detail.results if r.format == "md"), None)
     if info is None:
         return None, False
     if info.size_bytes > MAX_RENDERED_BYTES:
         return None, True
-    return ctx.store.reads.get_result(detail.job.id, "md"), False
+    return jobs.result_text(detail.job.id, "md"), False

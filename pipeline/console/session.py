@@ -18,15 +18,15 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from uuid import UUID
+from typing import Literal
 
 from fastapi import Request, Response
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 
 from errors import PipelineError, RoleForbidden
-from pipeline.admin.jobs import no_job
-from pipeline.api.auth import CALLER_STATE, Caller
+from pipeline.api.auth import CALLER_STATE, Caller, require_operator
 from pipeline.api.context import ApiContext
+from pipeline.jobs import scope_of
 from pipeline.settings.api import ROLES, Role
 from pipeline.store.access import ApiTokens
 
@@ -35,6 +35,36 @@ COOKIE = "doclane_console"
 SESSION_MAX_AGE_S = 12 * 3600
 #: Where fetch() sends the CSRF token (a form sends the field ``csrf``).
 CSRF_HEADER = "x-csrf-token"
+
+
+@dataclass(frozen=True, slots=True)
+class ConsoleCookie:
+    """A cookie of the console's own: a signed value no script may read (``HttpOnly``), sent
+    back only below ``path``, over HTTPS alone when the console is served so, kept
+    ``max_age_s``. The session's and the single sign-on flow's differ in these alone."""
+
+    name: str
+    path: str
+    samesite: Literal["strict", "lax"]
+    max_age_s: int
+
+    def set(self, request: Request, response: Response, value: str) -> None:
+        response.set_cookie(
+            self.name,
+            value,
+            max_age=self.max_age_s,
+            path=self.path,
+            httponly=True,
+            samesite=self.samesite,
+            secure=request.url.scheme == "https",
+        )
+
+    def clear(self, response: Response) -> None:
+        response.delete_cookie(self.name, path=self.path, httponly=True, samesite=self.samesite)
+
+
+#: The session: strict, so that no other site's link or form arrives signed in.
+SESSION_COOKIE = ConsoleCookie(COOKIE, "/console", "strict", SESSION_MAX_AGE_S)
 
 
 class SignInRequired(PermissionError):
@@ -60,6 +90,10 @@ class Session:
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": role},
             )
 
+    def require_operator(self) -> None:
+        """E109 unless the token is an operator's, as the API's tokens and audit routes say."""
+        require_operator(self.caller)
+
     def require_change(self) -> None:
         """E109 unless the token may cancel and retry (admin; a tenant's submit token, its own
         jobs), as the API's check says."""
@@ -69,15 +103,6 @@ class Session:
                 "admin (or submit, for a token of a tenant)",
                 detail={"token": self.caller.name, "role": self.caller.role, "needs": "admin"},
             )
-
-    def require_job(self, ctx: ApiContext, job_id: UUID) -> None:
-        """E108 (a 404 page) unless the signed-in token sees this job: a tenant's token, another
-        tenant's job is one that does not exist."""
-        if self.caller.tenant is None:
-            return
-        job = ctx.store.reads.get_job(job_id)
-        if job is None or not self.caller.sees(job.tenant):
-            raise no_job(job_id)
 
 
 def token_accepted(ctx: ApiContext, token: str) -> Caller | None:
@@ -118,22 +143,14 @@ class Sessions:
             "csrf": session.csrf,
             "name": caller.name,
             "role": caller.role,
-            "tenant": caller.tenant,
+            "tenant": caller.scope.tenant,  # None: every tenant
             "issuer": caller.issuer,
         }
-        response.set_cookie(
-            COOKIE,
-            self._signer.dumps(value),
-            max_age=SESSION_MAX_AGE_S,
-            path="/console",
-            httponly=True,
-            samesite="strict",
-            secure=request.url.scheme == "https",
-        )
+        SESSION_COOKIE.set(request, response, self._signer.dumps(value))
         return session
 
     def end(self, response: Response) -> None:
-        response.delete_cookie(COOKIE, path="/console", httponly=True, samesite="strict")
+        SESSION_COOKIE.clear(response)
 
     def current(self, request: Request) -> Session:
         """The request's session; :class:`SignInRequired` when it has none that is valid."""
@@ -147,12 +164,11 @@ class Sessions:
         if not isinstance(data, dict) or data.get("role") not in ROLES:
             raise SignInRequired
         tenant, issuer = data.get("tenant"), data.get("issuer")
-        caller = Caller(
-            str(data["name"]),
-            data["role"],
-            str(tenant) if tenant else None,
-            str(issuer) if issuer else None,
-        )
+        try:
+            scope = scope_of(str(tenant) if tenant is not None else None)
+        except PipelineError as exc:  # not a tenant's name: no session this code wrote
+            raise SignInRequired from exc
+        caller = Caller(str(data["name"]), data["role"], scope, str(issuer) if issuer else None)
         stored = caller.issuer is None and caller.name not in self._env_names
         if stored and (self._stored is None or not self._stored.is_live(caller.name)):
             raise SignInRequired  # its token was revoked, or has expired

@@ -32,12 +32,14 @@ from pipeline.access.oidc import OidcIssuer
 from pipeline.api.auth import Caller
 from pipeline.api.context import ApiContext
 from pipeline.console.render import page
-from pipeline.console.session import Sessions
+from pipeline.console.session import ConsoleCookie, Sessions
 
 #: The cookie that carries a sign-in's state, nonce and verifier to the callback.
 FLOW_COOKIE = "doclane_console_sso"
 #: How long a sign-in at the issuer may take.
 FLOW_MAX_AGE_S = 600
+#: Lax: the identity provider's redirect to the callback comes from its site, and must bring it.
+FLOW = ConsoleCookie(FLOW_COOKIE, "/console/sso", "lax", FLOW_MAX_AGE_S)
 
 
 def enabled(ctx: ApiContext) -> bool:
@@ -81,15 +83,7 @@ def add_routes(
             )
         flow = {"state": state, "nonce": nonce, "verifier": verifier, "next": target_of(next)}
         answer = RedirectResponse(url, status_code=303)
-        answer.set_cookie(
-            FLOW_COOKIE,
-            signer.dumps(flow),
-            max_age=FLOW_MAX_AGE_S,
-            path="/console/sso",
-            httponly=True,
-            samesite="lax",
-            secure=request.url.scheme == "https",
-        )
+        FLOW.set(request, answer, signer.dumps(flow))
         return answer
 
     @app.get("/sso/callback", include_in_schema=False, name="sso_callback")
@@ -113,7 +107,7 @@ def add_routes(
         target = str(flow["next"])
         answer = page("signed_in.html", target=target)
         sessions.start(request, answer, caller)
-        answer.delete_cookie(FLOW_COOKIE, path="/console/sso", httponly=True, samesite="lax")
+        FLOW.clear(answer)
         return answer
 
 
@@ -132,7 +126,7 @@ def _redeem(issuer: OidcIssuer, oauth: OAuth2Client, code: str, flow: dict[str, 
             "the issuer answered no ID token", detail={"reason": "no_id_token"}
         )
     who = issuer.verify(id_token, audience=oauth.client_id, nonce=flow["nonce"])
-    return Caller(who.subject, who.role, who.tenant, who.issuer)
+    return Caller(who.subject, who.role, who.scope, who.issuer)
 
 
 def _refused(message: str) -> Response:

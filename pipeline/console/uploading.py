@@ -67,14 +67,13 @@ def add_routes(app: FastAPI, ctx: ApiContext, sessions: Sessions) -> None:
     @app.get("/live", include_in_schema=False)
     async def live(request: Request, ids: str = "") -> Response:
         """The states of the jobs a page shows, and the counts of waiting and running jobs."""
-        caller = sessions.current(request).caller
+        view = ctx.jobs_for(sessions.current(request).caller)
         try:
             wanted = [UUID(i) for i in ids.split(",") if i][:MAX_LIVE_IDS]
         except ValueError as exc:
             raise HTTPException(422, "ids: job ids, comma-separated") from exc
-        jobs = await run_in_threadpool(ctx.store.reads.get_jobs, wanted) if wanted else []
-        jobs = [j for j in jobs if caller.sees(j.tenant)]  # another tenant's: no such job
-        counts = await run_in_threadpool(ctx.store.reads.count_in_flight, caller.tenant)
+        jobs = await run_in_threadpool(view.jobs, wanted) if wanted else []
+        counts = await run_in_threadpool(view.count_in_flight)
         body = {
             "jobs": {
                 str(j.id): {

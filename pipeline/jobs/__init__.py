@@ -30,17 +30,21 @@ from pipeline.jobs.options import ConversionOptions
 from pipeline.jobs.request import SubmissionRequest
 from pipeline.jobs.tenants import (
     DEFAULT_TENANT,
+    EVERY_TENANT,
     TENANT_PATTERN,
     WEIGHT_MAX,
     WEIGHT_MIN,
     Tenant,
     TenantFigures,
+    TenantScope,
     check_tenant_name,
+    scope_of,
 )
 
 __all__ = [
     "DEFAULT_FORMATS",
     "DEFAULT_TENANT",
+    "EVERY_TENANT",
     "FORMATS_PATTERN",
     "KNOWN_FORMATS",
     "LEGAL_TRANSITIONS",
@@ -65,5 +69,7 @@ __all__ = [
     "SubmissionRequest",
     "Tenant",
     "TenantFigures",
+    "TenantScope",
     "check_tenant_name",
+    "scope_of",
 ]

@@ -10,9 +10,12 @@ before it asks the database anything.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
+
+from errors import InvalidArgument
 
 #: A tenant's name, as ``tenants.name``'s check (migration 0019) allows it.
 TENANT_PATTERN = r"^[a-z0-9][a-z0-9._-]{0,62}$"
@@ -26,12 +29,60 @@ _NAME = re.compile(TENANT_PATTERN)
 
 def check_tenant_name(name: str) -> str:
     """``name`` when it may name a tenant; ``ValueError`` saying the rule otherwise."""
+    if not name:
+        raise ValueError(
+            "an empty tenant name: name a tenant, or leave the tenant out (for a token or a "
+            "filter: every tenant; for a submission: default)"
+        )
     if not _NAME.match(name):
         raise ValueError(
             f"not a tenant name: {name!r} (lower-case letters, digits, '.', '_' and '-', "
             "starting with a letter or digit, at most 63 characters)"
         )
     return name
+
+
+@dataclass(frozen=True, slots=True)
+class TenantScope:
+    """Whose jobs a caller may read and act on: exactly one tenant's, or every tenant's
+    (:data:`EVERY_TENANT`, the one value that means so; its ``tenant`` is None).
+
+    A type rather than a name checked by hand in each handler: the store's
+    :class:`~pipeline.store.scoped.TenantView` is built from one, so no door reads a job
+    without saying whose jobs it may see. An empty or malformed name is refused (E117): ``""``
+    is no way to say "every tenant".
+    """
+
+    tenant: str | None
+
+    def __post_init__(self) -> None:
+        if self.tenant is not None:
+            try:
+                check_tenant_name(self.tenant)
+            except ValueError as exc:
+                raise InvalidArgument(str(exc), detail={"tenant": self.tenant[:70]}) from None
+
+    @property
+    def every(self) -> bool:
+        return self.tenant is None
+
+    def covers(self, tenant: str) -> bool:
+        """Whether a job of ``tenant`` exists for this scope (else it is answered as none)."""
+        return self.tenant is None or self.tenant == tenant
+
+    def __str__(self) -> str:
+        return "every tenant" if self.tenant is None else f"tenant {self.tenant}"
+
+
+#: The scope of an operator, an admin token of no tenant, the CLI: every tenant's jobs.
+EVERY_TENANT = TenantScope(None)
+
+
+def scope_of(tenant: str | None) -> TenantScope:
+    """The scope of a token, a claim or a session that names ``tenant``, or names none (None:
+    :data:`EVERY_TENANT`). A name that is present but empty is refused with E117, never read as
+    every tenant."""
+    return EVERY_TENANT if tenant is None else TenantScope(tenant)
 
 
 class Tenant(BaseModel):

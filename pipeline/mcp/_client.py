@@ -22,7 +22,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 import httpx
@@ -54,12 +53,13 @@ from pipeline.mcp._timeouts import CallTimeouts, Deadline
 from pipeline.mcp._transport import Binding, Transport
 from pipeline.mcp.endpoints import origin_of
 from pipeline.mcp.settings import McpSettings
+from pipeline.support.closing import Closing
 from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.client")
 
 
-class McpClient:
+class McpClient(Closing):
     """A client of one MCP endpoint; see the module docstring and docs/architecture.md.
 
     ``endpoint`` is used exactly as given (default: the settings' first endpoint).
@@ -219,17 +219,6 @@ class McpClient:
             logger.warning("ending the session at %s failed", self._shown, exc_info=True)
         finally:
             self._transport.close()
-
-    def __enter__(self) -> McpClient:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
 
     # --- tools ----------------------------------------------------------------------------------
 

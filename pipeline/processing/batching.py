@@ -39,7 +39,7 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
-from errors import CallCancelled, DatabaseUnavailable, PipelineError, classify
+from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
 from pipeline.jobs import Job, Stage
 from pipeline.mcp import CallTimeouts, McpClient
 from pipeline.processing.failures import FailurePolicy, lost, ring_when_due
@@ -84,12 +84,12 @@ class UnitRunner(Protocol):
         ...
 
 
-class NotBatchable(PipelineError):
+class NotBatchable(ControlFlow):
     """The server offers no directory tool, or this worker cannot read what it saves.
 
-    Control flow that never leaves this module: raised inside the batch's unit and caught
-    around it, to send every document alone. A PipelineError (E399, final) so that the retry
-    and breaker layers the unit passes through neither retry it nor count it."""
+    Raised inside the batch's unit and caught around it, to send every document alone: control
+    flow, so the retry and breaker layers the unit passes through neither retry it nor count
+    it."""
 
 
 def batch_profile(
@@ -174,38 +174,28 @@ class _Batch:
     active: list[_Member] = field(default_factory=list)
 
 
+@dataclass(kw_only=True, eq=False)
 class BatchRunner:
     """Claims companions for a lead job and converts them together (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        store: Attempts,
-        runner: UnitRunner,
-        failures: FailurePolicy,
-        sources: SourcePreparer,
-        settings: ProcessingSettings,
-        profile_settings: ProfileSettings,
-        path_map: PathMap,
-        inbox_dir: Path,
-        publisher: Publisher,
-        timeouts: CallTimeouts,
-        worker_id: str,
-    ) -> None:
-        self.store = store
-        self.runner = runner
-        self.failures = failures
-        self.sources = sources
-        self.settings = settings
-        self.profile_settings = profile_settings
-        self.path_map = path_map
-        self.inbox_dir = inbox_dir
-        self.publisher = publisher
-        self.timeouts = timeouts
-        self.worker_id = worker_id
-        self._origin = ""
-        #: Whether the servers take a batch at all, asked before any companion is claimed.
-        self.servers_batch = ServerBatching(runner, profile_settings, path_map)
+    store: Attempts
+    runner: UnitRunner
+    failures: FailurePolicy
+    sources: SourcePreparer
+    settings: ProcessingSettings
+    profile_settings: ProfileSettings
+    path_map: PathMap
+    inbox_dir: Path
+    publisher: Publisher
+    timeouts: CallTimeouts
+    worker_id: str
+    #: The origin of the batch's last call, which each member's trail records.
+    _origin: str = field(default="", init=False)
+    #: Whether the servers take a batch at all, asked before any companion is claimed.
+    servers_batch: ServerBatching = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.servers_batch = ServerBatching(self.runner, self.profile_settings, self.path_map)
 
     # ---- who may share a call ----------------------------------------------------------------
     @property

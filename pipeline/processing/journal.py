@@ -25,7 +25,7 @@ import time
 from contextvars import copy_context
 from typing import TYPE_CHECKING, Any
 
-from errors import DatabaseUnavailable, UnexpectedError
+from errors import ControlFlow, DatabaseUnavailable
 from pipeline.jobs import Job, Stage
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
@@ -40,12 +40,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("doclane.processor")
 
 
-class AttemptLost(UnexpectedError):
+class AttemptLost(ControlFlow):
     """This attempt lost its job (cancelled or requeued): stop, write nothing. The attempt's
     outcome is then ``OutcomeKind.LOST``.
 
-    A subclass of E399 so that the retry and breaker layers, which classify whatever passes
-    through them, treat it as final and harmless; the processor catches it by class.
+    Control flow, so the retry and breaker layers it passes through neither retry it nor count
+    it; the processor catches it by class.
     """
 
 

@@ -58,7 +58,7 @@ from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.profiles import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import Attempts, FormatsMismatch
+from pipeline.store import Attempts, ResultFormatsRefused
 from pipeline.support.logs import job_context
 from pipeline.support.tracing import job_span, jobs_span
 
@@ -107,31 +107,21 @@ class _Round:
         return len(self.in_flight) + len(self.converted)
 
 
+@dataclass(kw_only=True, eq=False)
 class RoundRunner:
     """Claims rounds and runs them, continuously (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        store: Attempts,
-        steps: AttemptSteps,
-        failures: FailurePolicy,
-        settings: ProcessingSettings,
-        publisher: Publisher,
-        worker_id: str,
-        concurrency: Callable[[], int],
-    ) -> None:
-        """``concurrency``: how many conversions the process's servers run at once, asked
-        before each round (:mod:`.concurrency`)."""
-        self.store = store
-        self.steps = steps
-        self.failures = failures
-        self.settings = settings
-        self.publisher = publisher
-        self.worker_id = worker_id
-        self.concurrency = concurrency
-        self._threads: ThreadPoolExecutor | None = None
-        self._thread_count = 0
+    store: Attempts
+    steps: AttemptSteps
+    failures: FailurePolicy
+    settings: ProcessingSettings
+    publisher: Publisher
+    worker_id: str
+    #: How many conversions the process's servers run at once, asked before each round
+    #: (:mod:`.concurrency`).
+    concurrency: Callable[[], int]
+    _threads: ThreadPoolExecutor | None = field(default=None, init=False)
+    _thread_count: int = field(default=0, init=False)
 
     @property
     def room(self) -> int:
@@ -327,7 +317,7 @@ class RoundRunner:
             for member in done:
                 self._finish(member, self.steps.fail(member.attempt, exc))
             return
-        except FormatsMismatch:  # one member's results are not its formats: find whose, alone
+        except ResultFormatsRefused:  # one member's results are not its formats: find whose, alone
             round_.converted = []
             for member in done:
                 self._finish(member, self._store_alone(member))

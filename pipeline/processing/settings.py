@@ -57,7 +57,8 @@ class ProcessingSettings(Section):
     #: are proven by saving each document's Docling JSON, which for a table is 100-1000 times
     #: the file (a 65 kB XLSX: 12 MB, 1.2 s), more than the call the batch would save it
     #: (0.3 s). Measured on the real-world corpus: every table up to 39 kB saved in 0.05 s or
-    #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md, bench/proof_cost.py).
+    #: less, every one from 64 kB in 1.2 s or more (docs/benchmarks.md,
+    #: bench/investigations/proof_cost.py).
     batch_max_table_bytes: int = Field(default=48 * 1024, ge=0)
 
     #: Small jobs go in rounds: a drain's claim takes up to this many small, never-tried

@@ -83,8 +83,8 @@ log = logging.getLogger("doclane.profiles.batch")
 CONVERT_DIRECTORY = "convert_directory_files_into_docling_document"
 
 #: Docling JSON bytes per source byte, by suffix: the medians measured on the real-world corpus
-#: (bench/proof_cost.py, docs/benchmarks.md; the largest: CSV 1079, XLSX 186, MD 171, HTML
-#: 141). Only the order of proofs rests on them.
+#: (bench/investigations/proof_cost.py, docs/benchmarks.md; the largest: CSV 1079, XLSX 186,
+#: MD 171, HTML 141). Only the order of proofs rests on them.
 JSON_PER_SOURCE_BYTE: dict[str, float] = {
     ".csv": 297.0,
     ".xlsx": 1.6,

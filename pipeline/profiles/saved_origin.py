@@ -4,8 +4,8 @@ A batch's keys are proven by the ``origin`` of each document's saved JSON
 (:mod:`pipeline.profiles.docling_batch`). docling writes ``schema_name``, ``version``, ``name``
 and then ``origin``, a few hundred bytes in, while the whole file of a table can be tens of
 megabytes: measured on the real-world corpus, parsing every whole file took 0.95 s of worker
-time against 0.015 s for the origins alone (bench/proof_cost.py), and a file larger than
-``DOCLANE_MCP_MAX_REPLY_BYTES`` could not prove anything at all.
+time against 0.015 s for the origins alone (bench/investigations/proof_cost.py), and a file
+larger than ``DOCLANE_MCP_MAX_REPLY_BYTES`` could not prove anything at all.
 """
 
 from __future__ import annotations

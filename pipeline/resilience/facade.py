@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from errors import CircuitOpen, classify
 from pipeline.mcp import McpClient, McpSettings
+from pipeline.support.closing import Closing
 from pipeline.support.secrets import mask_address
 
 from .in_flight import InFlight
@@ -31,7 +32,7 @@ log = logging.getLogger("doclane.resilience")
 Unit = Callable[[McpClient], T]
 
 
-class Resilient:
+class Resilient(Closing):
     """Runs units of work with retry outside, the origin's breaker inside."""
 
     def __init__(
@@ -120,12 +121,6 @@ class Resilient:
         self.pool.close()
         if self._redis is not None:
             self._redis.close()
-
-    def __enter__(self) -> Resilient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def build_resilient(

@@ -3,8 +3,8 @@ unit to the origin where the fewest are.
 
 Each process keeping its own round-robin over the origins does not spread a fleet's work: Celery
 hands each job to whichever process is free, the processes' rounds drift out of step, and they
-collide on one server's slots while another idles (figure 8 of docs/benchmarks.md: 0.39-0.85 of
-linear with two and four servers). So the count lives in Redis beside the breakers: one sorted
+collide on one server's slots while another idles (docs/benchmarks.md's scale-out runs: 0.39-0.85
+of linear with two and four servers). So the count lives in Redis beside the breakers: one sorted
 set per origin (``<breaker namespace>:<origin>:in_flight``) whose members are leases
 (``host:pid:n``) scored by the time they expire, on Redis's clock (hosts' clocks may disagree).
 

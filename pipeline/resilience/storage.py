@@ -35,7 +35,9 @@ CLOSED = pybreaker.STATE_CLOSED
 
 
 class RedisUnavailable(Exception):
-    """Redis did not answer. Deliberately not a ``RedisError``: pybreaker would swallow that."""
+    """Redis did not answer (or, said by the admin views, none is configured): one name for
+    every reader of the breakers and the heartbeats. Deliberately not a ``RedisError``:
+    pybreaker would swallow that."""
 
 
 class BreakerRedis(redis.Redis):
@@ -170,10 +172,7 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
 
     @state.setter
     def state(self, state: str) -> None:
-        def put(s: pybreaker.CircuitBreakerStorage) -> None:
-            s.state = state
-
-        self._do(put)
+        self._put("state", state)
 
     def increment_counter(self) -> None:
         self._do(lambda s: s.increment_counter())
@@ -201,10 +200,11 @@ class FailoverStorage(pybreaker.CircuitBreakerStorage):
 
     @opened_at.setter
     def opened_at(self, now: datetime) -> None:
-        def put(s: pybreaker.CircuitBreakerStorage) -> None:
-            s.opened_at = now
+        self._put("opened_at", now)
 
-        self._do(put)
+    def _put(self, name: str, value: object) -> None:
+        """Set one of pybreaker's attributes where the state lives now (Redis, or memory)."""
+        self._do(lambda s: setattr(s, name, value))
 
     # ---- beyond pybreaker ------------------------------------------------------------------
     def peek(self) -> tuple[str, int]:

@@ -50,6 +50,14 @@ class ApiToken(BaseModel):
     token: SecretStr = Field(min_length=1)
     tenant: str | None = Field(default=None, pattern=TENANT_PATTERN)
 
+    @field_validator("tenant", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        """An empty tenant is refused, said so: it must not pass for a token of every tenant."""
+        if value == "":
+            raise ValueError('an empty tenant: leave "tenant" out for a token of every tenant')
+        return value
+
 
 class ApiSettings(Section):
     # No input in validation errors: a malformed token list must not print its secrets.

@@ -28,7 +28,6 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import BinaryIO, Final
 from urllib.parse import unquote
 
@@ -48,8 +47,8 @@ from pipeline.sources.addresses import AddressPolicy, Resolver, system_resolver
 from pipeline.sources.formats import (
     HEAD_BYTES,
     UTF8_FORMATS,
+    ContentNotItsFormat,
     DocumentFormat,
-    FormatMismatch,
     detect_download_format,
 )
 from pipeline.sources.local import check_size, hash_stream
@@ -58,6 +57,7 @@ from pipeline.sources.pathmap import PathMap
 from pipeline.sources.settings import SourceSettings
 from pipeline.sources.transport import GuardedTransport
 from pipeline.sources.urls import parse_source_url
+from pipeline.support.closing import Closing
 
 #: Prefix of in-progress downloads: hidden, so folder expansion never picks one up.
 PARTIAL_PREFIX: Final = ".doclane-"
@@ -68,7 +68,7 @@ _TRANSIENT_STATUSES: Final = frozenset({408, 425, 429})
 _SAFE_NAME: Final = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class Downloader:
+class Downloader(Closing):
     """Downloads URL sources; one per worker process is enough (it keeps a connection pool)."""
 
     def __init__(
@@ -94,17 +94,6 @@ class Downloader:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> Downloader:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def download(self, url: str, inbox_dir: Path | None = None) -> SourceInfo:
         """Fetch ``url`` into ``inbox_dir`` (default: the settings' inbox) and describe the file.
@@ -274,7 +263,7 @@ def keep_download(
                 fmt = detect_download_format(
                     head, part, content_type=content_type, url_path=name_path
                 )
-            except FormatMismatch as exc:
+            except ContentNotItsFormat as exc:
                 raise UnsupportedFormat(
                     f"{label}: {exc}", detail={"source": label, "reason": str(exc)}
                 ) from None

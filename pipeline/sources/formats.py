@@ -141,7 +141,7 @@ TEXT: Final = "text"
 BINARY: Final = "binary"
 
 
-class FormatMismatch(ValueError):
+class ContentNotItsFormat(ValueError):
     """The bytes are not what the format says; the message is the reason, for E102."""
 
 
@@ -223,7 +223,7 @@ def _decode_head(head: bytes) -> str:
 
 
 def check_content(expected: DocumentFormat, head: bytes, stream: BinaryIO) -> None:
-    """Raise :class:`FormatMismatch` unless the bytes are ``expected``.
+    """Raise :class:`ContentNotItsFormat` unless the bytes are ``expected``.
 
     ``stream`` is the open, seekable source; only Office formats read from it (the zip
     directory). Its position is left wherever the check left it.
@@ -234,19 +234,19 @@ def check_content(expected: DocumentFormat, head: bytes, stream: BinaryIO) -> No
         return
     if expected in _OOXML:
         if found != ZIP:
-            raise FormatMismatch(f"the name says {expected.short} but {_describe(found)}")
+            raise ContentNotItsFormat(f"the name says {expected.short} but {_describe(found)}")
         check_ooxml(expected, stream)
         return
     if expected.is_text:
         if found != TEXT:
-            raise FormatMismatch(f"the name says {expected.short} but {_describe(found)}")
+            raise ContentNotItsFormat(f"the name says {expected.short} but {_describe(found)}")
         if expected in UTF8_FORMATS and not is_utf8_prefix(head):
-            raise FormatMismatch(f"{expected.label} must be UTF-8 text, and this is not")
+            raise ContentNotItsFormat(f"{expected.label} must be UTF-8 text, and this is not")
         if expected is DocumentFormat.HTML and not looks_like_html(head):
-            raise FormatMismatch("the name says HTML but the text has no HTML markup")
+            raise ContentNotItsFormat("the name says HTML but the text has no HTML markup")
         return
     if found != expected:
-        raise FormatMismatch(f"the name says {expected.short} but {_describe(found)}")
+        raise ContentNotItsFormat(f"the name says {expected.short} but {_describe(found)}")
 
 
 def check_ooxml(expected: DocumentFormat, stream: BinaryIO) -> None:
@@ -259,21 +259,21 @@ def check_ooxml(expected: DocumentFormat, stream: BinaryIO) -> None:
             try:
                 info = archive.getinfo("[Content_Types].xml")
             except KeyError:
-                raise FormatMismatch(
+                raise ContentNotItsFormat(
                     "the content is a zip archive without [Content_Types].xml, "
                     f"not {expected.label}"
                 ) from None
             if info.file_size > _MAX_CONTENT_TYPES_BYTES:
-                raise FormatMismatch("its [Content_Types].xml is implausibly large")
+                raise ContentNotItsFormat("its [Content_Types].xml is implausibly large")
             content_types = archive.read(info).decode("utf-8", errors="replace").lower()
     except zipfile.BadZipFile as exc:
-        raise FormatMismatch(f"the content is not a readable zip archive ({exc})") from None
+        raise ContentNotItsFormat(f"the content is not a readable zip archive ({exc})") from None
     if not any(name.startswith(folder) for name in names):
         other = _ooxml_kind(names)
         what = other.label if other else "a zip archive of another kind"
-        raise FormatMismatch(f"the name says {expected.short} but the content is {what}")
+        raise ContentNotItsFormat(f"the name says {expected.short} but the content is {what}")
     if not any(word in content_types for word in type_words):
-        raise FormatMismatch(f"its [Content_Types].xml declares no {expected.short} main part")
+        raise ContentNotItsFormat(f"its [Content_Types].xml declares no {expected.short} main part")
 
 
 def _ooxml_kind(names: list[str]) -> DocumentFormat | None:
@@ -314,13 +314,15 @@ def detect_download_format(
             with zipfile.ZipFile(stream) as archive:
                 kind = _ooxml_kind(archive.namelist())
         except zipfile.BadZipFile as exc:
-            raise FormatMismatch(f"the content is not a readable zip archive ({exc})") from None
+            raise ContentNotItsFormat(
+                f"the content is not a readable zip archive ({exc})"
+            ) from None
         if kind is None:
-            raise FormatMismatch("the content is a zip archive that is not an Office document")
+            raise ContentNotItsFormat("the content is a zip archive that is not an Office document")
         check_ooxml(kind, stream)
         return kind
     if found == BINARY:
-        raise FormatMismatch(_describe(found))
+        raise ContentNotItsFormat(_describe(found))
     for candidate in (by_type, by_name):
         if candidate is not None and candidate.is_text:
             check_content(candidate, head, stream)
@@ -329,8 +331,8 @@ def detect_download_format(
         return DocumentFormat.HTML
     named = by_type or by_name
     if named is not None:
-        raise FormatMismatch(f"the server says {named.label} but {_describe(found)}")
-    raise FormatMismatch(
+        raise ContentNotItsFormat(f"the server says {named.label} but {_describe(found)}")
+    raise ContentNotItsFormat(
         f"the content is plain text and neither its Content-Type ({content_type or 'none'}) "
         "nor the URL names a supported format"
     )

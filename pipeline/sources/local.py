@@ -29,8 +29,8 @@ from pipeline.sources.formats import (
     HEAD_BYTES,
     SUFFIXES,
     UTF8_FORMATS,
+    ContentNotItsFormat,
     DocumentFormat,
-    FormatMismatch,
     check_content,
     format_for_name,
 )
@@ -122,7 +122,7 @@ def _check_and_hash(
     head = stream.read(HEAD_BYTES)
     try:
         check_content(fmt, head, stream)
-    except FormatMismatch as exc:
+    except ContentNotItsFormat as exc:
         raise UnsupportedFormat(
             f"{name}: {exc}", detail=_detail(name, str(exc), format=fmt.value)
         ) from None

@@ -33,9 +33,10 @@ if TYPE_CHECKING:
     from pipeline.store.operations import Operations as Operations
     from pipeline.store.pool import StorePool as StorePool
     from pipeline.store.reads import Reads as Reads
-    from pipeline.store.refusals import FormatsMismatch as FormatsMismatch
+    from pipeline.store.refusals import ResultFormatsRefused as ResultFormatsRefused
     from pipeline.store.rows import AttemptResults as AttemptResults
     from pipeline.store.rows import CallEvent as CallEvent
+    from pipeline.store.scoped import TenantView as TenantView
     from pipeline.store.settings import StoreSettings as StoreSettings
     from pipeline.store.store import JobStore as JobStore
     from pipeline.store.submissions import Submissions as Submissions

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 from pydantic import BaseModel, ConfigDict
 
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 
 TokenRole = Literal["read", "submit", "admin"]
@@ -53,11 +53,8 @@ class TokenNameTaken(ValueError):
     """A token of this name exists (live or revoked): names are never reused."""
 
 
-class ApiTokens:
+class ApiTokens(OnPool):
     """Stored API tokens through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def create(
         self,
@@ -141,11 +138,8 @@ class AuditFilter:
     limit: int = 100
 
 
-class AuditTrail:
+class AuditTrail(OnPool):
     """The audit trail through ``pool``: appended to, read newest first, pruned by age."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def record(self, entry: AuditEntry) -> None:
         params = entry.model_dump(exclude={"id", "at"})
@@ -185,11 +179,8 @@ class KeyState:
     answer: Mapping[str, Any] | None = None
 
 
-class IdempotencyKeys:
+class IdempotencyKeys(OnPool):
     """Idempotency-Keys of submissions through ``pool``, per caller."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def take(self, caller: str, key: str, body: bytes, *, keep_s: float) -> KeyState:
         """Take ``key`` for ``caller`` (a key older than ``keep_s`` is taken anew), or read

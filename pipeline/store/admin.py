@@ -19,7 +19,7 @@ from psycopg.rows import dict_row
 
 from pipeline.jobs import TERMINAL_STATES, Job, JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 from pipeline.store.rows import counts_by_state
 
@@ -88,11 +88,8 @@ class JobFilter:
     before: tuple[datetime, UUID] | None = None
 
 
-class AdminStore:
+class AdminStore(OnPool):
     """The admin views' reads, through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def roll_up(self) -> bool:
         """Move the rollup marks forward if they are stale; False when there was nothing to do

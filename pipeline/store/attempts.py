@@ -24,7 +24,7 @@ from psycopg.rows import dict_row
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
 from pipeline.store.finishing import ResultWriter, insert_calls
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool, StorePool
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, error_columns, jsonb
 
@@ -81,11 +81,11 @@ def _in_round_order(rows: Iterable[dict[str, Any]]) -> list[Job]:
     return sorted(jobs, key=lambda job: (-job.priority, job.created_at))
 
 
-class Attempts:
+class Attempts(OnPool):
     """The writes of workers' attempts, through ``pool``."""
 
     def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
+        super().__init__(pool)
         self.result_writer = ResultWriter(pool)
 
     # ---- claims and waits ------------------------------------------------------------------------
@@ -255,8 +255,8 @@ class Attempts:
         written) when this attempt is no longer the job's running attempt.
 
         ``results`` maps each of the job's formats to its content (others are refused:
-        :class:`~pipeline.store.refusals.FormatsMismatch`). ``calls`` not yet in the trail and a
-        ``note`` (``{"note": text, ...}``, as :meth:`add_note` writes it) are written in the same
+        :class:`~pipeline.store.refusals.ResultFormatsRefused`). ``calls`` not yet in the trail and
+        a ``note`` (``{"note": text, ...}``, as :meth:`add_note` writes it) are written in the same
         transaction, so that a finished attempt costs one transaction; like
         :meth:`record_mcp_call` and :meth:`add_note` they are kept even for a stale attempt.
         ``origin``, the server that converted it, is recorded on the job (and so in its
@@ -277,7 +277,7 @@ class Attempts:
         on its own: ``False`` for an attempt that no longer owns its job (nothing of it but its
         calls and note written), the others are stored all the same. Results too large to be
         parameters, or kept in an object store, are stored one attempt at a time. A
-        :class:`~pipeline.store.refusals.FormatsMismatch` (results that are not a job's
+        :class:`~pipeline.store.refusals.ResultFormatsRefused` (results that are not a job's
         formats: a bug) undoes the whole transaction; the caller finishes each alone to find
         whose."""
         return self.result_writer.finish(ends)
@@ -295,7 +295,7 @@ class Attempts:
         """:meth:`finish_together`, then :meth:`claim_round`, in one transaction and one round
         trip: a growing round's one wait for the disk serves its stored results and its next
         jobs. Where a result cannot go inline (too large, or an object store), the two are
-        made apart. A FormatsMismatch undoes both (the caller stores each result alone)."""
+        made apart. A ResultFormatsRefused undoes both (the caller stores each result alone)."""
         params = _round_params(lead, worker, lease_s, limit=limit, small_below=small_below)
         stored, rows = self.result_writer.finish_then_claim(ends, params)
         return stored, _in_round_order(rows)

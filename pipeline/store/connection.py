@@ -1,9 +1,11 @@
 """Connections to PostgreSQL, and the one place psycopg's failures become catalog errors.
 
 Everything above this module sees ``DatabaseUnavailable`` (E401, retryable) when the database
-cannot be reached, whatever psycopg or the pool raised, with the original kept as ``__cause__``.
-Other psycopg errors (a constraint or trigger refusing a write, a syntax error) are bugs or
-refusals the caller must see as they are, so they pass through untouched.
+cannot be reached, whatever psycopg or the pool raised, with the original kept as ``__cause__``,
+and ``InvalidArgument`` (E117) for a text value with a NUL byte, which PostgreSQL's text cannot
+hold: whatever door it came through (a filter, a form, a JSON field), it is the caller's to fix,
+never a server error. Other psycopg errors (a constraint or trigger refusing a write, a syntax
+error) are bugs or refusals the caller must see as they are, so they pass through untouched.
 """
 
 from __future__ import annotations
@@ -20,22 +22,40 @@ from psycopg import errors as pg_errors
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
-from errors import DatabaseUnavailable
+from errors import DatabaseUnavailable, InvalidArgument
 from pipeline.store.settings import StoreSettings
 from pipeline.support.secrets import MASK
 
 logger = logging.getLogger("doclane.store.connection")
 
+#: A non-empty text PostgreSQL can hold (no NUL byte), as a schema's pattern: a door that
+#: documents its text fields says so with it; whatever else reaches the store is E117 here.
+TEXT_PATTERN = r"^[^\x00]+$"
+#: What a NUL byte in a text value is refused with: the server's, a binary parameter's
+#: (character_not_in_repertoire) and a JSON string's ``\u0000`` (untranslatable_character).
+_NUL_SQLSTATES = frozenset({"22021", "22P05"})
+#: psycopg's own refusal of a text parameter, before anything is sent (it has no SQLSTATE).
+_NUL_MESSAGE = "cannot contain NUL (0x00) bytes"
+
 
 @contextmanager
 def database_errors(action: str) -> Iterator[None]:
     """Translate "the database is unreachable" (OperationalError and the pool's timeouts, which
-    subclass it) into E401 for the duration of ``action``."""
+    subclass it) into E401, and a NUL byte in a text value into E117, for the duration of
+    ``action``."""
     try:
         yield
     except psycopg.OperationalError as exc:
         raise DatabaseUnavailable(
             f"{action}: {type(exc).__name__}: {exc}".strip(),
+            detail={"sqlstate": exc.sqlstate} if exc.sqlstate else None,
+        ) from exc
+    except psycopg.DataError as exc:
+        if exc.sqlstate not in _NUL_SQLSTATES and _NUL_MESSAGE not in str(exc):
+            raise
+        raise InvalidArgument(
+            f"{action}: a text value cannot contain a NUL byte (0x00); PostgreSQL's text holds "
+            "none, so no name, filter or field has one",
             detail={"sqlstate": exc.sqlstate} if exc.sqlstate else None,
         ) from exc
 

@@ -14,7 +14,7 @@ written but its calls and note, which happened). Two ways in, chosen by one rule
   so "succeeded" is never committed before its objects exist.
 
 Results that are not the job's formats are refused (:class:`~pipeline.store.refusals.
-FormatsMismatch`): by the database in the first way (SQLSTATE DL001), by Python in the second.
+ResultFormatsRefused`): by the database in the first way (SQLSTATE DL001), by Python in the second.
 """
 
 from __future__ import annotations
@@ -29,33 +29,33 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.store.large_values import copy_results_in
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
-from pipeline.store.refusals import FormatsMismatch
+from pipeline.store.refusals import ResultFormatsRefused
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb, round_params
 
 #: Results up to this many characters in all go to ``finish_attempt`` as parameters, one
 #: statement; larger ones by COPY a slice at a time (a parameter holds the whole text twice).
 INLINE_RESULTS_MAX_CHARS = 1 << 20
 #: The SQLSTATE ``finish_attempt`` raises when the results are not the job's formats.
-FORMATS_MISMATCH = "DL001"
+RESULT_FORMATS_REFUSED = "DL001"
 
 
 @contextmanager
-def _formats_mismatch() -> Iterator[None]:
+def _result_formats_refused() -> Iterator[None]:
     """``finish_attempt``'s refusal of results that are not the job's formats, as
-    :class:`FormatsMismatch`; every other psycopg error passes through as it is."""
+    :class:`ResultFormatsRefused`; every other psycopg error passes through as it is."""
     try:
         yield
     except psycopg.Error as exc:
-        if exc.sqlstate == FORMATS_MISMATCH:
-            raise FormatsMismatch(exc.diag.message_primary or str(exc)) from exc
+        if exc.sqlstate == RESULT_FORMATS_REFUSED:
+            raise ResultFormatsRefused(exc.diag.message_primary or str(exc)) from exc
         raise
 
 
 def _check_formats(job_id: UUID, wanted: Sequence[str], results: Mapping[str, str]) -> None:
     if set(wanted) != set(results):
-        raise FormatsMismatch(
+        raise ResultFormatsRefused(
             f"job {job_id} wants formats {sorted(wanted)}, got results for {sorted(results)}"
         )
 
@@ -81,11 +81,8 @@ def _stored_each(cur: psycopg.Cursor[Any]) -> list[bool]:
     return [bool(stored) for stored in row[0]]
 
 
-class ResultWriter:
+class ResultWriter(OnPool):
     """Attempts' successful ends written through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def fits_inline(self, end: AttemptResults) -> bool:
         """Whether ``end`` goes to ``finish_attempt`` as parameters (see the module's doc)."""
@@ -125,7 +122,7 @@ class ResultWriter:
         them in the same transaction: (stored, claimed rows)."""
         if not ends and claim is None:
             return [], []
-        with _formats_mismatch(), self.pool.connection("storing results") as conn:
+        with _result_formats_refused(), self.pool.connection("storing results") as conn:
             if claim is None:  # one statement is its own transaction
                 if len(ends) == 1:
                     return [_stored(conn.execute(query("finish_attempt"), ends[0].params()))], []

@@ -16,17 +16,14 @@ from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Cancellation, ExpiredLeases, Job, JobState
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 
 log = logging.getLogger("doclane.store")
 
 
-class Operations:
+class Operations(OnPool):
     """Operators' and the reconciler's writes, through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def make_due(self, job_id: UUID) -> bool:
         """Let a retrying job be claimed now instead of at its next_attempt_at."""

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 
 
@@ -66,11 +66,8 @@ class DeliveryCounts:
     dead: int = 0
 
 
-class WebhookOutbox:
+class WebhookOutbox(OnPool):
     """The outbox of one database, through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def tell_finished(self, job_ids: Sequence[UUID], url: str) -> None:
         """Events for jobs that ended before this receiver asked (a deduplicated submission)."""

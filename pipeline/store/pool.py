@@ -126,3 +126,11 @@ class StorePool:
         with self.connection(action) as conn:
             row = conn.cursor(row_factory=dict_row).execute(sql, params).fetchone()
         return Job.model_validate(row) if row else None
+
+
+class OnPool:
+    """A part of the store for one kind of caller (attempts, reads, tenants, ...): each stands
+    on the process's one pool, and is built from it alone."""
+
+    def __init__(self, pool: StorePool) -> None:
+        self.pool = pool

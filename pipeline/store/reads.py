@@ -16,16 +16,13 @@ from errors import ResultsExpired
 from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
 from pipeline.store.ids import IdRange, id_range, one_of
 from pipeline.store.large_values import copy_single_value
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 from pipeline.store.rows import counts_by_state
 
 
-class Reads:
+class Reads(OnPool):
     """Jobs, their events and results, and counts, read through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     # ---- ids ---------------------------------------------------------------------------------
     def job_id(self, text: str, *, tenant: str | None = None) -> UUID:

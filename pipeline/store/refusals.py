@@ -5,12 +5,12 @@ write that breaks one is refused with a SQLSTATE of doclane's own class ``DL``. 
 translates each into the exception below where it calls the database, so that callers catch
 a type instead of comparing codes:
 
-- ``FormatsMismatch`` (a ``ValueError``; SQLSTATE DL001): results that are not the job's
+- ``ResultFormatsRefused`` (a ``ValueError``; SQLSTATE DL001): results that are not the job's
   formats. A bug of the caller, never worth a retry.
 """
 
 from __future__ import annotations
 
 
-class FormatsMismatch(ValueError):
+class ResultFormatsRefused(ValueError):
     """Results that are not the formats their job asked for (SQLSTATE DL001)."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Unpack
 
 from pipeline.store.pool import PoolOptions, StorePool
 from pipeline.store.settings import StoreSettings
+from pipeline.support.closing import Closing
 
 if TYPE_CHECKING:  # each part's module is loaded when the part is first asked for
     from pipeline.store.access import ApiTokens, AuditTrail, IdempotencyKeys
@@ -41,7 +42,7 @@ if TYPE_CHECKING:  # each part's module is loaded when the part is first asked f
     from pipeline.store.tenants import Tenants
 
 
-class JobStore:
+class JobStore(Closing):
     """A process's job store: its pool and the parts that stand on it."""
 
     def __init__(
@@ -112,9 +113,3 @@ class JobStore:
 
     def close(self) -> None:
         self.pool.close()
-
-    def __enter__(self) -> JobStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

@@ -23,7 +23,7 @@ import psycopg
 
 from errors import TenantQueueFull, UnknownTenant
 from pipeline.jobs import CreatedJob, NewJob
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 from pipeline.store.rows import COPY_JOB_TYPES, DedupKey, canonical_json, copy_row, dedup_key
 
@@ -35,11 +35,8 @@ def _split(conn: psycopg.Connection, made: CreatedJob, spec: NewJob) -> CreatedJ
     return CreatedJob(job_id=made.job_id, slice_ids=tuple(ids))
 
 
-class Submissions:
+class Submissions(OnPool):
     """New jobs, deduplicated against succeeded ones, through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def create(
         self, spec: NewJob, *, dedup: bool = True, dedup_engine: str | None = None

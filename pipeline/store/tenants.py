@@ -15,7 +15,7 @@ from typing import Any
 from psycopg.rows import dict_row
 
 from pipeline.jobs import WEIGHT_MAX, WEIGHT_MIN, Tenant, TenantFigures, check_tenant_name
-from pipeline.store.pool import StorePool
+from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 
 
@@ -33,11 +33,8 @@ UNSET: Any = _Unset()
 FIGURES_WINDOW_MINUTES = 60
 
 
-class Tenants:
+class Tenants(OnPool):
     """Tenants through ``pool``."""
-
-    def __init__(self, pool: StorePool) -> None:
-        self.pool = pool
 
     def set(
         self,

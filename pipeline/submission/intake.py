@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 from typing import Any
 from uuid import UUID, uuid4
@@ -216,39 +216,28 @@ def _log_submission(submission: Submission) -> None:
     )
 
 
+@dataclass(eq=False)
 class _Chunks:
     """Sources turned into jobs a chunk at a time: committed, then published (see the module
     docstring). The broker, once found down, is not tried again for the later chunks."""
 
-    def __init__(
-        self,
-        submission: Submission,
-        store: JobStore,
-        publisher: Publisher,
-        *,
-        dedup: bool,
-        dedup_engine: str | None,
-        wake_bells: int,
-        new_job: Callable[[Candidate], NewJob],
-        refusal: Callable[[Candidate], InputError | None],
-        shown: Callable[[str], str],
-    ) -> None:
-        self.submission = submission
-        self.store = store
-        self.publisher = publisher
-        self.dedup = dedup
-        self.dedup_engine = dedup_engine
-        self.new_job = new_job
-        self.refusal = refusal
-        self.shown = shown
-        self.size = CHUNK_FIRST
-        self.pending: list[Candidate] = []
-        self.broker_down: str | None = None
-        #: Bells rung so far, by queue: a submission rings a queue up to ``wake_bells`` times
-        #: in all, and once for each later chunk that fills it (a drain that found the queue
-        #: empty between two chunks has ended).
-        self.rung: dict[str, int] = {}
-        self.wake_bells = wake_bells
+    submission: Submission
+    store: JobStore
+    publisher: Publisher
+    _: KW_ONLY
+    dedup: bool
+    dedup_engine: str | None
+    #: A submission rings a queue up to this many times in all, and once for each later chunk
+    #: that fills it (a drain that found the queue empty between two chunks has ended).
+    wake_bells: int
+    new_job: Callable[[Candidate], NewJob]
+    refusal: Callable[[Candidate], InputError | None]
+    shown: Callable[[str], str]
+    size: int = field(default=CHUNK_FIRST, init=False)
+    pending: list[Candidate] = field(default_factory=list, init=False)
+    broker_down: str | None = field(default=None, init=False)
+    #: Bells rung so far, by queue.
+    rung: dict[str, int] = field(default_factory=dict, init=False)
 
     def add(self, item: Candidate | Rejected) -> None:
         if not isinstance(item, Rejected):

@@ -72,7 +72,9 @@ def test_mcp_hardening_ends_every_misbehaving_call_with_its_code() -> None:
 @pytest.mark.docling
 def test_stdio_throughput_converts_every_copy_both_ways() -> None:
     """Needs the real docling-mcp (scripts/test installs it): the six samples of examples/."""
-    report = run_bench("stdio_throughput", "--rounds", "1", "--modes", "http:1,stdio:1")
+    report = run_bench(
+        "investigations.stdio_throughput", "--rounds", "1", "--modes", "http:1,stdio:1"
+    )
     rows = report["modes"]
     assert [(row["topology"], row["callers"]) for row in rows] == [("http", 1), ("stdio", 1)]
     assert all(row["documents"] == 6 and row["docs_per_s"] > 0 for row in rows)

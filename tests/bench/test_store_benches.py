@@ -1,9 +1,12 @@
-"""The store benches still run: each at a tiny size, its report's shape checked, never a figure.
+"""The store benches still run: each at a tiny size, its report checked for what the store and
+the bench could get wrong (rows the loader made, rows a query returned, figures that disagree
+with each other), never for a speed.
 
 ``bench/row_updates.py`` times a job's two updates under each part of the schema;
 ``bench/store_admin_queries.py`` and ``bench/admin_queries.py`` load a few thousand synthetic
 jobs into a scratch database (a million when measuring) and EXPLAIN the store's queries, the
-latter through the admin views and ``doclane api`` too; ``bench/store_restart_first_call.py``
+latter through the admin views and ``doclane api`` too; ``bench/fair_claim.py`` EXPLAINs the
+fair claim over queued jobs of many tenants; ``bench/investigations/store_restart_first_call.py``
 restarts the machine's PostgreSQL (marked ``restarts_postgres``: run alone).
 """
 
@@ -18,26 +21,47 @@ TINY = ("--jobs", "2000", "--active", "100", "--runs", "1")
 
 def test_store_admin_queries_explains_every_query() -> None:
     report = run_bench("store_admin_queries", *TINY)
-    assert (report["jobs"], report["active"]) == (2000, 100)
-    assert sum(report["states"].values()) == 2000
-    assert len(report["queries"]) >= 8
-    for label, plan in report["queries"].items():
-        assert plan["query"] and plan["execution_ms"] > 0, label
+    states, queries = report["states"], report["queries"]
+    assert sum(states.values()) == 2000
+    assert states["queued"] + states["running"] + states["retrying"] == 100  # --active
+    assert len(queries) >= 8
+    for label, plan in queries.items():
+        assert plan["query"], label
         assert plan["indexes"], label  # every plan read some relation, by index or by scan
+    # What each query returned, against the rows the loader made.
+    assert queries["counts in flight (queued/running/retrying)"]["rows"] == 3
+    assert queries["all-time counts by state (full read)"]["rows"] == len(states)
+    for label in ("recent jobs of a queue", "recent failed jobs", "newest jobs"):
+        assert queries[label]["rows"] == 50, label  # a page: its limit, with more behind it
+    assert 0 < queries["recent jobs with error E303"]["rows"] <= states["failed"]
 
 
 def test_admin_queries_times_the_views_and_the_api() -> None:
-    report = run_bench("admin_queries", *TINY, "--requests", "2")
-    assert report["jobs"] == 2000 and report["events"] > 0
-    assert report["stats_queries"] and report["status_queries"]
-    assert report["stats_db_ms"] > 0 and report["stats_python_ms"] > 0
+    report = run_bench("admin_queries", *TINY, "--requests", "3")
+    assert report["events"] >= 2000  # every job has at least the event of its creation
+    assert report["stats_queries"]["counts in flight"]["rows"] == 3  # queued, running, retrying
+    assert report["jobs_failed_50"]["rows"] == 50  # a page of failed jobs: its limit
+    assert report["status_queries"]["get_job"]["rows"] == 1
     assert set(report["http"]) == {"/v1/stats", "/metrics", "/"}
-    assert all(figures["median_ms"] > 0 for figures in report["http"].values())
+    for path, figures in report["http"].items():  # each endpoint answered; its figures agree
+        assert 0 < figures["median_ms"] <= figures["p90_ms"] <= figures["max_ms"], path
+
+
+def test_fair_claim_claims_past_the_capped_and_paused_tenants() -> None:
+    """20 tenants: two capped at 2 and at their cap (four jobs running), two paused. The page
+    cites a message's claim (one job) and a round's (sixteen): each must have claimed them."""
+    report = run_bench("fair_claim", "--jobs", "2000", "--tenants", "20", "--runs", "1")
+    assert (report["jobs"], report["tenants"]) == (2000, 20)
+    assert report["queued"] == 2000 - 2 * 2
+    assert (report["lone_claim_rows"], report["round_claim_rows"]) == (1, 16)
+    assert report["lone_claim_ms"] > 0 and report["round_claim_ms"] > 0
 
 
 @pytest.mark.restarts_postgres
 def test_store_restart_first_call_times_both_modes() -> None:
-    report = run_bench("store_restart_first_call", "--connections", "1", "--rounds", "1")
+    report = run_bench(
+        "investigations.store_restart_first_call", "--connections", "1", "--rounds", "1"
+    )
     assert set(report["first_call_s"]) == {"sweep on", "sweep off"}
     assert all(len(times) == 1 and times[0] > 0 for times in report["first_call_s"].values())
 

@@ -1,5 +1,6 @@
-"""The issue's snippet, blocking and async, against a real API, worker and MCP server: uploads
-and sources, ``wait``, results whole and streamed, cancel, retry, listing with filters and pages.
+"""doclane_client's whole flow, blocking and async, against a real API, worker and MCP server:
+uploads and sources, ``wait``, results whole and streamed, cancel, retry, listing with filters
+and pages.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _documents(fleet: Fleet, http_source: HttpSource) -> tuple[list[Path], list[
     return uploads, [http_source.url("/x.md"), str(on_server)]
 
 
-def test_the_snippet_of_the_issue(fleet: Fleet, http_source: HttpSource) -> None:
+def test_submit_wait_and_results(fleet: Fleet, http_source: HttpSource) -> None:
     uploads, sources = _documents(fleet, http_source)
     fleet.start_worker()
     with Client(fleet.url, token=fleet.tokens["submit"]) as dl:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.integration.store.builders import job_in_state
 from tests.support.deploy_tools import ROOT, run_tool
+from tests.support.store_builders import job_in_state
 
 #: Every family deploy/ reads: the alert rules and the Grafana dashboard.
 READERS = (

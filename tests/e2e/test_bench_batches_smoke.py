@@ -25,7 +25,7 @@ def run_bench(name: str, *args: str) -> dict[str, Any]:
 
 
 def test_proof_cost_smoke() -> None:
-    report = run_bench("proof_cost", "--corpus", str(EXAMPLES_DIR), "--smoke")
+    report = run_bench("investigations.proof_cost", "--corpus", str(EXAMPLES_DIR), "--smoke")
     summary = report["summary"]
     assert isinstance(summary, dict) and summary["documents"] == 6
     assert sorted(summary["per_format"]) == ["csv", "docx", "html", "md", "pptx", "xlsx"]

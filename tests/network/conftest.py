@@ -19,8 +19,8 @@ from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServerFactory
 from tests.fixtures.workers import Cluster, new_cluster
-from tests.network.fleet import Fleet, build_fleet
-from tests.network.hosts import Network, namespaces_refused
+from tests.support.network.fleet import Fleet, build_fleet
+from tests.support.network.hosts import Network, namespaces_refused
 
 
 @pytest.fixture(scope="session")

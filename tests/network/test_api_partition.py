@@ -19,7 +19,7 @@ import pytest
 from pipeline.jobs import JobState
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.network.fleet import Fleet, figures, write_figures
+from tests.support.network.fleet import Fleet, figures, write_figures
 
 pytestmark = pytest.mark.network
 

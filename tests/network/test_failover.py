@@ -1,7 +1,7 @@
 """PostgreSQL fails over while the fleet runs: nothing committed is lost, everything ends once.
 
-A primary with a synchronous standby of the test's own (tests/network/replicas.py). The worker
-host and the API host reach them through one multi-host connection string with
+A primary with a synchronous standby of the test's own (tests/support/network/replicas.py). The
+worker host and the API host reach them through one multi-host connection string with
 ``target_session_attrs=read-write``; mid-run the primary crashes (stopped at once) and the
 standby is promoted. Every result committed before the crash is still there (the standby had
 it before the commit returned), the jobs in flight are finished on the new primary, and the
@@ -21,8 +21,8 @@ from pipeline.settings import read_settings
 from pipeline.store import apply_migrations
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
-from tests.network.fleet import Fleet, figures, write_figures
-from tests.network.replicas import ReplicaPair
+from tests.support.network.fleet import Fleet, figures, write_figures
+from tests.support.network.replicas import ReplicaPair
 
 pytestmark = pytest.mark.network
 

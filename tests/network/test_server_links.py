@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from uuid import UUID
 
 import pytest
 import redis
@@ -22,7 +23,7 @@ from tests.fixtures.brokers import REDIS_HOST, REDIS_PORT
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster
-from tests.network.fleet import CONVERT_TOOLS, Fleet, figures, write_figures
+from tests.support.network.fleet import CONVERT_TOOLS, Fleet, changes_to, figures, write_figures
 
 pytestmark = pytest.mark.network
 
@@ -36,6 +37,11 @@ DEADLINES = {
     "DOCLANE_MCP_REQUEST_TIMEOUT_S": "3",
     "DOCLANE_MCP_CONNECT_TIMEOUT_S": "2",
 }
+
+
+#: The breaker's reset in the black-hole scenario: a wait that a job refused by a circuit shared
+#: with the cut server would show, far above the other server's conversion (0.5 s).
+RESET_S = 5
 
 
 def breaker_state(origin: str) -> str:
@@ -74,6 +80,42 @@ def converted_by(cluster: Cluster, job_ids: list, since: float = 0.0) -> dict[st
     return counts
 
 
+def waited_for_a_circuit(cluster: Cluster, job_ids: Sequence[UUID]) -> list[UUID]:
+    """The jobs sent back to wait because every circuit was open (``retrying`` with E309)."""
+    return [
+        job_id
+        for job_id in job_ids
+        for event in changes_to(cluster.store.reads.events(job_id), JobState.RETRYING)
+        if event.error_code == "E309"
+    ]
+
+
+def after_the_hung_try(
+    cluster: Cluster, job_ids: Sequence[UUID], origin: str
+) -> list[float | None]:
+    """For each job with a try on ``origin`` ended at its deadline (E303): how long the rest of
+    that attempt took to success (claim to success, less the hung try: the database's clock
+    and the trail's durations), or None when another attempt succeeded instead."""
+    spent: list[float | None] = []
+    for job_id in job_ids:
+        events = cluster.store.reads.events(job_id)
+        hung = [
+            e
+            for e in events
+            if e.kind is EventKind.MCP_CALL and e.server_origin == origin and e.error_code == "E303"
+        ]
+        if not hung:
+            continue
+        [won] = changes_to(events, JobState.SUCCEEDED)
+        [claim] = [e for e in changes_to(events, JobState.RUNNING) if e.attempt == won.attempt]
+        if {e.attempt for e in hung} != {won.attempt}:
+            spent.append(None)
+            continue
+        hung_s = sum(e.duration_ms or 0.0 for e in hung) / 1000.0
+        spent.append((won.at - claim.at).total_seconds() - hung_s)
+    return spent
+
+
 def call_errors(cluster: Cluster, job_ids: list, origin: str) -> set[str]:  # type: ignore[type-arg]
     return {
         event.error_code
@@ -92,7 +134,11 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     # the cut server carries in-flight units and is rarely picked again (two meetings in ten
     # jobs, measured), too few for the default of five; how many it meets is scheduling's.
     fleet = make_fleet(
-        servers=2, DOCLANE_ROUND_MAX_DOCS="1", DOCLANE_BREAKER_FAIL_MAX="1", **DEADLINES
+        servers=2,
+        DOCLANE_ROUND_MAX_DOCS="1",
+        DOCLANE_BREAKER_FAIL_MAX="1",
+        DOCLANE_BREAKER_RESET_S=str(RESET_S),
+        **DEADLINES,
     )
     cluster = fleet.cluster
     assert cluster is not None
@@ -115,6 +161,13 @@ def test_a_black_hole_to_one_server_opens_its_breaker_alone_and_the_fleet_conver
     assert "E303" in call_errors(cluster, ids, bad), "a hung call ended by its deadline"
     assert times_opened(bad) >= 1, "the black-holed server's circuit opened"
     assert times_opened(good) == 0, "the other server's circuit never opened"
+    # What keying by origin is for: the open circuit refuses the cut server alone, so a job
+    # whose try hung there goes on at once on the other server; a breaker shared by the two
+    # would refuse both until its reset.
+    assert waited_for_a_circuit(cluster, ids) == [], "no job waited for a circuit to close"
+    rest = after_the_hung_try(cluster, ids, bad)
+    assert rest, "a job met the black hole"
+    assert all(r is not None and r < RESET_S for r in rest), f"the other server at once: {rest}"
     assert converted_by(cluster, ids).get(good, 0) >= 1
     cut_row = figures("black hole to one MCP server", cluster, [*warm, *ids])
     assert (cut_row.lost, cut_row.doubled) == (0, 0), cut_row

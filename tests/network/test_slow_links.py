@@ -15,7 +15,7 @@ import pytest
 
 from pipeline.jobs import EventKind, JobState
 from tests.fixtures.samples import write_sample
-from tests.network.fleet import Fleet, figures, write_figures
+from tests.support.network.fleet import Fleet, figures, write_figures
 
 pytestmark = pytest.mark.network
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.network.fleet import Fleet
+from tests.support.network.fleet import Fleet
 
 pytestmark = pytest.mark.network
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pipeline.jobs import Job
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 
 def succeeded_job(store: JobStore, *, engine: str | None = None, **overrides: object) -> Job:

@@ -4,7 +4,6 @@ take apart what it imported (frozen for the process's end), and still does all e
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -15,9 +14,7 @@ from typer.core import TyperGroup
 from typer.testing import CliRunner
 
 import pipeline.cli
-from pipeline.cli import _BUILD, _MODULES, app, module_commands
-
-COMMAND_MODULES = [module for module, _, _ in _MODULES]
+from pipeline.cli import _BUILD, MODULES, CommandModule, app, module_commands
 
 
 def _eager_app() -> typer.Typer:
@@ -25,12 +22,11 @@ def _eager_app() -> typer.Typer:
     eager = typer.Typer(name="doclane", help=app.info.help, no_args_is_help=True, **_BUILD)
     eager.registered_callback = app.registered_callback
     eager.registered_commands = list(app.registered_commands)
-    for module, group, _ in _MODULES:
-        commands = importlib.import_module(module).app
-        if group is None:
-            eager.add_typer(commands)
+    for commands in MODULES:
+        if commands.group is None:
+            eager.add_typer(commands.load().app)
         else:
-            eager.add_typer(commands, name=group)
+            eager.add_typer(commands.load().app, name=commands.group)
     return eager
 
 
@@ -42,21 +38,28 @@ def _help(root: typer.Typer, *args: str) -> str:
     return result.output
 
 
-@pytest.mark.parametrize(("module", "group", "names"), _MODULES)
+@pytest.mark.parametrize("commands", MODULES, ids=lambda commands: commands.names[0])
 def test_the_table_names_exactly_the_commands_each_module_defines(
-    module: str, group: str | None, names: tuple[str, ...]
+    commands: CommandModule,
 ) -> None:
-    assert tuple(module_commands(module, group)) == names
+    assert tuple(module_commands(commands)) == commands.names
+
+
+def test_each_module_is_loaded_once_and_a_command_no_module_defines_is_refused() -> None:
+    loaded = [commands.load() for commands in MODULES]
+    assert len({module.__name__ for module in loaded}) == len(MODULES)
+    with pytest.raises(LookupError, match="no module defines the command 'nope'"):
+        CommandModule(None, ("nope",)).load()
 
 
 def test_every_help_text_is_the_one_the_eager_cli_printed() -> None:
     eager = _eager_app()
     assert _help(app) == _help(eager)
-    for module, group, names in _MODULES:
-        for name in names:
+    for commands in MODULES:
+        for name in commands.names:
             assert _help(app, name) == _help(eager, name), name
-        if group is not None:
-            built = module_commands(module, group)[group]
+        if (group := commands.group) is not None:
+            built = module_commands(commands)[group]
             assert isinstance(built, TyperGroup)
             for sub in built.commands:
                 assert _help(app, group, sub) == _help(eager, group, sub), f"{group} {sub}"
@@ -90,7 +93,8 @@ def test_a_command_imports_its_own_module_and_no_other(args: list[str], own: str
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
     )
     loaded = set(json.loads(done.stderr.strip().splitlines()[-1]))
-    assert {m for m in COMMAND_MODULES if m in loaded} == ({own} if own else set())
+    command_modules = {commands.load().__name__ for commands in MODULES}
+    assert command_modules & loaded == ({own} if own else set())
     if args[0] == "submit":  # what only other commands need: the MCP client, Celery (the
         # settings tree's sections of pipeline.mcp and pipeline.admin are read by every command)
         assert not {"pipeline.mcp._client", "pipeline.admin.stats", "celery"} & loaded

@@ -74,8 +74,8 @@ def test_no_command_module_loads_celery_until_a_command_runs_it() -> None:
     the functions that run a worker or publish: importing every command's module, as
     ``doclane --help`` does, loads none of them."""
     probe = (
-        "import sys, pipeline.cli.wiring; from pipeline.cli import _MODULES, module_commands; "
-        "[module_commands(module, group) for module, group, _ in _MODULES]; "
+        "import sys, pipeline.cli.wiring; from pipeline.cli import MODULES, module_commands; "
+        "[module_commands(commands) for commands in MODULES]; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )
     assert printed_by(probe) == "[]"

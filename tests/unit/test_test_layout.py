@@ -1,8 +1,9 @@
-"""Each test module stands alone: none imports another test module or a conftest.
+"""Each test module stands alone: none imports another test module, a conftest, or a helper
+kept beside some tests.
 
 A helper a test module shares lives in tests/support (plain code) or tests/fixtures (pytest
-fixtures), so a test file can be read, moved or deleted without breaking another, and pytest
-never imports a test module twice under two names.
+fixtures), and the fake MCP server in tests/fakes, so a test file can be read, moved or
+deleted without breaking another, and pytest never imports a test module twice under two names.
 """
 
 import ast
@@ -12,13 +13,22 @@ ROOT = Path(__file__).resolve().parents[2]
 TESTS = ROOT / "tests"
 
 
+#: The folders of tests/ that hold what test modules share.
+SHARED = ("support", "fixtures", "fakes")
+
+
 def _is_test_module(dotted: str) -> bool:
-    last = dotted.rsplit(".", 1)[-1]
-    return last == "conftest" or last.startswith("test_")
+    """A test module, a conftest, or any module of a suite's folders (a helper beside tests)."""
+    parts = dotted.split(".")
+    last = parts[-1]
+    if last == "conftest" or last.startswith("test_"):
+        return True
+    return len(parts) > 2 and parts[0] == "tests" and parts[1] not in SHARED
 
 
 def imported_test_modules(source: str) -> list[str]:
-    """The test modules and conftests a module's source imports, by dotted name."""
+    """The test modules, conftests and suites' helpers a module's source imports, by dotted
+    name."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -30,7 +40,8 @@ def imported_test_modules(source: str) -> list[str]:
                 found += [
                     f"{node.module}.{alias.name}"
                     for alias in node.names
-                    if node.module.startswith("tests") and _is_test_module(alias.name)
+                    if node.module.startswith("tests")
+                    and _is_test_module(f"{node.module}.{alias.name}")
                 ]
         elif isinstance(node, ast.ImportFrom) and node.level > 0:
             found.append("." * node.level + (node.module or ""))  # relative: tests are no package
@@ -45,6 +56,10 @@ def test_the_finder_sees_each_way_of_importing_a_test_module() -> None:
         "from tests.unit import test_y\n"
         "from . import helpers\n"
         "from tests.support.readme import shell_blocks\n"
+        "from tests.integration.store.builders import new_job\n"
+        "from tests.network import fleet\n"
+        "from tests.fixtures.waiting import wait_for\n"
+        "from tests.fakes import mcp_server\n"
         "import pipeline\n"
     )
     assert imported_test_modules(source) == [
@@ -53,6 +68,8 @@ def test_the_finder_sees_each_way_of_importing_a_test_module() -> None:
         "tests.deploy.conftest",
         "tests.unit.test_y",
         ".",
+        "tests.integration.store.builders",
+        "tests.network.fleet",
     ]
 
 

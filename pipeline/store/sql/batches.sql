@@ -1,6 +1,6 @@
 -- Batches: a worker that claimed a small file job takes more due jobs that can share its call
 -- to the server's directory tool. Each taken job gets its own claim (attempt, lease) from the
--- same function claim_job calls; their broker messages later claim the next job in fair order.
+-- same function the queue's claim calls (claim_jobs).
 -- A batch is one tenant's (the lead's, which the fair order chose): its companions are that
 -- tenant's jobs, no more than its running cap leaves room for (its row locked, then counted:
 -- exact under concurrent claimers, as the fair claim is, migration 0020), and its lanes' passes

@@ -10,9 +10,9 @@ import pytest
 
 from errors import SourceNotFound
 from pipeline.admin import retry_failed
-from pipeline.jobs import JobState, NewJob, SourceKind
+from pipeline.jobs import EVERY_TENANT, JobState, NewJob, SourceKind
 from pipeline.queues import RecordingPublisher
-from pipeline.store import JobStore, StoreSettings
+from pipeline.store import JobStore, StoreSettings, TenantView
 from tests.support.long_pdf import write_long_pdf
 
 SECRET_URL = "http://127.0.0.1:9/doc.docx?X-Amz-Signature=abcdef0123456789&X-Amz-Expires=60"
@@ -46,7 +46,7 @@ def test_failed_jobs_come_back_as_new_jobs_and_the_old_ones_say_so(
     )
     publisher = RecordingPublisher()
     try:
-        outcomes = retry_failed(store, publisher, error_code="E101")
+        outcomes = retry_failed(TenantView(store, EVERY_TENANT), publisher, error_code="E101")
         assert [o.action for o in outcomes] == ["resubmitted", "resubmitted"]
         new = store.reads.get_jobs([o.job_id for o in outcomes if o.job_id])
         assert all(j.state is JobState.QUEUED for j in new)
@@ -56,7 +56,7 @@ def test_failed_jobs_come_back_as_new_jobs_and_the_old_ones_say_so(
         for outcome in outcomes:
             notes = [e for e in store.reads.events(outcome.retry_of) if e.kind.value == "note"]
             assert (notes[-1].detail or {})["retried_as"] == str(outcome.job_id)
-        assert retry_failed(store, publisher, error_code="E303") == []
+        assert retry_failed(TenantView(store, EVERY_TENANT), publisher, error_code="E303") == []
     finally:
         store.close()
 
@@ -79,7 +79,9 @@ def test_a_retried_job_keeps_its_conversion_options(
         ),
     )
     try:
-        (outcome,) = retry_failed(store, RecordingPublisher(), error_code="E101")
+        (outcome,) = retry_failed(
+            TenantView(store, EVERY_TENANT), RecordingPublisher(), error_code="E101"
+        )
         assert outcome.job_id is not None
         (again,) = store.reads.get_jobs([outcome.job_id])
         assert again.options == options and again.formats == ("chunks", "md")
@@ -100,7 +102,9 @@ def test_a_failed_slice_is_retried_through_its_document_only(
     assert store.attempts.claim(slice_id, "w", 60) is not None
     assert store.attempts.fail(slice_id, 1, SourceNotFound("gone"))
     try:
-        outcomes = retry_failed(store, RecordingPublisher(), error_code="E101")
+        outcomes = retry_failed(
+            TenantView(store, EVERY_TENANT), RecordingPublisher(), error_code="E101"
+        )
         assert [(o.retry_of, o.action) for o in outcomes] == [(made.job_id, "resubmitted")]
     finally:
         store.close()

@@ -14,8 +14,8 @@ from errors import CATALOG
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
-from tests.integration.store.builders import job_in_state
 from tests.support.cli import doclane
+from tests.support.store_builders import job_in_state
 
 UNKNOWN = "0d6a0a56-3a3c-4a43-9c5e-1b7c2a0d0e11"
 

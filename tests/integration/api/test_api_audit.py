@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import secrets
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from pipeline.jobs.settings import ReconcileSettings
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
+from tests.support.cli import doclane
 
 SUBMITTER = secrets.token_urlsafe(24)
 READER = secrets.token_urlsafe(24)
@@ -101,23 +101,16 @@ def test_the_clis_changes_are_recorded_and_doclane_audit_reads_them(
     sent = api.post("/v1/jobs", json={"sources": [_doc(tmp_path)]})
     job_id = sent.json()["accepted"][0]["job_id"]
 
-    def doclane(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "pipeline.cli", *args],
-            env=test_database_env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return doclane(*args, env=test_database_env, cwd=tmp_path)
 
-    assert doclane("cancel", job_id).returncode == 0
-    assert doclane("cancel", job_id).returncode == 1  # already cancelled: refused, recorded
-    assert doclane("tenants", "set", "team-q", "--max-queued", "5").returncode == 0
-    made = doclane("tokens", "create", "bot", "--role", "read", "--json")
+    assert cli("cancel", job_id).returncode == 0
+    assert cli("cancel", job_id).returncode == 1  # already cancelled: refused, recorded
+    assert cli("tenants", "set", "team-q", "--max-queued", "5").returncode == 0
+    made = cli("tokens", "create", "bot", "--role", "read", "--json")
     secret = json.loads(made.stdout)["token"]
-    assert doclane("tokens", "revoke", "bot").returncode == 0
-    listed = doclane("audit", "--json")
+    assert cli("tokens", "revoke", "bot").returncode == 0
+    listed = cli("audit", "--json")
     assert listed.returncode == 0, listed.stderr
     entries = json.loads(listed.stdout)["entries"]
     shown = [(e["action"], e["target"], e["outcome"]) for e in reversed(entries)]
@@ -132,9 +125,9 @@ def test_the_clis_changes_are_recorded_and_doclane_audit_reads_them(
     assert all(e["actor"].startswith("cli:") for e in entries[:-1])
     assert entries[2]["detail"]["max_queued"] == "5"
     assert secret not in listed.stdout
-    only = json.loads(doclane("audit", "--action", "cancel", "--json").stdout)["entries"]
+    only = json.loads(cli("audit", "--action", "cancel", "--json").stdout)["entries"]
     assert len(only) == 2
-    text = doclane("audit", "--since", "1h")
+    text = cli("audit", "--since", "1h")
     assert text.returncode == 0 and "revoke_token bot -> ok" in text.stdout
 
 
@@ -174,3 +167,34 @@ def test_a_nul_in_a_filter_is_refused_not_a_server_error(api: ApiServer, field: 
         page = browser.get("/console/audit", params={field: "can\x00cel"})
     assert page.status_code == 200, page.text
     assert "cannot contain a NUL byte" in page.text
+
+
+def test_doclane_submit_is_recorded_as_a_submission_over_http_is(
+    test_database_env: dict[str, str], tmp_path: Path, store: JobStore
+) -> None:
+    from pipeline.access.audit import cli_actor
+    from pipeline.store.access import AuditFilter
+
+    good, gone = _doc(tmp_path), str(tmp_path / "gone.md")
+    made = doclane("submit", good, gone, "--json", env=test_database_env, cwd=tmp_path)
+    assert made.returncode == 1, made.stderr  # one source refused
+    submission_id = json.loads(made.stdout)["submission_id"]
+    refused = doclane("submit", gone, env=test_database_env, cwd=tmp_path)
+    unknown = doclane("submit", good, "--tenant", "nobody", env=test_database_env, cwd=tmp_path)
+    assert refused.returncode == unknown.returncode == 1
+
+    entries = list(reversed(store.audit.list(AuditFilter(action="submit"))))
+    assert [(e.actor, e.target, e.outcome) for e in entries] == [
+        (cli_actor(), None, "ok"),
+        (cli_actor(), None, "E101"),  # every source refused: the first refusal's code
+        (cli_actor(), None, "E116"),  # refused whole
+    ]
+    assert entries[0].detail == {
+        "tenant": "default",
+        "submission_id": submission_id,
+        "jobs": 1,
+        "refused": 1,
+    }
+    assert entries[1].detail["jobs"] == 0 and entries[1].detail["refused"] == 1
+    assert entries[2].detail == {"tenant": "nobody"}
+    assert all(e.address for e in entries)  # the host it ran on

@@ -94,6 +94,8 @@ def test_a_tenant_claim_naming_an_unknown_tenant_is_refused(
     status, code, _ = _refusal(api, provider.client_token("ghost-tenant"))
     assert code == "E116" and status >= 400
     assert _refusal(api, provider.sign(provider.claims(tenant="team-a")))[0] == 200
+    # an empty claim is no way to say every tenant: the admin role it carries opens nothing
+    assert _refusal(api, provider.sign(provider.claims(tenant=""))) == (401, "E124", "empty_tenant")
 
 
 def test_a_forged_token_with_the_providers_key_and_valid_claims_passes(

@@ -16,8 +16,8 @@ from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.store.builders import job_in_state
 from tests.support.long_pdf import write_long_pdf
+from tests.support.store_builders import job_in_state
 
 
 @pytest.fixture

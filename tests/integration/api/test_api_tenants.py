@@ -12,17 +12,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from pipeline.api.quota import RETRY_AFTER_IDLE_S
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
+from tests.support.store_builders import job_with_id
 
 TOKENS = {
     "ops": ("admin", None),
     "a-submit": ("submit", "team-a"),
     "a-read": ("read", "team-a"),
     "b-submit": ("submit", "team-b"),
+    "a-admin": ("admin", "team-a"),
 }
 
 
@@ -54,6 +57,13 @@ def _submit(api: ApiServer, token: str, tmp_path: Path, **body: Any) -> str:
     answer = api.post("/v1/jobs", token=token, json={"sources": [_doc(tmp_path)], **body})
     assert answer.status_code == 202, answer.text
     return str(answer.json()["accepted"][0]["job_id"])
+
+
+#: Two jobs (and submissions) of two tenants whose ids start alike.
+OURS, THEIRS = "5e1d2c1e-1111-4000-8000-000000000001", "5e1d2c1f-2222-4000-8000-000000000002"
+OUR_SUBMISSION = "5e1d2c1e-0000-4000-8000-0000000000a1"
+THEIR_SUBMISSION = "5e1d2c1f-0000-4000-8000-0000000000a2"
+SHARED = "5e1d2c1"
 
 
 def test_the_api_makes_its_tokens_tenants_at_start(api: ApiServer, store: JobStore) -> None:
@@ -93,6 +103,74 @@ def test_a_tenants_token_sees_another_tenants_job_as_one_that_does_not_exist(
     assert store.reads.get_job(uuid.UUID(new)).tenant == "team-a"  # type: ignore[union-attr]
     # the other tenant's job was left alone
     assert api.get(f"/v1/jobs/{theirs}", token=tokens["ops"]).json()["job"]["state"] == "queued"
+
+
+def _succeeded(store: JobStore, job_id: str, markdown: str) -> None:
+    claimed = store.attempts.claim(uuid.UUID(job_id), "worker-a", lease_s=60)
+    assert claimed is not None
+    assert store.attempts.finish(claimed.id, claimed.attempt, {"md": markdown})
+
+
+def test_another_tenants_results_short_ids_and_submissions_do_not_exist_for_a_tenant(
+    api: ApiServer, tokens: dict[str, str], tmp_path: Path, store: JobStore
+) -> None:
+    answer = api.post("/v1/jobs", token=tokens["b-submit"], json={"sources": [_doc(tmp_path)]})
+    theirs, submission = answer.json()["accepted"][0]["job_id"], answer.json()["submission_id"]
+    _succeeded(store, theirs, "# team-b's secret")
+    nobody = str(uuid.uuid4())
+    ours = _submit(api, tokens["a-submit"], tmp_path)
+    _succeeded(store, ours, "# ours")
+    reader = tokens["a-read"]
+
+    other = api.get(f"/v1/jobs/{theirs}/result/md", token=reader)
+    missing = api.get(f"/v1/jobs/{nobody}/result/md", token=reader)
+    assert other.status_code == missing.status_code == 404 and "secret" not in other.text
+    assert other.text.replace(theirs, nobody) == missing.text
+    assert api.get(f"/v1/jobs/{ours}/result/md", token=reader).text == "# ours"
+    assert api.get(f"/v1/jobs/{theirs}/result/md", token=tokens["ops"]).text == "# team-b's secret"
+
+    # a prefix is resolved among its own jobs and submissions only: another's is E108
+    for path in (f"/v1/jobs/{theirs[:8]}", f"/v1/jobs?submission={submission[:8]}"):
+        refused = api.get(path, token=reader)
+        assert refused.status_code == 404 and refused.json()["error"]["code"] == "E108", path
+        assert api.get(path, token=tokens["ops"]).status_code == 200, path
+    whole = api.get(f"/v1/jobs?submission={submission}", token=reader)
+    assert whole.status_code == 200 and whole.json()["jobs"] == []
+
+
+def test_a_short_id_is_resolved_among_the_tenants_own_jobs(
+    api: ApiServer, tokens: dict[str, str], raw_sql: psycopg.Connection
+) -> None:
+    """A prefix its own job shares with another tenant's names its own: the other's is not even
+    counted (an admin's E121 would tell the tenant that such a job exists)."""
+    ours = job_with_id(raw_sql, OURS, tenant="team-a", submission_id=OUR_SUBMISSION)
+    job_with_id(raw_sql, THEIRS, tenant="team-b", submission_id=THEIR_SUBMISSION)
+    for path in (f"/v1/jobs/{SHARED}", f"/v1/jobs?submission={SHARED}"):
+        answer = api.get(path, token=tokens["a-read"])
+        assert answer.status_code == 200, (path, answer.text)
+        assert str(ours) in answer.text and THEIRS not in answer.text
+        both = api.get(path, token=tokens["ops"])
+        assert both.status_code == 422 and both.json()["error"]["code"] == "E121", path
+
+
+def test_a_tenants_admin_cannot_make_tokens_nor_read_the_audit_trail(
+    api: ApiServer, tokens: dict[str, str]
+) -> None:
+    """Both span the tenants: a token of every tenant made by a tenant's admin, or the others'
+    actions read, would be a way through the wall. An operator (admin of every tenant) may."""
+    ours = tokens["a-admin"]
+    for method, path, body in (
+        ("POST", "/v1/tokens", {"name": "every", "role": "admin"}),
+        ("POST", "/v1/tokens", {"name": "ours", "role": "read", "tenant": "team-a"}),
+        ("GET", "/v1/tokens", None),
+        ("DELETE", "/v1/tokens/bot", None),
+        ("GET", "/v1/audit", None),
+    ):
+        refused = api.request(method, path, token=ours, json=body)
+        assert refused.status_code == 403, (path, refused.text)
+        assert refused.json()["error"]["code"] == "E109"
+    assert api.get("/v1/tokens", token=tokens["ops"]).json()["tokens"] == []
+    assert api.get("/v1/audit", token=tokens["ops"]).status_code == 200
 
 
 def test_lists_are_the_tenants_own_and_an_admin_filters(

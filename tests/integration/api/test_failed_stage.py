@@ -15,7 +15,7 @@ from errors import SourceNotFound
 from pipeline.jobs import JobState, SourceKind, Stage
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 
 def test_a_job_that_failed_fetching_says_so_everywhere(

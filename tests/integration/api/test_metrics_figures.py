@@ -11,7 +11,7 @@ from pipeline.jobs import JobState
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_SMALL
 from pipeline.settings import read_settings
 from pipeline.store import JobStore, StoreSettings
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 
 def _scrape(store: JobStore) -> dict[str, Metric]:

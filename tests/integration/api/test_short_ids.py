@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.store import JobStore
 from tests.fixtures.api_server import ApiServer
-from tests.integration.store.builders import job_with_id
+from tests.support.store_builders import job_with_id
 
 A = "6f1d2c1e-1111-4000-8000-000000000001"
 B = "6f1d2c1f-2222-4000-8000-000000000002"  # "6f1d2c1" is A's and B's

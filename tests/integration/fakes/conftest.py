@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.fakes.raw_mcp import RawSession
+from tests.support.raw_mcp import RawSession
 
 
 @pytest.fixture

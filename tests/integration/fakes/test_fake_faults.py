@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from tests.fixtures.fake_server import FakeServer
-from tests.integration.fakes.raw_mcp import RawSession
+from tests.support.raw_mcp import RawSession
 
 CONVERT = "convert_document_into_docling_document"
 EXPORT = "export_docling_document_to_markdown"

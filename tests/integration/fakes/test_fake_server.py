@@ -25,7 +25,7 @@ from tests.fakes.profiles import DOCLING_TOOLS_FILE
 from tests.fixtures.fake_server import REPO_ROOT, FakeServer, FakeServerError, FakeServerFactory
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
-from tests.integration.fakes.raw_mcp import RawSession
+from tests.support.raw_mcp import RawSession
 
 T = TypeVar("T")
 

@@ -18,7 +18,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
 from tests.fixtures.waiting import wait_for
-from tests.integration.fakes.raw_mcp import RawSession
+from tests.support.raw_mcp import RawSession
 
 CONVERT = "convert_document_into_docling_document"
 

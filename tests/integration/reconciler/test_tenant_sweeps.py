@@ -9,7 +9,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.queues import RecordingPublisher
 from pipeline.reconciler import reconcile_once
 from pipeline.store import ClaimFound, JobStore
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 QUEUE = "doclane.small"
 

@@ -54,7 +54,8 @@ def breaker_of(server: FakeServer, **settings: Any) -> Any:
 
 
 def test_done_when_four_processes_against_a_503_origin(fake_server: FakeServer) -> None:
-    """The issue's check: E302 three times (the tripping call reports its own), then E309."""
+    """Four processes, one call each, share one circuit: the first three get E302 (the third
+    trips it and reports its own), the fourth E309 without sending anything to the server."""
     fake_server.configure(
         fail_next=-1, fail_with="http503", fail_methods=["initialize", "tools/call"]
     )

@@ -9,7 +9,7 @@ import pytest
 
 from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore, StoreSettings
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from psycopg import errors as pg_errors
 
 from errors import CallTimeout, ConversionFailed
 from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.store import AttemptResults, ClaimFound, FormatsMismatch, JobStore
+from pipeline.store import AttemptResults, ClaimFound, JobStore, ResultFormatsRefused
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 
 
@@ -197,12 +197,12 @@ def test_a_round_with_results_that_are_not_a_jobs_formats_stores_nothing(
         AttemptResults(first.id, first.attempt, {"md": "# fine"}),
         AttemptResults(second.id, second.attempt, {"html": "<p>not asked for</p>"}),
     ]
-    with pytest.raises(FormatsMismatch, match="wants formats"):
+    with pytest.raises(ResultFormatsRefused, match="wants formats"):
         store.attempts.finish_together(ends)
     assert store.reads.get_job(first.id) == first, "the whole transaction was undone"
     assert store.reads.list_results(first.id) == []
     queued = job_factory(JobState.QUEUED)
-    with pytest.raises(FormatsMismatch, match="wants formats"):
+    with pytest.raises(ResultFormatsRefused, match="wants formats"):
         store.attempts.finish_then_claim(ends, first, "worker-b", 60, limit=1, small_below=1 << 20)
     assert store.reads.get_job(first.id) == first and store.reads.get_job(queued.id) == queued, (
         "the claim was undone with the results"
@@ -250,7 +250,7 @@ def test_finish_with_the_wrong_formats_writes_nothing(
     job_factory: Callable[..., Job], store: JobStore
 ) -> None:
     job = job_factory(JobState.RUNNING, formats=("md", "json"))
-    with pytest.raises(FormatsMismatch, match="wants formats"):
+    with pytest.raises(ResultFormatsRefused, match="wants formats"):
         store.attempts.finish(job.id, job.attempt, {"md": "# only markdown"})
     after = store.reads.get_job(job.id)
     assert after is not None and after.state is JobState.RUNNING

@@ -11,7 +11,7 @@ from psycopg import errors as pg_errors
 from errors import InternalError
 from pipeline.jobs import EventKind, Job, JobState
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 
 def test_a_jobs_whole_life_is_in_its_trail(store: JobStore) -> None:

@@ -13,7 +13,7 @@ from errors import DatabaseUnavailable, classify
 from pipeline.jobs import Stage
 from pipeline.settings import read_settings
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 
 @pytest.fixture

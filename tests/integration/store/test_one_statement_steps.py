@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from pipeline.jobs import Job, JobState, Stage
-from pipeline.store import FormatsMismatch, JobStore
+from pipeline.store import JobStore, ResultFormatsRefused
 from pipeline.store import finishing as finishing_module
 from pipeline.store.rows import CallEvent
 
@@ -137,7 +137,7 @@ def test_wrong_formats_undo_everything(
 ) -> None:
     job = job_factory(JobState.RUNNING, formats=("md", "json"))
     before = len(store.reads.events(job.id))
-    with pytest.raises(FormatsMismatch, match=r"wants formats"):
+    with pytest.raises(ResultFormatsRefused, match=r"wants formats"):
         store.attempts.finish(
             job.id, job.attempt, results, calls=[call("export")], note={"note": "x"}
         )

@@ -23,7 +23,7 @@ from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import AttemptResults
 from tests.fixtures.object_store import ObjectServer
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 MIB = 1024 * 1024
 

@@ -17,7 +17,7 @@ from pipeline.settings import read_settings
 from pipeline.store import JobStore, StoreSettings
 from pipeline.store.result_objects import ObjectResults
 from tests.fixtures.object_store import ObjectServer
-from tests.integration.store.builders import job_in_state, new_job, sha256_of
+from tests.support.store_builders import job_in_state, new_job, sha256_of
 
 
 def _now(raw_sql: psycopg.Connection) -> datetime:

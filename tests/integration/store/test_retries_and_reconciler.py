@@ -8,7 +8,7 @@ from datetime import timedelta
 from errors import CircuitOpen, InternalError, ServerUnavailable
 from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 
 def test_a_retry_is_due_after_its_delay_and_keeps_the_error(

@@ -12,7 +12,7 @@ import pytest
 from errors import AmbiguousId, JobNotFound
 from pipeline.store import JobStore
 from pipeline.store.queries import query
-from tests.integration.store.builders import job_with_id
+from tests.support.store_builders import job_with_id
 
 A = "6f1d2c1e-1111-4000-8000-000000000001"
 B = "6f1d2c1f-2222-4000-8000-000000000002"  # shares "6f1d2c1" with A

@@ -14,7 +14,7 @@ from pipeline.jobs import Job, JobState
 from pipeline.store import JobStore
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 from tests.fixtures.waiting import wait_for
-from tests.integration.store.builders import new_job, someone_waits_for_a_lock
+from tests.support.store_builders import new_job, someone_waits_for_a_lock
 
 RUNS = ("1-2", "3-4", "5")
 

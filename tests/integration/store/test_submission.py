@@ -10,8 +10,8 @@ import pytest
 
 from pipeline.jobs import Job, JobState, SourceKind
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job, sha256_of
 from tests.support.jobs import succeeded_job
+from tests.support.store_builders import new_job, sha256_of
 
 REPORT = sha256_of("the quarterly report")
 

@@ -14,13 +14,13 @@ from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from pipeline.store.tenants import UNSET
 from tests.fixtures.waiting import wait_for
-from tests.integration.store.builders import (
+from tests.support.jobs import succeeded_job
+from tests.support.store_builders import (
     job_in_state,
     new_job,
     sha256_of,
     someone_waits_for_a_lock,
 )
-from tests.support.jobs import succeeded_job
 
 
 def test_default_exists_and_set_changes_only_the_fields_given(store: JobStore) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from errors import ServerUnavailable
 from pipeline.store import JobStore
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 CONTEXT = {
     "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",

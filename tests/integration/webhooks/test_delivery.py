@@ -15,7 +15,7 @@ from pipeline.submission import enqueue
 from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 Dispatchers = Callable[..., WebhookDispatcher]
 

@@ -21,7 +21,7 @@ from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 
 
 @pytest.fixture

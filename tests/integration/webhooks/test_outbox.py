@@ -12,7 +12,7 @@ import pytest
 from pipeline.jobs import JobState
 from pipeline.store import JobStore
 from pipeline.webhooks import DeliveryState, WebhookOutbox
-from tests.integration.store.builders import job_in_state, new_job
+from tests.support.store_builders import job_in_state, new_job
 
 HOOK = "http://127.0.0.1:9/hook"
 

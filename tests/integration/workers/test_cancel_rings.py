@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from pipeline.admin import cancel_job
-from pipeline.jobs import JobState
+from pipeline.jobs import EVERY_TENANT, JobState
 from pipeline.queues import QUEUE_SMALL
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store import JobStore, TenantView
 from tests.fixtures.brokers import Broker
-from tests.integration.store.builders import job_in_state
+from tests.support.store_builders import job_in_state
 from workers.app import create_app
 from workers.publisher import CeleryPublisher
 
@@ -37,10 +37,10 @@ def test_cancelling_a_capped_tenants_running_job_rings_its_queue_once(
     waiting = job_in_state(store, JobState.QUEUED, tenant="capped", queue=QUEUE_SMALL)
     assert publisher.waiting(QUEUE_SMALL) == 0
 
-    cancel_job(store, waiting.id, publisher)
+    cancel_job(TenantView(store, EVERY_TENANT), waiting.id, publisher)
     assert publisher.waiting(QUEUE_SMALL) == 0, "a queued job's cancel frees no running slot"
     job_in_state(store, JobState.QUEUED, tenant="capped", queue=QUEUE_SMALL)
-    cancel_job(store, running.id, publisher)
+    cancel_job(TenantView(store, EVERY_TENANT), running.id, publisher)
 
     assert publisher.waiting(QUEUE_SMALL) == 1
     assert store.operations.claimable_queues().get(QUEUE_SMALL, 0) >= 1, "room, and a bell"

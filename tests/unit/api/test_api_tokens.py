@@ -9,8 +9,9 @@ from fastapi.security import HTTPAuthorizationCredentials
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 
-from errors import InvalidSetting, RoleForbidden
+from errors import InvalidArgument, InvalidSetting, RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
+from pipeline.jobs import EVERY_TENANT, TenantScope, scope_of
 from pipeline.settings.api import ApiSettings
 
 SECRET_A, SECRET_B = "a" * 32 + "-secret", "b" * 32 + "-secret"
@@ -87,7 +88,7 @@ def _bearer(token: str) -> HTTPAuthorizationCredentials:
 def test_roles_allow_what_the_roles_before_them_allow(monkeypatch: pytest.MonkeyPatch) -> None:
     listed = f"r:read:{SECRET_A},s:submit:{SECRET_B},a:admin:{SECRET_A}x"
     access = TokenRoles(_settings(monkeypatch, DOCLANE_API_TOKENS=listed).tokens())
-    assert access.caller(_bearer(SECRET_B), _request()) == Caller("s", "submit")
+    assert access.caller(_bearer(SECRET_B), _request()) == Caller("s", "submit", EVERY_TENANT)
     allowed = {
         (name, role)
         for name, secret in (("r", SECRET_A), ("s", SECRET_B), ("a", SECRET_A + "x"))
@@ -128,13 +129,30 @@ def test_a_json_token_may_carry_a_tenant_and_the_caller_keeps_it(
     caller = check.caller(
         HTTPAuthorizationCredentials(scheme="Bearer", credentials=SECRET_A), _request()
     )
-    assert caller == Caller("team-a", "submit", "team-a")
-    assert caller.sees("team-a") and not caller.sees("team-b") and caller.may_change()
-    assert Caller("ops", "admin").sees("team-b")
-    assert not Caller("ci", "submit").may_change()  # a submit token of no tenant: admin's job
-    assert not Caller("a-read", "read", "team-a").may_change()
+    assert caller == Caller("team-a", "submit", TenantScope("team-a"))
+    assert caller.scope.covers("team-a") and not caller.scope.covers("team-b")
+    assert caller.may_change()
+    assert Caller("ops", "admin", EVERY_TENANT).scope.covers("team-b")
+    # a submit token of no tenant: cancel and retry are an admin's
+    assert not Caller("ci", "submit", EVERY_TENANT).may_change()
+    assert not Caller("a-read", "read", TenantScope("team-a")).may_change()
     with pytest.raises(RoleForbidden):
-        check.changer()(Caller("ci", "submit"))
+        check.changer()(Caller("ci", "submit", EVERY_TENANT))
+
+
+def test_an_empty_tenant_is_refused_not_read_as_every_tenant(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = json.dumps([{"name": "x", "role": "admin", "token": SECRET_A, "tenant": ""}])
+    with pytest.raises(InvalidSetting, match=r"tenant.*empty tenant: leave .tenant. out"):
+        _settings(monkeypatch, DOCLANE_API_TOKENS=listed)
+    with pytest.raises(InvalidArgument, match="an empty tenant name") as refused:
+        scope_of("")
+    assert refused.value.code == "E117"
+    with pytest.raises(InvalidArgument, match="not a tenant name"):
+        TenantScope("Team A")
+    assert scope_of(None) is EVERY_TENANT and EVERY_TENANT.every
+    assert scope_of("team-a") == TenantScope("team-a") and not TenantScope("team-a").every
 
 
 def test_a_tenant_that_is_no_tenant_name_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -26,7 +26,7 @@ from pipeline.console.session import (
     token_accepted,
 )
 from pipeline.console.throttle import SignInThrottle
-from pipeline.jobs import JobState
+from pipeline.jobs import EVERY_TENANT, JobState
 from pipeline.settings import read_settings
 
 
@@ -51,9 +51,9 @@ def _cookie_of(response: Response) -> str:
 
 def test_the_sign_in_check_is_the_apis_token_check_with_its_roles() -> None:
     ctx = _ctx("s3cret", tokens="ci:submit:c1-token,grafana:read:gr-token")
-    assert token_accepted(ctx, "s3cret") == Caller("DOCLANE_API_TOKEN", "admin")
-    assert token_accepted(ctx, "c1-token") == Caller("ci", "submit")
-    assert token_accepted(ctx, "gr-token") == Caller("grafana", "read")
+    assert token_accepted(ctx, "s3cret") == Caller("DOCLANE_API_TOKEN", "admin", EVERY_TENANT)
+    assert token_accepted(ctx, "c1-token") == Caller("ci", "submit", EVERY_TENANT)
+    assert token_accepted(ctx, "gr-token") == Caller("grafana", "read", EVERY_TENANT)
     for wrong in ("s3cret ", "", "ci", "submit"):
         assert token_accepted(ctx, wrong) is None
     assert token_accepted(_ctx(None), "") is None  # no token set: nobody signs in
@@ -63,7 +63,7 @@ def test_a_session_holds_its_role_and_csrf_token_and_nothing_else_passes() -> No
     ctx = _ctx("s3cret", tokens="grafana:read:gr-token")
     sessions = Sessions(ctx)
     response = Response()
-    started = sessions.start(_request(), response, Caller("grafana", "read"))
+    started = sessions.start(_request(), response, Caller("grafana", "read", EVERY_TENANT))
     cookie = _cookie_of(response)
     assert "gr-token" not in cookie and "s3cret" not in cookie
     assert sessions.current(_request(cookie)) == started

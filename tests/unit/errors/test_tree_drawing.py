@@ -1,6 +1,5 @@
 """The exception tree drawn in ``errors``' docstring is the whole tree: every exception class
-doclane's packages define is drawn under its real parent, or named below as control flow that
-never leaves its module."""
+doclane's packages define is drawn under its real parent."""
 
 from __future__ import annotations
 
@@ -14,9 +13,6 @@ from types import ModuleType
 import errors
 import pipeline
 import workers
-
-#: Raised and caught in one module, to change course there; they never reach a caller.
-INTERNAL_CONTROL_FLOW = {"NotBatchable": "pipeline.processing.batching"}
 
 _ROOT = re.compile(r"^(?P<name>[A-Z]\w*)\b")
 _BRANCH = re.compile(r"^(?P<indent>(?:[│ ]   )*)[├└]── (?P<name>[A-Z]\w*)\b")
@@ -79,19 +75,10 @@ def test_the_tree_parser_reads_roots_branches_and_depth() -> None:
 def test_every_exception_class_is_drawn_under_its_parent() -> None:
     drawn = drawn_tree(errors.__doc__ or "")
     defined = defined_exceptions()
-    missing = set(defined) - set(drawn) - set(INTERNAL_CONTROL_FLOW)
+    missing = set(defined) - set(drawn)
     assert not missing, f"exception classes missing from the tree in errors/__init__.py: {missing}"
     for name, parent in drawn.items():
         cls = defined.get(name) or getattr(builtins, name, None)
         assert cls is not None, f"{name} is drawn but no such exception class exists"
         if parent is not None:
             assert cls.__bases__[0].__name__ == parent, f"{name} is drawn under {parent}"
-
-
-def test_internal_control_flow_is_named_and_never_drawn() -> None:
-    drawn = drawn_tree(errors.__doc__ or "")
-    defined = defined_exceptions()
-    for name, module in INTERNAL_CONTROL_FLOW.items():
-        assert name not in drawn
-        assert defined[name].__module__ == module
-        assert "never leaves" in (defined[name].__doc__ or "")

@@ -9,8 +9,7 @@ import pytest
 
 from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp.settings import environment_variables
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 MCP_ENVIRONMENT = environment_variables()
 

@@ -9,8 +9,7 @@ import pytest
 
 from errors import CallTimeout, InvalidParams, UnknownTool
 from pipeline.mcp import McpClient, McpSettings, ToolCall
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import ScriptedServer, echo_tool, timing_out
+from tests.support.scripted_mcp import MakeClient, ScriptedServer, echo_tool, timing_out
 
 
 def test_sequential_results_in_request_order_with_partial_failures(client: McpClient) -> None:

@@ -10,8 +10,7 @@ from errors import CallTimeout, MissingCapability, NotInitialized, ServerUnavail
 from pipeline import __version__
 from pipeline.mcp import LifecycleState, McpSettings, format_trail
 from pipeline.mcp._lifecycle import ALLOWED, IllegalTransition, Lifecycle
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 S = LifecycleState
 

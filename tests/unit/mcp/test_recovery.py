@@ -8,7 +8,7 @@ import pytest
 
 from errors import ServerUnavailable, SessionExpired
 from pipeline.mcp import LifecycleState, McpClient, Outgoing, Reply
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import ScriptedServer
 
 S = LifecycleState
 

@@ -9,8 +9,7 @@ import pytest
 from errors import ParseError, UnknownTool
 from pipeline.mcp import McpClient, Tool
 from pipeline.mcp._registry import ToolRegistry
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 
 class Clock:

@@ -9,7 +9,7 @@ import pytest
 
 from errors import InvalidParams, OutputSchemaMismatch
 from pipeline.mcp import McpClient, Tool
-from tests.unit.mcp.scripted import ScriptedServer, response, text_result
+from tests.support.scripted_mcp import ScriptedServer, response, text_result
 
 DOCLING_CONVERT = Tool.from_wire(
     {

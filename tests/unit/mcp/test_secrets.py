@@ -8,7 +8,7 @@ import pytest
 from errors import InvalidSetting
 from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings
 from pipeline.settings import read_settings
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import ScriptedServer
 
 TOKEN = "tok-5f8e2c-very-secret"
 

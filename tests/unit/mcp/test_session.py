@@ -19,9 +19,9 @@ from errors import (
 )
 from pipeline.mcp import Binding, LogMessage, McpClient, Outgoing, Progress, Reply
 from pipeline.mcp._session import JsonRpcSession
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import (
+from tests.support.scripted_mcp import (
     JsonObject,
+    MakeClient,
     ScriptedServer,
     error,
     response,

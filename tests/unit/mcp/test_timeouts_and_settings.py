@@ -8,8 +8,7 @@ from errors import InvalidSetting
 from pipeline.mcp import CallTimeouts, McpClient, McpSettings, normalize_endpoint, origin_of
 from pipeline.settings import read_settings
 from pipeline.support.secrets import mask_address
-from tests.support.scripted_mcp import MakeClient
-from tests.unit.mcp.scripted import ScriptedServer
+from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 MIB = 1024 * 1024
 

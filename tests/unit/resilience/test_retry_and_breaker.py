@@ -9,6 +9,8 @@ from collections.abc import Callable
 import pytest
 
 import errors
+from pipeline.processing import AttemptLost
+from pipeline.processing.batching import NotBatchable
 from pipeline.resilience import OriginBreaker, RetryRecord, retry_call
 from pipeline.settings import read_settings
 from tests.fixtures.waiting import wait_for
@@ -208,6 +210,62 @@ def test_a_failed_trial_opens_the_circuit_again() -> None:
     with pytest.raises(errors.CallTimeout):
         cb.call(failing(errors.CallTimeout("still sick")))
     assert cb.snapshot()["state"] == "open" and cb.retry_after() > 0
+
+
+# ---- control flow passes through both layers untouched ---------------------------------------
+#: Every signal that unwinds a unit of work through retry(breaker(call)): none is a failure.
+SIGNALS = [
+    errors.CallCancelled("withdrawn (job cancelled)"),
+    AttemptLost("the job was taken from this attempt before converting"),
+    NotBatchable("the server offers no directory tool"),
+]
+
+
+@pytest.mark.parametrize("signal", SIGNALS, ids=lambda signal: type(signal).__name__)
+def test_a_signal_is_control_flow_not_a_bug(signal: errors.PipelineError) -> None:
+    assert isinstance(signal, errors.ControlFlow)
+    assert not isinstance(signal, errors.UnexpectedError | errors.McpRuntimeError)
+    assert not signal.retryable and not signal.trips_breaker
+
+
+@pytest.mark.parametrize("signal", SIGNALS, ids=lambda signal: type(signal).__name__)
+def test_a_signal_is_never_retried_and_leaves_as_itself(signal: errors.PipelineError) -> None:
+    record = RetryRecord()
+    with pytest.raises(type(signal)) as caught:
+        retry_call(failing(signal, signal, signal), FAST, record=record)
+    assert caught.value is signal  # not re-classified: the caller catches it by class
+    assert record.tries == 1 and record.waits == []
+
+
+@pytest.mark.parametrize("signal", SIGNALS, ids=lambda signal: type(signal).__name__)
+def test_a_signal_counts_as_neither_failure_nor_success(signal: errors.PipelineError) -> None:
+    cb = breaker(fail_max=2)
+    with pytest.raises(errors.ServerUnavailable):
+        cb.call(failing(errors.ServerUnavailable("1")))
+    for _ in range(3):  # past fail_max, had it counted
+        with pytest.raises(type(signal)):
+            retry_call(lambda: cb.call(failing(signal)), FAST)
+    snapshot = cb.snapshot()
+    assert snapshot["state"] == "closed"
+    assert snapshot["failures"] == 1  # neither counted nor reset by the signals
+    with pytest.raises(errors.ServerUnavailable):
+        cb.call(failing(errors.ServerUnavailable("2")))
+    assert cb.is_open()
+
+
+@pytest.mark.parametrize("signal", SIGNALS, ids=lambda signal: type(signal).__name__)
+def test_a_signal_during_the_trial_lets_the_next_call_be_the_trial(
+    signal: errors.PipelineError,
+) -> None:
+    cb = breaker(fail_max=1, reset_s=0.05)
+    with pytest.raises(errors.ServerUnavailable):
+        cb.call(failing(errors.ServerUnavailable("down")))
+    wait_for(lambda: cb.retry_after() == 0, timeout=5, message="reset time passed")
+    with pytest.raises(type(signal)):
+        cb.call(failing(signal))
+    assert cb.snapshot()["state"] == "half-open"  # neither reopened nor closed by it
+    assert cb.call(failing()) == "ok"  # its trial token was given back
+    assert cb.snapshot()["state"] == "closed"
 
 
 # ---- no lock held across a call ---------------------------------------------------------------

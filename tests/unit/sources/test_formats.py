@@ -7,8 +7,8 @@ import io
 import pytest
 
 from pipeline.sources.formats import (
+    ContentNotItsFormat,
     DocumentFormat,
-    FormatMismatch,
     detect_download_format,
     format_for_content_type,
     format_for_name,
@@ -53,7 +53,7 @@ def test_detection(data, content_type, path, expected):
     ],
 )
 def test_refusals(data, content_type, path, reason):
-    with pytest.raises(FormatMismatch, match=reason):
+    with pytest.raises(ContentNotItsFormat, match=reason):
         detect(data, content_type, path)
 
 

@@ -5,7 +5,8 @@ Fills the store's pool with ``--connections`` idle connections, restarts the mac
 times the first borrow + ``SELECT 1``, with the pool's sweep on (as doclane runs) and off (the
 plain check-on-borrow psycopg_pool offers). Each mode runs ``--rounds`` times.
 
-    .venv/bin/python -m bench.store_restart_first_call [--connections 4] [--rounds 3] [--json]
+    .venv/bin/python -m bench.investigations.store_restart_first_call
+        [--connections 4] [--rounds 3] [--json]
 
 It restarts the machine's PostgreSQL: every other client of the cluster loses its connections.
 Run it on a quiet machine, never beside the test suite.

@@ -18,11 +18,12 @@ last job's ``finished_at``) and the submit command's own wall time until it prin
 off, on, ...) for ``--rounds`` rounds, because this kind of machine drifts within minutes; the
 report gives each round's pair and the median ratio on / off.
 
-    .venv/bin/python -m bench.tracing_cost [--jobs 500] [--rounds 3] [--concurrency 2]
+    .venv/bin/python -m bench.investigations.tracing_cost
+        [--jobs 500] [--rounds 3] [--concurrency 2]
         [--smoke] [--json]
 
 ``--smoke`` makes every count tiny: it proves the bench works, its figures mean nothing.
-Figures go to docs/benchmarks.md (Tracing).
+Figures go to docs/benchmarks.md (*What we learned*).
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
-"""The same MCP calls cost more CPU when the machine idles between them (figure 2).
+"""The same MCP calls cost more CPU when the machine idles between them (the pipeline figure).
 
 One fake Docling MCP server; doclane's client makes convert+export pairs, alternating two ways:
 back to back (as the pipeline bench's client loop does), and with a pause after each pair (as a
 worker's calls come, between a claim and a commit). It prints each variant's pairs/s and the
 CPU per pair of the client and of the server (``/proc/PID/stat``). On the project's VMs the
 pause alone raises both, which is part of why a pipeline job's two calls cost more than the
-loop's: see *Pipeline overhead* in docs/benchmarks.md.
+loop's: see *What we learned* in docs/benchmarks.md.
 
-    .venv/bin/python -m bench.cold_calls [--pairs 900] [--pause-ms 4] [--rounds 2] [--smoke]
+    .venv/bin/python -m bench.investigations.cold_calls
+        [--pairs 900] [--pause-ms 4] [--rounds 2] [--smoke]
 """
 
 from __future__ import annotations

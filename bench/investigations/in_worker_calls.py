@@ -1,7 +1,8 @@
-"""Are the same MCP calls slower inside a worker? (docs/benchmarks.md, "Real conversions")
+"""Are the same MCP calls slower inside a worker? (docs/benchmarks.md, *What we learned*)
 
-The issue measured each job's MCP calls at 596 ms on average inside ``doclane worker -c 1``
-against 544 ms made directly by doclane's client, on the same corpus and server. This bench
+A first measure of the pipeline's overhead saw each job's MCP calls take 596 ms on average
+inside ``doclane worker -c 1`` against 544 ms made directly by doclane's client, on the same
+corpus and server, in two runs minutes apart. This bench
 makes the comparison paired and side by side, on real documents (``bench/corpus.py``'s corpus,
 a few of each format) and one local docling-mcp 3.3.0, restarted with an empty cache before
 every mode so that no conversion is a cache hit:
@@ -17,7 +18,7 @@ call is slower in a worker, whatever the mix of documents. Beside it: the CPU se
 and the worker's processes used, per document, which tell whether the worker takes CPU from the
 server (2 cores), and the machine's load.
 
-    .venv/bin/python -m bench.in_worker_calls [--per-format 4] [--rounds 2] [--smoke]
+    .venv/bin/python -m bench.investigations.in_worker_calls [--per-format 4] [--rounds 2] [--smoke]
 """
 
 from __future__ import annotations

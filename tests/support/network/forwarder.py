@@ -5,7 +5,7 @@ listens on the services address (a port the kernel picks) and relays each connec
 target on loopback. A link can be slowed per host (:meth:`Forward.delay`, by the host's address):
 every chunk, either way, is held that long before it is passed on, in order, as a slow network
 would (latency the host's TCP cannot see through: the bytes are in flight). Faults that lose
-packets are nftables' (:mod:`tests.network.hosts`), not the forwarder's: a stream forwarder
+packets are nftables' (:mod:`tests.support.network.hosts`), not the forwarder's: a stream forwarder
 cannot lose a byte without corrupting the stream, while a dropped packet is retransmitted.
 """
 

@@ -12,7 +12,8 @@ measures, on the real-world corpus of ``bench/corpus.py`` and one local docling-
 - the smallest tabular (CSV/XLSX) document whose save costs more than that call: the figure
   ``DOCLANE_BATCH_MAX_TABLE_BYTES`` is chosen from.
 
-    .venv/bin/python -m bench.proof_cost [--corpus DIR] [--call-s 0.3] [--json] [--smoke]
+    .venv/bin/python -m bench.investigations.proof_cost
+        [--corpus DIR] [--call-s 0.3] [--json] [--smoke]
 
 The whole corpus goes through one directory call (cache large enough to hold it); each key is
 then saved once and matched to its file by the saved ``origin``.

@@ -1,4 +1,4 @@
-"""What choosing a server costs a unit of work, by the number of servers (figure 8).
+"""What choosing a server costs a unit of work, by the number of servers (the scale-out figure).
 
 Every conversion is a unit on one origin: the pool reads the origins' circuits, takes an
 in-flight lease where the fleet has the fewest, the chosen breaker admits the unit, and the
@@ -7,7 +7,8 @@ in-flight counts in the machine's Redis, under a scratch namespace removed after
 itself does nothing), for 1, 2, 4 and 8 origins: wall and CPU milliseconds per unit, and the
 Redis round trips per unit (commands the pool's client sent; a script is one).
 
-    .venv/bin/python -m bench.server_choice [--origins 1,2,4,8] [--units 3000] [--rounds 3]
+    .venv/bin/python -m bench.investigations.server_choice
+        [--origins 1,2,4,8] [--units 3000] [--rounds 3]
         [--compare-with /path/to/other/checkout] [--smoke] [--json]
 
 ``--compare-with`` times the other checkout's pool too, in its own process with its code first
@@ -28,7 +29,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = os.environ.get("DOCLANE_REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 

@@ -14,6 +14,7 @@ host, so every fault made on a host's link is one doclane meets.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import subprocess
@@ -26,14 +27,14 @@ from uuid import UUID
 
 from psycopg.conninfo import make_conninfo
 
-from pipeline.jobs import EventKind, Job, JobState
+from pipeline.jobs import EventKind, Job, JobEvent, JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import REDIS_PORT, Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster, WorkerProcess
-from tests.network.forwarder import Forward, Forwarders
-from tests.network.hosts import Host, Network
+from tests.support.network.forwarder import Forward, Forwarders
+from tests.support.network.hosts import Host, Network
 
 #: The MCP tools that convert (a result's conversion is counted from their calls).
 CONVERT_TOOLS = frozenset(
@@ -102,6 +103,9 @@ class Fleet:
     def close(self) -> None:
         for api in self.apis:
             api.stop()
+        for fake in self.fakes:  # a call a failed test left hanging would hold a warm shutdown
+            with contextlib.suppress(Exception):
+                fake.reset()
         if self.cluster is not None:
             self.cluster.close()
         self.forwarders.close()
@@ -227,6 +231,26 @@ def figures(
         ]
         repeated += max(0, len(converts) - 1)
     return Figures(scenario, len(jobs), lost, doubled, repeated, heal_to_rate_s)
+
+
+def pool_pid(worker: str) -> int:
+    """The pool process in a lease owner or an event's ``worker`` (``node:pid``)."""
+    return int(worker.rsplit(":", 1)[1])
+
+
+def changes_to(events: Sequence[JobEvent], state: JobState) -> list[JobEvent]:
+    """A job's changes of state into ``state``, oldest first (each with its attempt)."""
+    return [e for e in events if e.kind is EventKind.STATE_CHANGE and e.to_state is state]
+
+
+def succeeded_in(cluster: Cluster, job_ids: Sequence[UUID]) -> set[int]:
+    """The pool processes whose attempts stored these jobs' results, by the database's own
+    record (the ``succeeded`` change names the attempt's worker), not by what is running now."""
+    return {
+        pool_pid((event.detail or {})["worker"])
+        for job_id in job_ids
+        for event in changes_to(cluster.store.reads.events(job_id), JobState.SUCCEEDED)
+    }
 
 
 def write_figures(row: Figures) -> None:

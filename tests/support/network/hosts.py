@@ -5,11 +5,10 @@ creating the namespace ``dln<i>``, which fails if another session holds it) and 
 
 - a services address, ``10.213.<i>.254``, on the machine's end of a veth pair whose other end
   sits in the claim's namespace (a dummy interface, where the kernel has them, would do): the
-  forwarders
-  (:mod:`tests.network.forwarder`) listen there, one per service, and relay to the machine's own
-  PostgreSQL, Redis and MCP servers on loopback. Every host reaches a service at the same
-  address, as a fleet reaches one by its DNS name, so a breaker's key (the origin) is the
-  fleet's, not the host's;
+  forwarders (:mod:`tests.support.network.forwarder`) listen there, one per service, and relay
+  to the machine's own PostgreSQL, Redis and MCP servers on loopback. Every host reaches a
+  service at the same address, as a fleet reaches one by its DNS name, so a breaker's key (the
+  origin) is the fleet's, not the host's;
 - per host, a namespace ``dln<i>h<k>`` with a veth pair: ``10.213.<i>.<4k+2>`` inside,
   ``10.213.<i>.<4k+1>`` on the machine's side, and a route to the services address.
 

@@ -12,7 +12,8 @@ each still converts). A *document* is convert + export to markdown, as a worker 
 Start-up (the server's 6 s, each client's handshake) is not timed: the clock runs from the
 moment every caller is ready to the last export. Figures go to docs/benchmarks.md.
 
-    .venv/bin/python -m bench.stdio_throughput [--rounds 5] [--modes http:1,...] [--batch] [--json]
+    .venv/bin/python -m bench.investigations.stdio_throughput
+        [--rounds 5] [--modes http:1,...] [--batch] [--json]
 """
 
 from __future__ import annotations

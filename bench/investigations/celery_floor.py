@@ -1,4 +1,4 @@
-"""What Celery alone costs per task, configured as doclane's workers are (figure 2).
+"""What Celery alone costs per task, configured as doclane's workers are (the pipeline figure).
 
 A task that does nothing but note the time in Redis, on a Celery app with the broker options of
 ``workers/app.py`` (Redis without acknowledgement emulation, ten priority levels per queue,
@@ -10,7 +10,8 @@ hand-off (result to the main process, the next message from Redis, down the pipe
 process) plus a Redis write. doclane's own gap between one job's commit and the next claim is in
 ``bench/pipeline_overhead.py``'s *between* column; this is the part of it that is Celery's.
 
-    .venv/bin/python -m bench.celery_floor [--tasks 3000] [--concurrency 1,2,4] [--rounds 3]
+    .venv/bin/python -m bench.investigations.celery_floor
+        [--tasks 3000] [--concurrency 1,2,4] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -96,7 +97,14 @@ def one_run(broker: Any, concurrency: int, tasks: int) -> float:
     for n in range(tasks):
         app.send_task("doclane.bench.noted", args=[n], queue="doclane.small", priority=0)
     # The worker is this module too, found as this process was (python -m, the same sys.path).
-    command = [sys.executable, "-m", "bench.celery_floor", "--worker", "--broker", broker_url]
+    command = [
+        sys.executable,
+        "-m",
+        "bench.investigations.celery_floor",
+        "--worker",
+        "--broker",
+        broker_url,
+    ]
     worker = subprocess.Popen(
         [*command, "-c", str(concurrency)],
         start_new_session=True,

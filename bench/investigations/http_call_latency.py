@@ -9,7 +9,7 @@ paid 40 ms for a 2 ms conversion until the client acknowledged the event at once
 ``http-delayed-ack`` rows put the old behaviour back (the acknowledgement left to the kernel) to
 show the difference side by side.
 
-    .venv/bin/python -m bench.http_call_latency [--calls 200] [--rounds 3] [--json]
+    .venv/bin/python -m bench.investigations.http_call_latency [--calls 200] [--rounds 3] [--json]
 """
 
 from __future__ import annotations
