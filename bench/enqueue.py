@@ -11,7 +11,8 @@ and the broker.
 Each repeat gets a freshly migrated scratch database and the bench's Redis database is emptied
 (claimed as the test suite claims its brokers: ``bench.harness``), so every
 submit creates every job. After each submit the bench checks the guarantees: exactly one job per
-file in the database, and one broker message per job.
+file in the database, and no more bells on the broker than jobs (PostgreSQL is the queue; the
+broker holds a few bells that wake the workers).
 
     .venv/bin/python -m bench.enqueue [--smoke] [--files 10000] [--repeats 3] [--json]
         [--profile out.prof]   # also runs one submit under cProfile

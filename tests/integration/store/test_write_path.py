@@ -15,7 +15,7 @@ from pipeline.jobs import EventKind, Job, JobState
 from pipeline.store import JobStore
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent
-from tests.integration.store.builders import new_job
+from tests.support.store_builders import new_job
 
 #: The columns a running attempt's progress writes; every other column moves updated_at.
 PROGRESS_COLUMNS = {"stage", "server_origin", "lease_expires_at", "updated_at"}
