@@ -16,9 +16,10 @@ from errors import ServerUnavailable
 from pipeline.jobs import JobState
 from pipeline.queues import QUEUE_SMALL
 from pipeline.settings import read_settings
-from pipeline.store import ClaimFound, JobStore, apply_migrations
+from pipeline.store import JobStore, apply_migrations
 from pipeline.store.rows import AttemptResults
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
+from tests.support.store_builders import drain_queue
 
 #: The last migration before the one under test.
 OLD_LAST = "0024_failed_stage.sql"
@@ -89,14 +90,7 @@ def test_jobs_in_every_state_go_on_under_the_new_triggers(old_database: str) -> 
                 AttemptResults(stale, stale_attempt, {"md": "# stale"}),
             ]
         ) == [True, False], "the running attempt's fence stands; the stale one writes nothing"
-        finished = 1 + 1
-        while True:
-            claim = store.attempts.claim_queue(QUEUE_SMALL, "new-worker", lease_s=60)
-            if claim.lead is None:
-                assert claim.found is ClaimFound.EMPTY
-                break
-            assert store.attempts.finish(claim.lead.id, claim.lead.attempt, {"md": "# new"})
-            finished += 1
+        finished = 1 + 1 + drain_queue(store, QUEUE_SMALL, "new-worker", "# new")
         stale_job = store.reads.get_job(stale)
         assert stale_job is not None and stale_job.state is JobState.RUNNING
         assert store.attempts.finish(stale, stale_attempt + 1, {"md": "# other"})

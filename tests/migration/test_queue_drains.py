@@ -14,8 +14,9 @@ from pipeline.jobs import JobState
 from pipeline.queues import QUEUE_MEDIUM, QUEUE_SMALL, RecordingPublisher
 from pipeline.reconciler import reconcile_once
 from pipeline.settings import read_settings
-from pipeline.store import ClaimFound, JobStore, apply_migrations
+from pipeline.store import JobStore, apply_migrations
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
+from tests.support.store_builders import drain_queue
 
 #: The last migration the old code knew: the one whose debts and claim rights the move drops.
 OLD_LAST = "0020_fair_claims.sql"
@@ -113,15 +114,9 @@ def test_jobs_queued_running_retrying_and_owed_are_all_finished_once_after_the_m
             assert not store.attempts.finish(job_id, attempt, {"md": "# stale"})
 
         assert reconcile_once(store, publisher).rung.get(QUEUE_MEDIUM) == 1, "room again"
-        finished = 1
-        for queue in (QUEUE_SMALL, QUEUE_MEDIUM):
-            while True:
-                claim = store.attempts.claim_queue(queue, "new-worker", lease_s=60)
-                if claim.lead is None:
-                    assert claim.found is ClaimFound.EMPTY
-                    break
-                assert store.attempts.finish(claim.lead.id, claim.lead.attempt, {"md": "# n"})
-                finished += 1
+        finished = 1 + sum(
+            drain_queue(store, queue, "new-worker", "# n") for queue in (QUEUE_SMALL, QUEUE_MEDIUM)
+        )
 
         jobs = store.reads.get_jobs(ids)
         assert {job.state for job in jobs} == {JobState.SUCCEEDED} and finished == len(ids)

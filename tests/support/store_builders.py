@@ -10,7 +10,7 @@ import psycopg
 
 from errors import ConversionFailed, ServerUnavailable
 from pipeline.jobs import Job, JobState, NewJob, SourceKind
-from pipeline.store import JobStore
+from pipeline.store import ClaimFound, JobStore
 
 
 def new_job(**overrides: Any) -> NewJob:
@@ -83,3 +83,16 @@ def job_with_id(
         (job_id, f"/inbox/{job_id}.md", tenant, submission_id),
     )
     return UUID(job_id)
+
+
+def drain_queue(store: JobStore, queue: str, worker: str, md: str) -> int:
+    """Claim and finish ``queue``'s jobs as a worker would until a claim finds none it may
+    take (and says so); how many were finished."""
+    finished = 0
+    while True:
+        claim = store.attempts.claim_queue(queue, worker, lease_s=60)
+        if claim.lead is None:
+            assert claim.found is ClaimFound.EMPTY
+            return finished
+        assert store.attempts.finish(claim.lead.id, claim.lead.attempt, {"md": md})
+        finished += 1
