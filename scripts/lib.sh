@@ -115,15 +115,22 @@ ensure_python() {
 # own: tests/client import it, and lint-imports checks doclane_client's contract, so it must be
 # importable), both editable. The client's requirements (httpx, pydantic) are doclane's too, and
 # setuptools (the client's build backend) is in the dev tools: no build isolation, no download.
+# uv resolves and installs the ~190 packages in under half a minute where pip took nine and a
+# half (most of a fresh CI run's install time); pip stays the fallback for a mirror without uv.
+# The docling venvs keep pip: torch's CPU wheel lies in pip's find-links, where uv does not look.
 ensure_project_venv() {
   local stamp="$VENV/.doclane-stamp" want
   want="$(cat "$DOCLANE_ROOT/pyproject.toml" "$DOCLANE_ROOT/clients/python/pyproject.toml" | sha256sum | cut -c1-16)"
   if _stamp_ok "$stamp" "$want" && "$VENV/bin/python" -c '' 2>/dev/null; then return; fi
   ensure_python
-  log "installing doclane and its dev tools into .venv (pip install -e '.[dev]' -e clients/python)"
+  log "installing doclane and its dev tools into .venv (uv pip install -e '.[dev]' -e clients/python)"
   "$VENV/bin/python" -c '' 2>/dev/null || logged "$SCRATCH/logs/venv.log" "$DOCLANE_PYTHON" -m venv --clear "$VENV"
-  logged "$SCRATCH/logs/pip-install.log" "$VENV/bin/pip" install -e "$DOCLANE_ROOT[dev]"
-  logged "$SCRATCH/logs/pip-install-client.log" "$VENV/bin/pip" install --no-deps --no-build-isolation \
+  local installer=("$VENV/bin/uv" pip install --python "$VENV/bin/python")
+  mkdir -p "$SCRATCH/logs"
+  [[ -x "$VENV/bin/uv" ]] || "$VENV/bin/pip" install uv >"$SCRATCH/logs/pip-install-uv.log" 2>&1 ||
+    installer=("$VENV/bin/pip" install)
+  logged "$SCRATCH/logs/pip-install.log" "${installer[@]}" -e "$DOCLANE_ROOT[dev]"
+  logged "$SCRATCH/logs/pip-install-client.log" "${installer[@]}" --no-deps --no-build-isolation \
     -e "$DOCLANE_ROOT/clients/python"
   "$VENV/bin/doclane" --help >/dev/null || die "the doclane command did not install"
   "$VENV/bin/python" -c 'import doclane_client' || die "doclane-client did not install"
