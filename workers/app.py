@@ -37,7 +37,7 @@ from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.settings import Settings, read_settings
 from pipeline.support.logs import configure_logging
 from workers import runtime
-from workers.broker import MAX_BROKER_PRIORITY, redis_queue_layout, uses_redis_transport
+from workers.broker import MAX_BROKER_PRIORITY, redis_transport_options, uses_redis_transport
 from workers.publisher import DRAIN_TASK, RECONCILE_TASK, WEBHOOKS_TASK
 from workers.settings import SETTINGS_KEY, TimeLimits
 
@@ -65,7 +65,7 @@ def create_app(settings: Settings | None = None) -> Celery:
     job_queue_arguments: dict[str, Any] | None = None
     if redis:
         transport_options.update(
-            redis_queue_layout(),  # one Redis list per priority level
+            redis_transport_options(),  # one Redis list per priority level, socket deadlines
             # Kombu's BRPOP names every queue's level-0 list, then every level-1 list, ...: the
             # priority holds across queues whatever the order strategy. "priority" would only
             # fix the order of queues within a level (small before medium before large before

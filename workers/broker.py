@@ -39,12 +39,30 @@ def uses_redis_transport(broker_url: str | Sequence[str] | None) -> bool:
     return scheme in REDIS_SCHEMES
 
 
-def redis_queue_layout() -> dict[str, Any]:
-    """Kombu's Redis transport options that place doclane's messages: one Redis list per
-    priority level ("doclane.small" is level 0, the highest; the others are "doclane.small:1"
-    .. ":9"), so that each of the ten levels stays apart. With ":" as the separator, a queue
-    name must not contain ":" (kombu splits it off). A queue's depth sums these lists."""
-    return {"priority_steps": list(range(MAX_BROKER_PRIORITY + 1)), "sep": ":"}
+#: How long a Redis command sent outside the worker's event loop (a publish, a queue's depth)
+#: waits for its reply, and a connection for its handshake. Each answers in milliseconds; kombu
+#: sets no deadline, so one sent to a broker whose packets vanish (a partition, a firewall that
+#: drops rather than resets) waited on the kernel's retransmissions, minutes, and a submitter
+#: with it. Above kombu's BRPOP timeout (1 s), which a synchronous drain waits out.
+REDIS_SOCKET_TIMEOUT_S = 3.0
+REDIS_CONNECT_TIMEOUT_S = 2.0
+
+
+def redis_transport_options() -> dict[str, Any]:
+    """Kombu's Redis transport options, the same for the Celery app and a plain connection.
+
+    One Redis list per priority level ("doclane.small" is level 0, the highest; the others are
+    "doclane.small:1" .. ":9"), so that each of the ten levels stays apart. With ":" as the
+    separator, a queue name must not contain ":" (kombu splits it off). A queue's depth sums
+    these lists. And the socket deadlines above; the worker's consumer is not held by them (its
+    BRPOP runs in the event loop, where kombu's health check drops a connection gone silent).
+    """
+    return {
+        "priority_steps": list(range(MAX_BROKER_PRIORITY + 1)),
+        "sep": ":",
+        "socket_timeout": REDIS_SOCKET_TIMEOUT_S,
+        "socket_connect_timeout": REDIS_CONNECT_TIMEOUT_S,
+    }
 
 
 def waiting_in(conn: Connection, queue: str) -> int | None:

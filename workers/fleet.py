@@ -17,7 +17,7 @@ from kombu.connection import Connection
 
 from pipeline.admin import QueueDepth
 from pipeline.queues import ALL_QUEUES
-from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
+from workers.broker import redis_transport_options, uses_redis_transport, waiting_in
 
 #: Connection attempts before a broker is reported unreachable.
 _BROKER_TRIES = {"max_retries": 1, "interval_start": 0, "interval_step": 0.2, "interval_max": 0.5}
@@ -35,7 +35,7 @@ class BrokerFleet:
     def __init__(self, broker_url: str) -> None:
         options: dict[str, Any] = dict(_BROKER_TRIES)
         if uses_redis_transport(broker_url):
-            options.update(redis_queue_layout())
+            options.update(redis_transport_options())
         self._url = broker_url
         self._options = options
 

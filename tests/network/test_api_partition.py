@@ -1,9 +1,10 @@
-"""The API host cut from PostgreSQL (a black hole): it says so, takes nothing, and comes back.
+"""The API host cut from PostgreSQL or from the broker (a black hole): it says so, loses nothing.
 
-``/readyz`` answers 503 naming the database within its deadline, a submission answers 503 with
-E401 and leaves no job behind (none half-taken), and once healed everything answers again and
-a submission is taken and converted once.
-"""
+Cut from PostgreSQL, ``/readyz`` answers 503 naming the database within its deadline, a
+submission answers 503 with E401 and leaves no job behind (none half-taken), and once healed
+everything answers again and a submission is taken and converted once. Cut from the broker, a
+submission is taken and answered within the publish's socket deadline, and its jobs are rung
+for by the reconciler."""
 
 from __future__ import annotations
 
@@ -66,6 +67,51 @@ def test_the_api_host_cut_from_postgresql_refuses_with_503_and_answers_again_whe
     every = _all_job_ids(fleet)
     assert sorted(every) == sorted(ids), "the refused submission left no job behind"
     row = figures("API host cut from PostgreSQL", cluster, ids, heal_to_rate_s=heal_to_rate)
+    assert (row.lost, row.doubled) == (0, 0), row
+    write_figures(row)
+
+
+def test_a_submission_to_an_api_host_cut_from_the_broker_is_taken_and_rung_by_the_reconciler(
+    make_fleet: Callable[..., Fleet], tmp_path: Path
+) -> None:
+    """A black hole to the broker (Redis): the submission's bell never gets a reply. The
+    publish gives up at its socket deadline (kombu sets none: without doclane's the request
+    waited on the kernel's retransmissions, past the client's 30 s), the job is taken (202,
+    ``published`` false) and waits in PostgreSQL, and the worker host's reconciler rings for it.
+    Healed, the API's bells reach the broker again."""
+    fleet = make_fleet(DOCLANE_RECONCILE_INTERVAL_S="1")
+    cluster = fleet.cluster
+    assert cluster is not None
+    api_host, worker_host = fleet.add_host(), fleet.add_host()
+    fleet.start_worker(worker_host, concurrency=1)
+    api = fleet.start_api(api_host, tmp_path)
+
+    def submit(number: int) -> tuple[list[UUID], list[bool], float]:
+        began = time.monotonic()
+        answer = api.post("/v1/jobs", json={"sources": [str(write_sample(tmp_path, "md", number))]})
+        assert answer.status_code == 202, answer.text
+        published = [accepted["published"] for accepted in answer.json()["accepted"]]
+        return _ids(answer.json()), published, time.monotonic() - began
+
+    first, published, _ = submit(1)  # the API's broker connection is up, then goes silent
+    assert published == [True]
+    api_host.cut(fleet.broker.port)
+    cut_ids, published, waited = submit(2)
+    print(f"a submission into the black hole answered in {waited:.1f}s")
+    assert published == [False], "the bell was refused, not left hanging"
+    assert waited < 20, f"the submission waited {waited:.1f}s on the broker's black hole"
+    jobs = cluster.wait_terminal(cut_ids, timeout=60)
+    assert all(j.state is JobState.SUCCEEDED for j in jobs), "the reconciler rang for it"
+    assert "cannot ring" in api.log()
+
+    api_host.heal()
+    healed = time.monotonic()
+    again, published, _ = submit(3)  # the connection that timed out was dropped: a new one
+    heal_to_rate = time.monotonic() - healed
+    assert published == [True], "the first bell after the heal reached the broker"
+    ids = [*first, *cut_ids, *again]
+    cluster.wait_terminal(ids, timeout=60)
+    row = figures("API host cut from the broker", cluster, ids, heal_to_rate_s=heal_to_rate)
     assert (row.lost, row.doubled) == (0, 0), row
     write_figures(row)
 

@@ -32,7 +32,7 @@ from pipeline.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app
-from workers.broker import redis_queue_layout, uses_redis_transport, waiting_in
+from workers.broker import redis_transport_options, uses_redis_transport, waiting_in
 from workers.fleet import BrokerFleet, BrokerUnreachable
 from workers.publisher import CeleryPublisher
 
@@ -99,7 +99,7 @@ def test_one_connection_still_answers_after_an_unknown_queue(
     queue is one connection to the broker (a worker counts before each beat), not one per
     queue."""
     publisher.publish(Wakeup(QUEUE_LARGE, priority=3))
-    layout = redis_queue_layout() if uses_redis_transport(any_broker.url) else {}
+    layout = redis_transport_options() if uses_redis_transport(any_broker.url) else {}
     with Connection(any_broker.url, transport_options=layout) as conn:
 
         def unknown_then_large() -> bool:
