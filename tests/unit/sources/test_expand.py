@@ -130,6 +130,26 @@ def test_links_to_folders_are_not_followed(tmp_path, settings):
     assert result.skipped == {"linked folder": 1}
 
 
+def test_a_walked_file_has_its_real_path_through_linked_parents_and_links(tmp_path, settings):
+    """The walk joins the folder's real path with each file's relative one instead of
+    resolving every file: the two must agree, for a folder named through a link, files in
+    nested folders, and a link to a file elsewhere (resolved where it leads)."""
+    real = tmp_path / "real"
+    write(real / "top.md", "# top")
+    write(real / "one" / "two" / "deep.md", "# deep")
+    elsewhere = write(tmp_path / "elsewhere" / "target.md", "# target")
+    (real / "one" / "link.md").symlink_to(elsewhere)
+    (tmp_path / "door").symlink_to(real)
+    result = expand([f"{tmp_path}/door/./"], settings)
+    uris = [c.info.uri for c in result.candidates]
+    assert uris == [
+        str((tmp_path / "door" / "top.md").resolve()),
+        str(elsewhere.resolve()),
+        str((tmp_path / "door" / "one" / "two" / "deep.md").resolve()),
+    ]
+    assert all(os.path.realpath(uri) == uri for uri in uris)
+
+
 def test_urls_are_prechecked_and_kept_as_given(settings):
     result = expand(
         [
