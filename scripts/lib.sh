@@ -333,7 +333,7 @@ ensure_docling_rs_mcp() {
 # ---- docling-serve, for the topology bench only (bench/topologies.py asks for it) ----------
 
 # Its own venv: docling-serve pins its own docling, fastapi and mcp-free stack; the same torch
-# pins as docling-mcp keep the CPU wheel (pip's cache serves it to the second of the two). PyPI's
+# pins as docling-mcp keep the CPU wheel (it lies in pip's find-links on this disk). PyPI's
 # torchvision 0.28.0 is built for CUDA torch and its operators do not load beside the CPU torch:
 # docling-serve imports it at start, so bench/docling_serve_launch.py starts it around that.
 DOCLING_SERVE_RECIPE=(torch==2.13.0 torchvision==0.28.0 docling-serve==1.38.2)
@@ -405,7 +405,7 @@ ensure_oidc_provider() {
 
 # The installs wait on the network far more than they compute, so scripts/test runs them at once,
 # in lanes: apt-get's packages one after another (apt_install holds a lock), Node before its
-# tools, docling-mcp before docling-serve (the second takes torch's wheel from pip's cache).
+# tools, docling-mcp and docling-serve beside each other.
 # Each lane writes its messages as they come; a lane that fails is named once all have ended.
 _lane_project() { ensure_project_venv; }
 _lane_apt() {
@@ -420,14 +420,16 @@ _lane_node() {
   # Node 22 first, then the conformance suite and the OpenID provider that run on it.
   ensure_oidc_provider && ensure_docling_rs_mcp
 }
-_lane_docling() {
-  # docling-serve: tests/bench/test_topologies_smoke.py runs doclane beside it.
-  ensure_docling_mcp && ensure_docling_serve
-}
+_lane_docling_mcp() { ensure_docling_mcp; }
+# docling-serve: tests/bench/test_topologies_smoke.py runs doclane beside it. A lane of its own:
+# torch's wheel lies on this disk for both venvs, so waiting for docling-mcp's install to fill
+# pip's cache saved little and cost the longest lane 3.5 of its 7.8 minutes.
+_lane_docling_serve() { ensure_docling_serve; }
 
 ensure_test_tools() {
   ensure_python # before the lanes, three of which need it
-  local lanes=(_lane_project _lane_apt _lane_node _lane_docling) pids=() failed=() i
+  local lanes=(_lane_project _lane_apt _lane_node _lane_docling_mcp _lane_docling_serve)
+  local pids=() failed=() i
   for i in "${!lanes[@]}"; do
     ("${lanes[$i]}") &
     pids+=($!)
