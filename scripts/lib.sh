@@ -115,8 +115,8 @@ ensure_python() {
 # own: tests/client import it, and lint-imports checks doclane_client's contract, so it must be
 # importable), both editable. The client's requirements (httpx, pydantic) are doclane's too, and
 # setuptools (the client's build backend) is in the dev tools: no build isolation, no download.
-# uv resolves and installs the ~190 packages in under half a minute where pip took nine and a
-# half (most of a fresh CI run's install time); pip stays the fallback for a mirror without uv.
+# uv resolves and installs the ~190 packages in under half a minute where pip took four to nine
+# and a half minutes; pip stays the fallback for a mirror without uv.
 # The docling venvs keep pip: torch's CPU wheel lies in pip's find-links, where uv does not look.
 ensure_project_venv() {
   local stamp="$VENV/.doclane-stamp" want

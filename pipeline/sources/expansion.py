@@ -188,8 +188,8 @@ def _walk(
     Links to folders are not followed (a link loop would never end, and ``find`` does the
     same); links to files are listed and then judged by where they lead. So no folder the walk
     enters is a link, and a file that is none has for its real path ``real`` (the first
-    folder's) joined with its relative path: resolving every component of every file again was
-    a tenth of a submission's time. Only a link is resolved. The entries' types come with the
+    folder's) joined with its relative path, and only a link is resolved (not every component
+    of every file again). The entries' types come with the
     listing (no stat each); an unreadable folder is passed over, as ``os.walk`` does. Paths
     are ``str`` (``pathlib`` objects per file cost more than the walk itself).
     """
@@ -198,23 +198,22 @@ def _walk(
             entries = sorted(listing, key=lambda entry: entry.name)
     except OSError:
         return
-    folders: list[os.DirEntry[str]] = []
+    folders: list[tuple[str, str]] = []
     for entry in entries:
+        relative = os.path.join(within, entry.name) if within else entry.name
         if entry.name.startswith("."):
             result.skip(SKIPPED_HIDDEN)
         elif _is_dir(entry):
             if entry.is_symlink():
                 result.skip(SKIPPED_LINKED_FOLDER)
             else:
-                folders.append(entry)
+                folders.append((entry.path, relative))
         else:
-            relative = os.path.join(within, entry.name) if within else entry.name
             linked = entry.is_symlink()
             resolved = os.path.realpath(entry.path) if linked else os.path.join(real, relative)
             yield entry.path, relative, resolved
-    for entry in folders:
-        inner = os.path.join(within, entry.name) if within else entry.name
-        yield from _walk(entry.path, real, result, inner)
+    for path, relative in folders:
+        yield from _walk(path, real, result, relative)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
