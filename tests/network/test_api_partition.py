@@ -18,9 +18,12 @@ import psycopg
 import pytest
 
 from pipeline.jobs import JobState
+from tests.fixtures.api_server import ApiServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
+from tests.fixtures.workers import Cluster
 from tests.support.network.fleet import Fleet, figures, write_figures
+from tests.support.network.hosts import Host
 
 pytestmark = pytest.mark.network
 
@@ -29,11 +32,7 @@ def test_the_api_host_cut_from_postgresql_refuses_with_503_and_answers_again_whe
     make_fleet: Callable[..., Fleet], tmp_path: Path
 ) -> None:
     fleet = make_fleet(DOCLANE_DATABASE_TCP_TIMEOUT_S="4")
-    cluster = fleet.cluster
-    assert cluster is not None
-    api_host, worker_host = fleet.add_host(), fleet.add_host()
-    fleet.start_worker(worker_host, concurrency=1)
-    api = fleet.start_api(api_host, tmp_path)
+    cluster, api_host, api = _api_beside_a_worker(fleet, tmp_path)
     body = {"sources": [str(write_sample(tmp_path / "docs", "md", 1))]}
     first = api.post("/v1/jobs", json=body)
     assert first.status_code == 202, first.text
@@ -80,11 +79,7 @@ def test_a_submission_to_an_api_host_cut_from_the_broker_is_taken_and_rung_by_th
     ``published`` false) and waits in PostgreSQL, and the worker host's reconciler rings for it.
     Healed, the API's bells reach the broker again."""
     fleet = make_fleet(DOCLANE_RECONCILE_INTERVAL_S="1")
-    cluster = fleet.cluster
-    assert cluster is not None
-    api_host, worker_host = fleet.add_host(), fleet.add_host()
-    fleet.start_worker(worker_host, concurrency=1)
-    api = fleet.start_api(api_host, tmp_path)
+    cluster, api_host, api = _api_beside_a_worker(fleet, tmp_path)
 
     def submit(number: int) -> tuple[list[UUID], list[bool], float]:
         began = time.monotonic()
@@ -114,6 +109,15 @@ def test_a_submission_to_an_api_host_cut_from_the_broker_is_taken_and_rung_by_th
     row = figures("API host cut from the broker", cluster, ids, heal_to_rate_s=heal_to_rate)
     assert (row.lost, row.doubled) == (0, 0), row
     write_figures(row)
+
+
+def _api_beside_a_worker(fleet: Fleet, folder: Path) -> tuple[Cluster, Host, ApiServer]:
+    """The fleet's cluster, and two hosts: one running ``doclane api``, one a worker."""
+    cluster = fleet.cluster
+    assert cluster is not None
+    api_host, worker_host = fleet.add_host(), fleet.add_host()
+    fleet.start_worker(worker_host, concurrency=1)
+    return cluster, api_host, fleet.start_api(api_host, folder)
 
 
 def _ids(answer: dict[str, Any]) -> list[UUID]:
