@@ -199,12 +199,12 @@ $$;
 COMMENT ON FUNCTION public.claim_jobs(p_job_ids uuid[], p_worker text, p_lease_s double precision, p_stage text) IS 'The one claim (migration 0012): queued|due retrying -> running with the next attempt, an attempt charged and a lease; used by a lone claim and by a batch''s claim alike.';
 
 --
--- Name: claim_queue(text, integer, text, double precision, text, bigint, boolean, text, jsonb, text[]); Type: FUNCTION; Schema: public; Owner: -
+-- Name: claim_queue(text, integer, text, double precision, text, bigint, boolean, text, jsonb, text[], jsonb); Type: FUNCTION; Schema: public; Owner: -
 --
 
-CREATE FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint DEFAULT NULL::bigint, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[]) RETURNS TABLE(found public.claim_found, job public.jobs)
+CREATE FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint DEFAULT NULL::bigint, p_keyed boolean DEFAULT false, p_profile text DEFAULT NULL::text, p_options jsonb DEFAULT NULL::jsonb, p_formats text[] DEFAULT NULL::text[], p_batch jsonb DEFAULT NULL::jsonb) RETURNS TABLE(found public.claim_found, job public.jobs)
     LANGUAGE plpgsql
-    AS $$
+    AS $_$
 DECLARE
     lane record;
     best record;
@@ -225,6 +225,19 @@ DECLARE
     waited boolean := p_keyed;
     saw_work boolean := false;
     keyed boolean := p_keyed;
+    -- a batch's rules (p_batch), what its members so far hold
+    b_tenant text := p_batch ->> 'tenant';
+    b_names text[] := ARRAY(SELECT jsonb_array_elements_text(coalesce(p_batch -> 'names', '[]')));
+    b_contents text[] := ARRAY(SELECT jsonb_array_elements_text(
+                                 coalesce(p_batch -> 'contents', '[]')));
+    b_bytes bigint := coalesce((p_batch ->> 'bytes')::bigint, 0);
+    b_max_bytes bigint := (p_batch ->> 'max_bytes')::bigint;
+    b_tables text[] := ARRAY(SELECT jsonb_array_elements_text(
+                               coalesce(p_batch -> 'table_suffixes', '[]')));
+    b_table_max bigint := (p_batch ->> 'table_max_bytes')::bigint;
+    names text[];
+    contents text[];
+    total bigint;
 BEGIN
     IF NOT p_keyed THEN
         PERFORM set_config('doclane.reason', 'due: back in its tenant''s line', true);
@@ -245,6 +258,7 @@ BEGIN
         SELECT l.priority, l.tenant, l.pass, t.weight, t.max_running INTO lane
         FROM tenant_lanes l JOIN tenants t ON t.name = l.tenant
         WHERE l.queue = p_queue AND l.queued > 0
+          AND (b_tenant IS NULL OR l.tenant = b_tenant)
           AND (t.max_running IS NULL OR t.max_running > 0)
           AND l.tenant <> ALL (full_tenants)
           AND (l.tenant || '/' || l.priority) <> ALL (passed)
@@ -313,7 +327,9 @@ BEGIN
         IF room IS NOT NULL THEN
             k := least(k, room);
         END IF;
-        IF k > 1 THEN  -- as many as keep this lane the next: up to the pass of the one after it
+        -- As many as keep this lane the next, up to the pass of the one after it; a batch is
+        -- its tenant's turn, charged in full (its passes advance by every member).
+        IF k > 1 AND b_tenant IS NULL THEN
             SELECT o.pass INTO next_pass FROM live_lanes o
             WHERE o.queue = p_queue AND o.priority = lane.priority AND o.tenant <> lane.tenant
               AND o.tenant <> ALL (full_tenants)
@@ -324,25 +340,76 @@ BEGIN
             END IF;
         END IF;
 
-        SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
-        FROM (
-            SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
+        IF b_tenant IS NULL THEN
+            SELECT array_agg(h.id ORDER BY h.created_at, h.id) INTO ids
             FROM (
-                SELECT j.id, j.created_at,
-                       (NOT keyed OR (j.attempt = 0 AND j.source_kind = 'file'
-                                      AND j.profile = p_profile AND j.options = p_options
-                                      AND j.formats = p_formats
-                                      AND j.size_bytes < p_small_below)) AS ok
-                FROM jobs j
-                WHERE j.queue = p_queue AND j.priority = lane.priority
-                  AND j.tenant = lane.tenant AND j.state = 'queued'
-                  AND j.id <> ALL (chosen)
-                ORDER BY j.created_at, j.id
+                SELECT w.id, w.created_at, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
+                FROM (
+                    SELECT j.id, j.created_at,
+                           (NOT keyed OR (j.attempt = 0 AND j.source_kind = 'file'
+                                          AND j.profile = p_profile AND j.options = p_options
+                                          AND j.formats = p_formats
+                                          AND j.size_bytes < p_small_below)) AS ok
+                    FROM jobs j
+                    WHERE j.queue = p_queue AND j.priority = lane.priority
+                      AND j.tenant = lane.tenant AND j.state = 'queued'
+                      AND j.id <> ALL (chosen)
+                    ORDER BY j.created_at, j.id
+                    LIMIT k
+                    FOR UPDATE SKIP LOCKED
+                ) w
+            ) h
+            WHERE h.run;
+        ELSE
+            -- A batch's members among the lane's run of jobs like the key: never a name or a
+            -- content twice (a name is one document in the batch's folder, a content one key),
+            -- no table over its cap (its proof would cost more than the call: it goes alone),
+            -- and the batch ends where its bytes would pass the budget.
+            SELECT array_agg(f.id ORDER BY f.created_at, f.id), array_agg(f.name),
+                   array_agg(f.content_sha256) FILTER (WHERE f.content_sha256 IS NOT NULL),
+                   max(f.total)
+            INTO ids, names, contents, total
+            FROM (
+                SELECT m.id, m.created_at, m.name, m.content_sha256,
+                       b_bytes + sum(m.size_bytes) OVER (ORDER BY m.created_at, m.id) AS total
+                FROM (
+                    SELECT r.*,
+                           row_number() OVER (PARTITION BY r.name
+                                              ORDER BY r.created_at, r.id) AS nth_name,
+                           row_number() OVER (PARTITION BY coalesce(r.content_sha256, r.id::text)
+                                              ORDER BY r.created_at, r.id) AS nth_content
+                    FROM (
+                        SELECT w.*, bool_and(w.ok) OVER (ORDER BY w.created_at, w.id) AS run
+                        FROM (
+                            SELECT j.id, j.created_at, j.size_bytes, j.content_sha256,
+                                   regexp_replace(j.source_uri, '^.*/', '') AS name,
+                                   (j.attempt = 0 AND j.source_kind = 'file'
+                                    AND j.profile = p_profile AND j.options = p_options
+                                    AND j.formats = p_formats
+                                    AND j.size_bytes < p_small_below) AS ok
+                            FROM jobs j
+                            WHERE j.queue = p_queue AND j.priority = lane.priority
+                              AND j.tenant = lane.tenant AND j.state = 'queued'
+                              AND j.id <> ALL (chosen)
+                            ORDER BY j.created_at, j.id
+                            LIMIT k * 3  -- room for misfits, skipped
+                            FOR UPDATE SKIP LOCKED
+                        ) w
+                    ) r
+                    WHERE r.run AND r.name <> ALL (b_names)
+                      AND (r.content_sha256 IS NULL OR r.content_sha256 <> ALL (b_contents))
+                      AND NOT (lower(substring(r.name FROM '\.[^.]*$')) = ANY (b_tables)
+                               AND r.size_bytes > b_table_max)
+                ) m
+                WHERE m.nth_name = 1 AND m.nth_content = 1
+                ORDER BY m.created_at, m.id
                 LIMIT k
-                FOR UPDATE SKIP LOCKED
-            ) w
-        ) h
-        WHERE h.run;
+            ) f
+            WHERE f.total <= b_max_bytes;
+            b_names := b_names || coalesce(names, '{}');
+            b_contents := b_contents || coalesce(contents, '{}');
+            b_bytes := coalesce(total, b_bytes);
+        END IF;
 
         n := coalesce(cardinality(ids), 0);
         chosen := chosen || coalesce(ids, '{}');
@@ -388,13 +455,13 @@ BEGIN
         RETURN QUERY SELECT 'empty'::claim_found, NULL::jobs;
     END IF;
 END
-$$;
+$_$;
 
 --
--- Name: FUNCTION claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[]); Type: COMMENT; Schema: public; Owner: -
+-- Name: FUNCTION claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_batch jsonb); Type: COMMENT; Schema: public; Owner: -
 --
 
-COMMENT ON FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[]) IS 'The one claim (migration 0021): a queue''s due retries staged, then up to p_limit jobs in fair order, each tenant within its running cap; what it found on every row.';
+COMMENT ON FUNCTION public.claim_queue(p_queue text, p_limit integer, p_worker text, p_lease_s double precision, p_stage text, p_small_below bigint, p_keyed boolean, p_profile text, p_options jsonb, p_formats text[], p_batch jsonb) IS 'The one claim (migration 0026): a queue''s due retries staged, then up to p_limit jobs in fair order, each tenant within its running cap, a batch''s companions by its rules; what it found on every row.';
 
 --
 -- Name: claim_stage_limit(); Type: FUNCTION; Schema: public; Owner: -
@@ -1626,12 +1693,6 @@ CREATE INDEX job_events_batch_notes_idx ON public.job_events USING btree (at) WH
 --
 
 CREATE INDEX job_events_job_idx ON public.job_events USING btree (job_id, id);
-
---
--- Name: jobs_batchable_idx; Type: INDEX; Schema: public; Owner: -
---
-
-CREATE INDEX jobs_batchable_idx ON public.jobs USING btree (queue, priority DESC, created_at) WHERE ((state = 'queued'::text) AND (attempt = 0) AND (source_kind = 'file'::text));
 
 --
 -- Name: jobs_created_idx; Type: INDEX; Schema: public; Owner: -

@@ -35,9 +35,8 @@ import os
 import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
-from uuid import UUID
 
 from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
 from pipeline.jobs import Job, Stage
@@ -56,9 +55,11 @@ from pipeline.queues import SMALL_BELOW_BYTES, Publisher
 from pipeline.resilience import RetryRecord
 from pipeline.sources.pathmap import PathMap
 from pipeline.store import Attempts
+from pipeline.store.attempts import BatchLimits
 
 T = TypeVar("T")
-#: Formats whose Docling JSON is many times the file (see ``admitted``).
+#: Formats whose Docling JSON is many times the file: larger ones than
+#: ``DOCLANE_BATCH_MAX_TABLE_BYTES`` are converted alone.
 TABLE_SUFFIXES = frozenset({".csv", ".xlsx"})
 log = logging.getLogger("doclane.processor")
 
@@ -193,9 +194,16 @@ class BatchRunner:
     _origin: str = field(default="", init=False)
     #: Whether the servers take a batch at all, asked before any companion is claimed.
     servers_batch: ServerBatching = field(init=False)
+    #: What may share a call, which the claim of companions applies.
+    limits: BatchLimits = field(init=False)
 
     def __post_init__(self) -> None:
         self.servers_batch = ServerBatching(self.runner, self.profile_settings, self.path_map)
+        self.limits = BatchLimits(
+            max_bytes=self.settings.batch_max_bytes,
+            table_suffixes=TABLE_SUFFIXES,
+            table_max_bytes=self.settings.batch_max_table_bytes,
+        )
 
     # ---- who may share a call ----------------------------------------------------------------
     @property
@@ -215,47 +223,18 @@ class BatchRunner:
             and job.source_kind.value == "file"
             and job.size_bytes is not None
             and job.size_bytes < min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes)
-            and self.admitted(job.source_uri, job.size_bytes)
+            and self.limits.admits(job.source_uri, job.size_bytes)
             and self.servers_batch()  # last: it may ask the servers, once
         )
 
-    def admitted(self, source_uri: str, size_bytes: int) -> bool:
-        """Whether a document's proof is cheap enough for it to share a call: a table's
-        Docling JSON explodes (``DOCLANE_BATCH_MAX_TABLE_BYTES``)."""
-        suffix = PurePath(source_uri).suffix.lower()
-        return suffix not in TABLE_SUFFIXES or size_bytes <= self.settings.batch_max_table_bytes
-
     def claim_companions(self, lead: Job) -> list[Job]:
-        limit = self.settings.batch_max_docs - 1
-
-        def choose(rows: list[dict[str, Any]]) -> list[UUID]:
-            names = {Path(lead.source_uri).name}
-            contents = {lead.content_sha256}
-            total = lead.size_bytes or 0
-            chosen: list[UUID] = []
-            for row in rows:
-                name, size = Path(row["source_uri"]).name, int(row["size_bytes"] or 0)
-                if name in names or row["content_sha256"] in contents:
-                    continue  # one name is one document; one content is one key
-                if not self.admitted(name, size):
-                    continue  # converted alone: its proof would cost more than the call
-                if total + size > self.settings.batch_max_bytes:
-                    continue
-                names.add(name)
-                contents.add(row["content_sha256"])
-                total += size
-                chosen.append(row["id"])
-                if len(chosen) == limit:
-                    break
-            return chosen
-
         return self.store.claim_companions(
             lead,
             self.worker_id,
             self.settings.lease_s,
-            candidates=limit * 3,
+            limit=self.settings.batch_max_docs - 1,
             small_below=min(SMALL_BELOW_BYTES, self.settings.batch_max_bytes),
-            choose=choose,
+            batch=self.limits,
         )
 
     # ---- one batch -----------------------------------------------------------------------------

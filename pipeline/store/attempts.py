@@ -12,14 +12,13 @@ results, are one statement each (migration 0009's functions). Results are writte
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
+from pathlib import PurePath
 from typing import Any
 from uuid import UUID
-
-from psycopg.rows import dict_row
 
 from errors import PipelineError
 from pipeline.jobs import Job, JobState, Stage
@@ -29,29 +28,51 @@ from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, error_columns, jsonb
 
 
-def _like_params(lead: Job, *, limit: int, small_below: int) -> dict[str, Any]:
-    """Up to ``limit`` small due jobs like ``lead`` (its queue, profile, options and formats):
-    what a batch's and a round's claims both ask (sql/batches.sql, sql/rounds.sql)."""
+def _round_params(
+    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
+) -> dict[str, Any]:
+    """Up to ``limit`` small due jobs like ``lead`` (its queue, profile, options and formats),
+    claimed by ``worker``: what a round's and a batch's claims both ask (sql/rounds.sql,
+    sql/batches.sql)."""
     return {
         "queue": lead.queue,
         "profile": lead.profile,
         "options": jsonb(lead.options),
         "formats": list(lead.formats),
         "small_below": small_below,
-        "lead": lead.id,
         "limit": limit,
-    }
-
-
-def _round_params(
-    lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int
-) -> dict[str, Any]:
-    """sql/rounds.sql's ``claim_round`` parameters: jobs like ``lead``, claimed by ``worker``."""
-    return {
-        **_like_params(lead, limit=limit, small_below=small_below),
         "worker": worker,
         "lease_s": float(lease_s),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLimits:
+    """What may share one call to the server's directory tool (migration 0026's p_batch)."""
+
+    #: The most bytes a batch's documents add up to.
+    max_bytes: int
+    #: Suffixes of tables (``.csv``), whose Docling JSON explodes: larger ones go alone.
+    table_suffixes: frozenset[str]
+    table_max_bytes: int
+
+    def for_claim(self, lead: Job) -> dict[str, Any]:
+        """The batch's rules with ``lead`` its first member: its tenant, name, content, size."""
+        return {
+            "tenant": lead.tenant,
+            "names": [PurePath(lead.source_uri).name],
+            "contents": [lead.content_sha256] if lead.content_sha256 else [],
+            "bytes": lead.size_bytes or 0,
+            "max_bytes": self.max_bytes,
+            "table_suffixes": sorted(self.table_suffixes),
+            "table_max_bytes": self.table_max_bytes,
+        }
+
+    def admits(self, source_uri: str, size_bytes: int) -> bool:
+        """Whether a document's proof is cheap enough for it to share a call (the claim applies
+        the same rule to companions)."""
+        suffix = PurePath(source_uri).suffix.lower()
+        return suffix not in self.table_suffixes or size_bytes <= self.table_max_bytes
 
 
 class ClaimFound(StrEnum):
@@ -122,30 +143,19 @@ class Attempts(OnPool):
         worker: str,
         lease_s: float,
         *,
-        candidates: int,
+        limit: int,
         small_below: int,
-        choose: Callable[[list[dict[str, Any]]], list[UUID]],
+        batch: BatchLimits,
     ) -> list[Job]:
-        """Claim due jobs that can share ``lead``'s batch (see sql/batches.sql): its tenant's,
-        within the tenant's running cap.
-
-        ``choose`` picks among at most ``candidates`` locked rows (id, source_uri, size_bytes,
-        content_sha256), in priority order; each chosen job is claimed as ``claim`` would.
-        """
+        """Claim up to ``limit`` due jobs that can share ``lead``'s batch, by the one claim
+        (sql/batches.sql): its tenant's, within the tenant's running cap, that fit ``batch``;
+        in fair order, each claimed as :meth:`claim` would."""
         params = {
-            **_like_params(lead, limit=candidates, small_below=small_below),
-            "tenant": lead.tenant,
+            **_round_params(lead, worker, lease_s, limit=limit, small_below=small_below),
+            "batch": jsonb(batch.for_claim(lead)),
         }
-        with self.pool.connection("claiming a batch") as conn, conn.transaction():
-            cur = conn.cursor(row_factory=dict_row)
-            chosen = choose(cur.execute(query("batch_candidates"), params).fetchall())
-            if not chosen:
-                return []
-            claim = {"job_ids": chosen, "worker": worker, "lease_s": float(lease_s)}
-            rows = cur.execute(query("claim_batch_members"), claim).fetchall()
-            cur.execute(query("advance_lanes"), {"job_ids": [row["id"] for row in rows]})
-        order = {job_id: n for n, job_id in enumerate(chosen)}
-        return sorted((Job.model_validate(r) for r in rows), key=lambda j: order[j.id])
+        rows = self.pool.fetch_rows("claiming a batch", query("claim_batch"), params)
+        return [Job.model_validate(row) for row in rows]
 
     def claim_round(
         self, lead: Job, worker: str, lease_s: float, *, limit: int, small_below: int

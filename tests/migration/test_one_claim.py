@@ -9,6 +9,7 @@ import pytest
 
 from pipeline.jobs import Job, JobState, NewJob, SourceKind
 from pipeline.store import JobStore
+from pipeline.store.attempts import BatchLimits
 
 SIGNATURE = "claim_jobs(uuid[], text, float8, text)"
 
@@ -41,8 +42,9 @@ def test_a_lone_claim_and_a_batch_claim_both_go_through_it(
     def claim_batch() -> list[Job]:
         lead = store.reads.get_job(lead_id)
         assert lead is not None
+        limits = BatchLimits(max_bytes=10**6, table_suffixes=frozenset(), table_max_bytes=0)
         return store.attempts.claim_companions(
-            lead, "w", 60, candidates=5, small_below=10**6, choose=lambda rows: others
+            lead, "w", 60, limit=5, small_below=10**6, batch=limits
         )
 
     raw_sql.execute(f"ALTER FUNCTION {SIGNATURE} RENAME TO claim_jobs_away")

@@ -26,6 +26,17 @@ def new_job(**overrides: Any) -> NewJob:
     return NewJob(**values)
 
 
+def tenant(raw: psycopg.Connection, name: str, *, weight: int = 1, cap: int | None = None) -> str:
+    """The tenant ``name`` with this weight and running cap, made or changed."""
+    raw.execute(
+        "INSERT INTO tenants (name, weight, max_running) VALUES (%s, %s, %s) "
+        "ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, "
+        "max_running = excluded.max_running",
+        (name, weight, cap),
+    )
+    return name
+
+
 def sha256_of(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 

@@ -60,7 +60,7 @@ WHERE id = ANY(%(job_ids)s::uuid[]) AND state IN ('succeeded', 'failed', 'cancel
 SELECT * FROM claim_jobs(ARRAY[%(job_id)s]::uuid[], %(worker)s, %(lease_s)s, 'validating')
 
 -- name: claim_queue
--- A drain's claim (migration 0021's claim_queue): the queue's due retries staged, then the fair
+-- A drain's claim (migration 0026's claim_queue): the queue's due retries staged, then the fair
 -- order's next job and, with %(limit)s > 1, companions like it (a round's or a batch's), the
 -- lead first; what the claim found is on every row (one row without a job when none).
 SELECT c.found::text AS found, (c.job).*

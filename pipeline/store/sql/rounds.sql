@@ -5,7 +5,7 @@
 -- name: claim_round
 -- Up to %(limit)s jobs like the round's (same queue, profile, options and formats; small,
 -- never-tried file jobs: a job tried before goes alone, so a document that broke a round never
--- takes companions with it again), taken by the one claim (migration 0021: the fair rotation,
+-- takes companions with it again), taken by the one claim (migration 0026: the fair rotation,
 -- each tenant within its room, a lane whose oldest job is not like them passed over), with
 -- SKIP LOCKED, claimed at once and started in the 'validating' stage as a lone claim starts.
 SELECT (c.job).*

@@ -13,18 +13,9 @@ import pytest
 from pipeline.jobs import Job, JobState
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, wake
 from pipeline.store import ClaimFound, JobStore
+from tests.support.store_builders import tenant
 
 QUEUE = "doclane.small"
-
-
-def tenant(raw: psycopg.Connection, name: str, *, weight: int = 1, cap: int | None = None) -> str:
-    raw.execute(
-        "INSERT INTO tenants (name, weight, max_running) VALUES (%s, %s, %s) "
-        "ON CONFLICT (name) DO UPDATE SET weight = excluded.weight, "
-        "max_running = excluded.max_running",
-        (name, weight, cap),
-    )
-    return name
 
 
 def own(raw: psycopg.Connection, job: Job, name: str) -> Job:
