@@ -1,6 +1,5 @@
 """What a job's two updates cost PostgreSQL (claimed, then finished), and which part of the schema
-pays for it: the floor's largest PostgreSQL part (docs/benchmarks.md, *The floor part by part
-again*).
+pays for it: the floor's largest PostgreSQL part (docs/benchmarks.md, *What we learned*).
 
 For each variant, a freshly migrated scratch database, ``2 x --jobs`` queued jobs inserted, then
 for ``--jobs`` of them, one at a time, each in its own transaction (``synchronous_commit`` off:
