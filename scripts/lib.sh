@@ -426,18 +426,26 @@ _lane_docling_mcp() { ensure_docling_mcp; }
 # pip's cache saved little and cost the longest lane 3.5 of its 7.8 minutes.
 _lane_docling_serve() { ensure_docling_serve; }
 
+# ensure_test_tools [COMMAND...]: every install lane side by side. COMMAND, when given, runs in
+# this shell as soon as the project's venv is ready, while the other lanes go on (the checks that
+# need only the venv, ruff and mypy, then cost no time of their own); its status is returned once
+# every lane is done.
 ensure_test_tools() {
   ensure_python # before the lanes, three of which need it
   local lanes=(_lane_project _lane_apt _lane_node _lane_docling_mcp _lane_docling_serve)
-  local pids=() failed=() i
+  local pids=() failed=() i status=0
   for i in "${!lanes[@]}"; do
     ("${lanes[$i]}") &
     pids+=($!)
   done
   for i in "${!lanes[@]}"; do
     wait "${pids[$i]}" || failed+=("${lanes[$i]#_lane_}")
+    if ((i == 0 && $# && ${#failed[@]} == 0)); then
+      "$@" || status=$?
+    fi
   done
   ((${#failed[@]} == 0)) || die "installs failed (lanes: ${failed[*]}); their messages are above"
+  return "$status"
 }
 
 # ---- running docling-mcp in the background ------------------------------------------------
