@@ -36,7 +36,9 @@ from bench.harness.store import bench_arguments, in_scratch_database, synthetic_
 from pipeline.api import ApiContext, create_app
 from pipeline.queues import Wakeup
 from pipeline.settings import read_settings
-from pipeline.store import JobFilter, JobStore, apply_migrations
+from pipeline.store.admin import JobFilter
+from pipeline.store.database import apply_migrations
+from pipeline.store.store import JobStore
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """

@@ -75,9 +75,9 @@ from bench.harness.conversions import convert_pair, ignore
 from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.timeline import job_timeline
 from pipeline.jobs import SubmissionRequest
-from pipeline.mcp import McpClient
+from pipeline.mcp._client import McpClient
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.submission import enqueue
 
 

@@ -29,7 +29,7 @@ import psycopg
 
 from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query
 
 

@@ -29,8 +29,9 @@ from pipeline.jobs import (
     SubmissionRequest,
 )
 from pipeline.queues import Publisher, Wakeup, ring
-from pipeline.store import JobFilter, JobStore
+from pipeline.store.admin import JobFilter
 from pipeline.store.scoped import TenantView
+from pipeline.store.store import JobStore
 from pipeline.support.secrets import process_masker
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")

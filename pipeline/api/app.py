@@ -22,13 +22,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from pipeline.admin import (
+from pipeline.admin.jobs import (
+    CURSOR_PATTERN,
     JobDetail,
-    JobFilter,
     RetryOutcome,
-    Stats,
     cancel_job,
-    collect_stats,
     job_detail,
     list_jobs,
     page_cursor,
@@ -36,8 +34,7 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
-from pipeline.admin.jobs import CURSOR_PATTERN
-from pipeline.admin.stats import scoped_stats
+from pipeline.admin.stats import Stats, collect_stats, scoped_stats
 from pipeline.api.access_routes import access_router
 from pipeline.api.audit_trail import AuditTrail, note_detail
 from pipeline.api.auth import Caller, TokenRoles
@@ -61,6 +58,7 @@ from pipeline.api.submit import (
     submit_upload,
 )
 from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.store.admin import JobFilter
 from pipeline.store.connection import TEXT_PATTERN
 from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
 from pipeline.store.scoped import TenantView

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from pipeline.admin import Stats, collect_stats
+from pipeline.admin.stats import Stats, collect_stats
 from pipeline.jobs import Job, JobState, check_tenant_name
 from pipeline.support import tracing
 
@@ -153,7 +153,7 @@ def jobs(
 ) -> None:
     """List jobs, newest first."""
     # Here, not at the top: the job views' module (its models) is no part of `doclane stats`.
-    from pipeline.admin import list_jobs
+    from pipeline.admin.jobs import list_jobs
 
     filters = job_filter(
         state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json

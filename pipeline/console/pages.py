@@ -8,7 +8,7 @@ from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
 from errors import AmbiguousId, InvalidArgument, JobNotFound
-from pipeline.admin import JobDetail, job_detail, list_jobs
+from pipeline.admin.jobs import JobDetail, job_detail, list_jobs
 from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.jobs import Job
-from pipeline.mcp import CancelScope
+from pipeline.mcp._watchdog import CancelScope
 from pipeline.processing.journal import AttemptJournal
 from pipeline.processing.lease import LeaseKeeper
-from pipeline.resilience import RetryRecord
+from pipeline.resilience.retry import RetryRecord
 
 
 @dataclass

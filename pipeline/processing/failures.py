@@ -29,7 +29,7 @@ from pipeline.jobs import Job, JobState, Stage
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import Publisher, Wakeup, ring
-from pipeline.store import Attempts
+from pipeline.store.attempts import Attempts
 from pipeline.support.waits import Backoff, half_jitter
 
 T = TypeVar("T")

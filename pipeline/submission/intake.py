@@ -37,9 +37,12 @@ from errors import DatabaseUnavailable, InputError, NothingToConvert, TenantQueu
 from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import Publisher, bells_for, queue_for, ring
-from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
-from pipeline.store import JobStore
+from pipeline.sources.addresses import AddressPolicy
+from pipeline.sources.expansion import expand
+from pipeline.sources.models import Candidate, Rejected
+from pipeline.sources.settings import SourceSettings
 from pipeline.store.outbox import WebhookOutbox
+from pipeline.store.store import JobStore
 from pipeline.submission.door import Door, admit
 from pipeline.submission.slicing import pages_refusal, slices_for
 from pipeline.support.secrets import Masker, process_masker

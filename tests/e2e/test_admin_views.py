@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.jobs import Job, JobState
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer, start_api_server
 from tests.fixtures.brokers import Broker
 from tests.fixtures.database import ScratchDatabases, database_url

@@ -8,7 +8,7 @@ import psycopg
 import pytest
 
 from pipeline.jobs import Job, JobState, NewJob, SourceKind
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 SIGNATURE = "claim_jobs(uuid[], text, float8, text)"
 

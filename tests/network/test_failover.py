@@ -18,7 +18,7 @@ import pytest
 
 from pipeline.jobs import JobState
 from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.store.database import apply_migrations
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.network.fleet import Fleet, figures, write_figures

@@ -10,7 +10,8 @@ import psycopg
 
 from errors import ConversionFailed, ServerUnavailable
 from pipeline.jobs import Job, JobState, NewJob, SourceKind
-from pipeline.store import ClaimFound, JobStore
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
 
 
 def new_job(**overrides: Any) -> NewJob:

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.resilience import ResilienceSettings
+from pipeline.resilience.settings import ResilienceSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -46,7 +46,7 @@ def test_the_configured_origins_are_read_without_httpx() -> None:
     """``doclane stats`` lists the breakers of the configured origins: reading them loaded httpx
     (and the rich, pygments and click its command line imports), a tenth of a second."""
     probe = (
-        "import sys; from pipeline.mcp import origin_of; "
+        "import sys; from pipeline.mcp.endpoints import origin_of; "
         "from pipeline.settings import read_settings; "
         "print([origin_of(e) for e in read_settings().mcp.endpoints], "
         "sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'rich', 'pygments')))"

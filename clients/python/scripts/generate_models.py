@@ -178,7 +178,7 @@ def app_document() -> dict[str, Any]:
     from pipeline.api.app import create_app
     from pipeline.api.context import ApiContext
     from pipeline.settings import read_settings
-    from pipeline.store import JobStore
+    from pipeline.store.store import JobStore
 
     tree = read_settings()
     store = JobStore(tree.store)

@@ -12,7 +12,7 @@ import pytest
 
 from errors import CATALOG
 from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.cli import doclane
 from tests.support.store_builders import job_in_state

@@ -11,8 +11,9 @@ import json
 
 import redis
 
-from pipeline.admin import CountedFleet, QueueDepth, WorkerInfo, read_live_workers
+from pipeline.admin.fleet import CountedFleet, QueueDepth, read_live_workers
 from pipeline.admin.heartbeats import (
+    WorkerInfo,
     beat,
     read_heartbeats,
     read_workers,

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from pipeline.api import ApiContext, create_app
 from pipeline.queues import RecordingPublisher
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import httpx
 
 from errors import SourceNotFound
 from pipeline.jobs import JobState, SourceKind, Stage
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.store_builders import new_job
 

@@ -10,7 +10,8 @@ from pipeline.api.metrics import FleetCollector
 from pipeline.jobs import JobState
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_SMALL
 from pipeline.settings import read_settings
-from pipeline.store import JobStore, StoreSettings
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_in_state
 
 

@@ -19,8 +19,9 @@ import pytest
 
 from pipeline.admin.stats import batches_since
 from pipeline.jobs import EventKind, JobState
-from pipeline.processing import Outcome, OutcomeKind
-from pipeline.store import JobStore, StoreSettings
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pipeline.jobs import EventKind, JobState, Stage
-from pipeline.processing import OutcomeKind
+from pipeline.processing.outcomes import OutcomeKind
 from tests.fixtures.samples import write_sample
 from tests.support.processing import Bench
 

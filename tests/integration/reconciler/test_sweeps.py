@@ -12,7 +12,7 @@ from pipeline.jobs import JobState, SubmissionRequest
 from pipeline.queues import QUEUE_SMALL, WAKE_BELLS, RecordingPublisher
 from pipeline.reconciler import reconcile_once
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.submission import enqueue
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

@@ -10,7 +10,9 @@ import pytest
 
 from pipeline.objects import ObjectStore
 from pipeline.settings import read_settings
-from pipeline.sources import Candidate, ObjectSources, Rejected, expand
+from pipeline.sources.expansion import expand
+from pipeline.sources.models import Candidate, Rejected
+from pipeline.sources.objects import ObjectSources
 from tests.fixtures.object_store import READABLE_BUCKET, ObjectServer
 
 MARKDOWN = b"# Title\n\nSome text.\n"

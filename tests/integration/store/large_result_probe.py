@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pipeline.jobs import NewJob, SourceKind
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 MIB = 1024 * 1024
 

@@ -12,7 +12,7 @@ import pytest
 from errors import DatabaseUnavailable, classify
 from pipeline.jobs import Stage
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 

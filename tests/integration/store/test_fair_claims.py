@@ -12,7 +12,8 @@ import pytest
 
 from pipeline.jobs import Job, JobState
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, wake
-from pipeline.store import ClaimFound, JobStore
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
 
 QUEUE = "doclane.small"
 

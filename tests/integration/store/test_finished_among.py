@@ -6,7 +6,7 @@ from collections.abc import Callable
 from uuid import uuid4
 
 from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 
 def test_only_finished_jobs_come_back_with_their_state(

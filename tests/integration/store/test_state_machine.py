@@ -11,7 +11,7 @@ import pytest
 from psycopg import errors as pg_errors
 
 from pipeline.jobs import LEGAL_TRANSITIONS, TERMINAL_STATES, Job, JobState
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 ALL_STATES = list(JobState)
 ILLEGAL_TRANSITIONS = sorted(

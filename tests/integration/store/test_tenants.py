@@ -11,7 +11,7 @@ import pytest
 
 from errors import TenantQueueFull, UnknownTenant
 from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.store.tenants import UNSET
 from tests.fixtures.waiting import wait_for
 from tests.support.jobs import succeeded_job

@@ -14,9 +14,9 @@ import pytest
 
 from errors import MissingCapability
 from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionRequest
-from pipeline.profiles import ProfileSettings
+from pipeline.profiles.settings import ProfileSettings
 from pipeline.queues import RecordingPublisher
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.submission import door as door_module
 from pipeline.submission import enqueue
 from pipeline.submission.door import Door, admit, process_door, server_tools

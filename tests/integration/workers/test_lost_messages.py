@@ -12,7 +12,7 @@ from pipeline.jobs import SubmissionRequest
 from pipeline.queues import QUEUE_SMALL, WAKE_BELLS
 from pipeline.reconciler.sweeps import reconcile_once
 from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.submission import enqueue
 from tests.fixtures.brokers import Broker
 from tests.fixtures.samples import write_sample

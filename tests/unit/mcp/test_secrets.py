@@ -6,7 +6,8 @@ import httpx
 import pytest
 
 from errors import InvalidSetting
-from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings
+from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
+from pipeline.mcp._client import McpClient
 from pipeline.settings import read_settings
 from tests.support.scripted_mcp import ScriptedServer
 

@@ -6,7 +6,7 @@ import pytest
 
 from errors import SourceUnavailable
 from pipeline.settings import read_settings
-from pipeline.store import mask_conninfo
+from pipeline.store.connection import mask_conninfo
 from pipeline.support.secrets import (
     Masker,
     SecretSettings,
