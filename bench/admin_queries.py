@@ -38,9 +38,9 @@ import psycopg
 from bench.harness.figures import percentile
 from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.admin.stats import _job_figures
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.admin import JobFilter, list_jobs_params
 from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query

@@ -67,7 +67,7 @@ Outcome = tuple[Clock, str]
 
 def run_doclane(url: str, calls: int) -> Outcome:
     from pipeline.mcp._client import McpClient
-    from pipeline.settings import read_settings
+    from pipeline.settings.tree import read_settings
 
     with McpClient(url, settings=read_settings().mcp) as client:
         client.initialize()

@@ -30,7 +30,7 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.database import apply_migrations
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 

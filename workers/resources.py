@@ -17,7 +17,7 @@ from workers.publisher import CeleryPublisher
 if TYPE_CHECKING:
     from pipeline.processing.processor import JobProcessor
     from pipeline.resilience.facade import Resilient
-    from pipeline.settings import Settings
+    from pipeline.settings.tree import Settings
     from pipeline.sources.downloader import Downloader
     from pipeline.webhooks.delivery import WebhookDispatcher
 

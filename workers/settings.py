@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from pipeline.mcp.settings import McpSettings
     from pipeline.processing.settings import ProcessingSettings
     from pipeline.resilience.settings import ResilienceSettings
-    from pipeline.settings import Settings, WorkerSettings
+    from pipeline.settings.tree import Settings
+    from pipeline.settings.workers import WorkerSettings
     from pipeline.sources.settings import SourceSettings
 
 #: Where ``workers.app.create_app`` keeps the tree in the app's configuration.

@@ -39,7 +39,7 @@ def measure(origin_counts: list[int], units: int) -> dict[str, dict[str, float]]
     from pipeline.resilience.pool import ServerPool
     from pipeline.resilience.shared import origin_breaker
     from pipeline.resilience.storage import BreakerRedis
-    from pipeline.settings import read_settings
+    from pipeline.settings.tree import read_settings
 
     class CountingRedis(BreakerRedis):
         sent = 0

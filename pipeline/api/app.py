@@ -57,7 +57,9 @@ from pipeline.api.submit import (
     submit_json,
     submit_upload,
 )
-from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.jobs.formats import FORMATS_PATTERN
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import TENANT_PATTERN
 from pipeline.store.admin import JobFilter
 from pipeline.store.connection import TEXT_PATTERN
 from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
@@ -147,7 +149,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.include_router(_operations(ctx))
     # Imported here, not above: importing ``pipeline.console`` first runs this package's
     # ``__init__`` (the console uses the API's errors and auth), which imports this module.
-    from pipeline.console import console_app
+    from pipeline.console.app import console_app
 
     app.mount("/console", console_app(ctx))
     return app

@@ -14,8 +14,8 @@ from pipeline.admin.settings import AdminSettings
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.queues import Publisher
 from pipeline.resilience.settings import ResilienceSettings
-from pipeline.settings import Settings
 from pipeline.settings.api import ApiSettings
+from pipeline.settings.tree import Settings
 from pipeline.sources.settings import SourceSettings
 from pipeline.store.scoped import TenantView
 from pipeline.store.store import JobStore

@@ -34,7 +34,8 @@ from prometheus_client.registry import Collector
 
 from pipeline.admin.fleet import Fleet
 from pipeline.admin.stats import batches_since, fleet_parts, run_parts, webhook_counts
-from pipeline.jobs import JobState, TenantFigures
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import TenantFigures
 from pipeline.queues import JOB_QUEUES
 from pipeline.resilience.settings import ResilienceSettings
 from pipeline.store.admin import EventTotal, Percentiles

@@ -17,19 +17,15 @@ import typer
 
 from errors import PipelineError, error_for
 from pipeline.access.audit import audited_cli, submission_detail
-from pipeline.jobs import (
-    ConversionOptions,
-    Formats,
-    Job,
-    JobEvent,
-    JobState,
-    SubmissionRequest,
-    check_tenant_name,
-)
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import Job, JobEvent, JobState
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.jobs.tenants import check_tenant_name
 from pipeline.queues import PRIORITY_LEVELS, Wakeup, ring
 from pipeline.store.store import JobStore
-from pipeline.submission import Submission, enqueue
 from pipeline.submission.door import door_for
+from pipeline.submission.intake import Submission, enqueue
 from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, state_error, usage_error

@@ -18,7 +18,8 @@ from typing import NoReturn
 from uuid import UUID
 
 from errors import PipelineError
-from pipeline.jobs import EVERY_TENANT, Job, JobState
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import EVERY_TENANT
 from pipeline.store.admin import JobFilter
 from pipeline.store.scoped import TenantView, no_job
 from pipeline.store.store import JobStore

@@ -13,7 +13,7 @@ from __future__ import annotations
 import typer
 
 from pipeline.access.audit import audited_cli
-from pipeline.jobs import Tenant, check_tenant_name
+from pipeline.jobs.tenants import Tenant, check_tenant_name
 from pipeline.queues import wake
 from pipeline.store.store import JobStore
 from pipeline.store.tenants import UNSET

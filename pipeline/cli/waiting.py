@@ -20,7 +20,7 @@ from uuid import UUID
 
 import typer
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.resilience.settings import ResilienceSettings
 from pipeline.store.store import JobStore
 

@@ -15,7 +15,8 @@ from urllib.parse import urlencode
 from uuid import UUID
 
 from pipeline.admin.jobs import page_cursor, parse_cursor, parse_since
-from pipeline.jobs import TENANT_PATTERN, Job, JobState
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import TENANT_PATTERN
 from pipeline.store.admin import JobFilter
 
 PAGE_SIZE = 50

@@ -14,7 +14,7 @@ from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery
 from pipeline.console.render import MAX_RENDERED_BYTES, SECURITY_HEADERS, markdown_html, page
 from pipeline.console.session import Sessions
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import JOB_QUEUES
 from pipeline.store.scoped import TenantView
 

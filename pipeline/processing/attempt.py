@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.mcp._watchdog import CancelScope
 from pipeline.processing.journal import AttemptJournal
 from pipeline.processing.lease import LeaseKeeper

@@ -40,7 +40,7 @@ from typing import Any, Protocol, TypeVar
 from uuid import UUID
 
 from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
-from pipeline.jobs import Job, Stage
+from pipeline.jobs.model import Job, Stage
 from pipeline.mcp._client import McpClient
 from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.processing.failures import FailurePolicy, lost, ring_when_due

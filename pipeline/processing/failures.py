@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from errors import CircuitOpen, DatabaseUnavailable, PipelineError
-from pipeline.jobs import Job, JobState, Stage
+from pipeline.jobs.model import Job, JobState, Stage
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import Publisher, Wakeup, ring

@@ -26,7 +26,7 @@ from contextvars import copy_context
 from typing import TYPE_CHECKING, Any
 
 from errors import ControlFlow, DatabaseUnavailable
-from pipeline.jobs import Job, Stage
+from pipeline.jobs.model import Job, Stage
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
 from pipeline.profiles.base import Conversion, McpCallRecord

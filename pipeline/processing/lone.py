@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
-from pipeline.jobs import Job, Stage
+from pipeline.jobs.model import Job, Stage
 from pipeline.jobs.options import server_options
 from pipeline.mcp._client import McpClient
 from pipeline.mcp._watchdog import CancelScope

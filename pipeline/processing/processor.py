@@ -27,7 +27,7 @@ import time
 from dataclasses import dataclass, replace
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.concurrency import ServerConcurrency

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from errors import CallTimeout, DatabaseUnavailable
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.failures import FailurePolicy, ring_when_due
 from pipeline.processing.outcomes import Outcome, OutcomeKind

@@ -15,8 +15,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.jobs import Job, SourceKind, Stage
-from pipeline.objects import is_object_address
+from pipeline.jobs.model import Job, SourceKind, Stage
+from pipeline.objects.address import is_object_address
 from pipeline.processing.journal import AttemptJournal
 from pipeline.sources.downloader import Downloader
 from pipeline.sources.local import validate_file

@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from pipeline.jobs import TERMINAL_STATES, Job, JobState
+from pipeline.jobs.model import TERMINAL_STATES, Job, JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query

@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from pipeline.jobs import WEIGHT_MAX, WEIGHT_MIN, Tenant, TenantFigures, check_tenant_name
+from pipeline.jobs.tenants import WEIGHT_MAX, WEIGHT_MIN, Tenant, TenantFigures, check_tenant_name
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 

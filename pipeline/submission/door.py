@@ -37,7 +37,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 from errors import MissingCapability, PipelineError
-from pipeline.jobs import ConversionOptions, Formats
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.options import ConversionOptions
 from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
 from pipeline.profiles.docling_rs import SIGNATURE, DoclingRsProfile
 from pipeline.profiles.per_format import TOOLS

@@ -12,7 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.database import apply_migrations, migration_status
 from pipeline.store.migrations import MIGRATION_LOCK_KEY, MigrationError, MigrationState, discover
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR

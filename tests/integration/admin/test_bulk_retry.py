@@ -10,7 +10,8 @@ import pytest
 
 from errors import SourceNotFound
 from pipeline.admin.jobs import retry_failed
-from pipeline.jobs import EVERY_TENANT, JobState, NewJob, SourceKind
+from pipeline.jobs.model import JobState, NewJob, SourceKind
+from pipeline.jobs.tenants import EVERY_TENANT
 from pipeline.queues import RecordingPublisher
 from pipeline.store.scoped import TenantView
 from pipeline.store.settings import StoreSettings

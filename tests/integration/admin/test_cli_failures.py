@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from errors import CATALOG
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.cli import doclane

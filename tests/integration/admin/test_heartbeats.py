@@ -21,7 +21,7 @@ from pipeline.admin.heartbeats import (
     workers_key,
 )
 from pipeline.queues import ALL_QUEUES, QUEUE_SMALL
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.waiting import wait_for
 
 

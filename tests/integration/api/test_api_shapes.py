@@ -11,7 +11,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker

@@ -11,7 +11,7 @@ import pytest
 from pipeline.processing.processor import JobProcessor
 from pipeline.queues import RecordingPublisher
 from pipeline.resilience.facade import build_resilient
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.store import JobStore
 from tests.fixtures.fake_server import FakeServer
 from tests.support.processing import Bench, HookedRunner

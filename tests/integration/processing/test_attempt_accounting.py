@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from uuid import UUID
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

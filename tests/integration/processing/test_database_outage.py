@@ -13,7 +13,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.mcp._client import McpClient
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.store.settings import StoreSettings

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.jobs import EventKind, JobState, Stage
+from pipeline.jobs.model import EventKind, JobState, Stage
 from pipeline.processing import journal as journal_module
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.store.attempts import Attempts

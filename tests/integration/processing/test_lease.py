@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.store.store import JobStore
 from tests.fixtures.samples import write_sample

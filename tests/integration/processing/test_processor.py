@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from pipeline.mcp._client import McpClient
 from pipeline.processing.outcomes import OutcomeKind
 from pipeline.queues import QUEUE_SMALL

@@ -18,7 +18,7 @@ from uuid import UUID
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.jobs import JobState, Stage
+from pipeline.jobs.model import JobState, Stage
 from pipeline.mcp._client import McpClient
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.profiles.base import Conversion

@@ -19,7 +19,7 @@ import pytest
 from pipeline.mcp._client import McpClient
 from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.retry import RetryRecord
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 

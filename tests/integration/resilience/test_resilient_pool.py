@@ -20,7 +20,7 @@ from pipeline.resilience.pool import ServerPool
 from pipeline.resilience.retry import RetryRecord
 from pipeline.resilience.shared import origin_breaker
 from pipeline.resilience.storage import BreakerRedis
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for

@@ -26,7 +26,7 @@ from errors import (
     UnsupportedFormat,
     UrlRefused,
 )
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.downloader import Downloader, remove_stale_partials
 from pipeline.sources.urls import check_url
 from tests.fixtures import source_samples as samples

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.objects import ObjectStore
-from pipeline.settings import read_settings
+from pipeline.objects.client import ObjectStore
+from pipeline.settings.tree import read_settings
 from pipeline.sources.expansion import expand
 from pipeline.sources.models import Candidate, Rejected
 from pipeline.sources.objects import ObjectSources

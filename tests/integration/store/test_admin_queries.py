@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.store import JobStore
 
 

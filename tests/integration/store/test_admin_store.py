@@ -9,8 +9,8 @@ import psycopg
 import pytest
 
 from errors import DatabaseUnavailable, SourceNotFound
-from pipeline.jobs import JobState, NewJob, SourceKind
-from pipeline.settings import read_settings
+from pipeline.jobs.model import JobState, NewJob, SourceKind
+from pipeline.settings.tree import read_settings
 from pipeline.store.admin import JobFilter
 from pipeline.store.store import JobStore
 

@@ -12,7 +12,7 @@ import pytest
 from psycopg import errors as pg_errors
 
 from errors import CallTimeout, ConversionFailed
-from pipeline.jobs import EventKind, Job, JobState, Stage
+from pipeline.jobs.model import EventKind, Job, JobState, Stage
 from pipeline.store.attempts import ClaimFound
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 from pipeline.store.refusals import ResultFormatsRefused

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import uuid4
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.store import JobStore
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState, Stage
+from pipeline.jobs.model import Job, JobState, Stage
 from pipeline.store import finishing as finishing_module
 from pipeline.store.refusals import ResultFormatsRefused
 from pipeline.store.rows import CallEvent

@@ -16,7 +16,7 @@ from contextlib import ExitStack
 import pytest
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.connection import create_pool
 from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore

@@ -11,9 +11,9 @@ import psycopg
 import pytest
 
 from errors import ResultsExpired
-from pipeline.jobs import EventKind, Job, JobState
-from pipeline.objects import ObjectStore
-from pipeline.settings import read_settings
+from pipeline.jobs.model import EventKind, Job, JobState
+from pipeline.objects.client import ObjectStore
+from pipeline.settings.tree import read_settings
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore

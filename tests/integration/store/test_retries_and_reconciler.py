@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from errors import CircuitOpen, InternalError, ServerUnavailable
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from errors import ConversionFailed, ServerUnavailable
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
 from pipeline.store.store import JobStore
 from tests.fixtures.waiting import wait_for

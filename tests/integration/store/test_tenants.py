@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from errors import TenantQueueFull, UnknownTenant
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.store.store import JobStore
 from pipeline.store.tenants import UNSET
 from tests.fixtures.waiting import wait_for

@@ -11,7 +11,7 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from pipeline.jobs import EventKind, Job, JobState
+from pipeline.jobs.model import EventKind, Job, JobState
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.store.store import JobStore

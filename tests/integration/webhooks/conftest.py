@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.addresses import AddressPolicy
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.store.store import JobStore

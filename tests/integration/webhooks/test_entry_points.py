@@ -14,7 +14,7 @@ from uuid import uuid4
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.store.outbox import DeliveryState, WebhookOutbox
 from pipeline.store.store import JobStore
 from pipeline.webhooks.delivery import WebhookDispatcher

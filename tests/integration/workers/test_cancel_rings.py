@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from pipeline.admin.jobs import cancel_job
-from pipeline.jobs import EVERY_TENANT, JobState
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import EVERY_TENANT
 from pipeline.queues import QUEUE_SMALL
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.scoped import TenantView
 from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker

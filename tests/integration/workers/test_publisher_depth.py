@@ -26,7 +26,7 @@ from pipeline.queues import (
     QUEUE_SMALL,
     Wakeup,
 )
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for

@@ -8,7 +8,7 @@ import pytest
 from errors import InvalidSetting
 from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
 from pipeline.mcp._client import McpClient
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.support.scripted_mcp import ScriptedServer
 
 TOKEN = "tok-5f8e2c-very-secret"

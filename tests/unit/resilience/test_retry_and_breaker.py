@@ -13,7 +13,7 @@ from pipeline.processing.batching import NotBatchable
 from pipeline.processing.journal import AttemptLost
 from pipeline.resilience.breaker import OriginBreaker
 from pipeline.resilience.retry import RetryRecord, retry_call
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.waiting import wait_for
 
 FAST = read_settings(

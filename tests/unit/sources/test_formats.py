@@ -87,7 +87,7 @@ def test_a_markdown_text_mentioning_pdf_is_not_sniffed_as_pdf():
 
 
 def test_a_pdf_with_junk_before_its_header_is_still_a_pdf_by_name(tmp_path):
-    from pipeline.settings import read_settings
+    from pipeline.settings.tree import read_settings
     from pipeline.sources.local import validate_file
 
     path = tmp_path / "mail.pdf"

@@ -16,7 +16,7 @@ from errors import (
     SourceTooLarge,
     UnsupportedFormat,
 )
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.formats import DocumentFormat
 from pipeline.sources.local import validate_file
 from tests.fixtures import source_samples as samples
