@@ -38,12 +38,13 @@ import psycopg
 from bench.harness.figures import percentile
 from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
 from pipeline.admin.stats import _job_figures
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
-from pipeline.settings import read_settings
-from pipeline.store import JobFilter, JobStore, apply_migrations
-from pipeline.store.admin import list_jobs_params
+from pipeline.settings.tree import read_settings
+from pipeline.store.admin import JobFilter, list_jobs_params
+from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query
+from pipeline.store.store import JobStore
 
 LOAD_EVENTS = """
 INSERT INTO job_events (job_id, attempt, kind, tool, duration_ms, outcome, server_origin, at)

@@ -33,10 +33,13 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from bench.harness.store import bench_arguments, in_scratch_database, synthetic_history
-from pipeline.api import ApiContext, create_app
+from pipeline.api.app import create_app
+from pipeline.api.context import ApiContext
 from pipeline.queues import Wakeup
-from pipeline.settings import read_settings
-from pipeline.store import JobFilter, JobStore, apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.admin import JobFilter
+from pipeline.store.database import apply_migrations
+from pipeline.store.store import JobStore
 
 #: A job's history as a worker writes it: claimed, two MCP calls, finished.
 LOAD_HISTORY = """

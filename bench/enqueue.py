@@ -122,9 +122,11 @@ try:
     import pipeline.submission.intake as enqueue
 except ImportError:  # a checkout from before submission was a package of its own
     import pipeline.jobs.submit as enqueue
-import pipeline.store
 # where create_many lives in the checkout on PYTHONPATH (a JobStore's, before the store's split)
-creator = getattr(pipeline.store, "Submissions", None) or pipeline.store.JobStore
+try:
+    from pipeline.store.submissions import Submissions as creator
+except ImportError:
+    from pipeline.store import JobStore as creator
 steps = {}
 def timed(name, step):
     def run(*args, **kwargs):

@@ -24,8 +24,8 @@ import psycopg
 
 from bench.harness.store import bench_arguments, explain, in_scratch_database
 from pipeline.queues import SMALL_BELOW_BYTES
-from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query
 
 QUEUE = "doclane.small"

@@ -74,11 +74,11 @@ from bench.harness import (
 from bench.harness.conversions import convert_pair, ignore
 from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.timeline import job_timeline
-from pipeline.jobs import SubmissionRequest
-from pipeline.mcp import McpClient
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
-from pipeline.submission import enqueue
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.mcp._client import McpClient
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
+from pipeline.submission.intake import enqueue
 
 
 # ---- the client loop -------------------------------------------------------------------------

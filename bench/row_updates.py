@@ -43,8 +43,8 @@ from uuid import UUID
 import psycopg
 
 from bench.harness import print_json, process_cpu_s, scratch_database
-from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent, calls_json, jsonb, round_params
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR

@@ -19,8 +19,10 @@ from bench.harness.conversions import Run
 from bench.harness.docling_rs import RS_BIN, RsServer
 from bench.harness.processes import cpu_by_part, per_document_ms
 from errors import PipelineError
-from pipeline.mcp import McpClient, McpSettings
-from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.settings import McpSettings
+from pipeline.profiles.base import ConversionRequest, ToolCalls
+from pipeline.profiles.docling_rs import DoclingRsProfile
 
 __all__ = ["RS_BIN", "RsServer", "direct"]
 

@@ -35,8 +35,10 @@ import psycopg
 
 from bench import harness
 from bench.harness.docling_rs import RsServer
-from pipeline.mcp import McpClient, McpSettings
-from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.settings import McpSettings
+from pipeline.profiles.base import ConversionRequest, ToolCalls
+from pipeline.profiles.docling_rs import DoclingRsProfile
 from tests.support.long_pdf import write_long_pdf
 
 

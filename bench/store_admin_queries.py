@@ -28,8 +28,8 @@ from typing import Any
 import psycopg
 
 from bench.harness.store import bench_arguments, explain, in_scratch_database, synthetic_history
-from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.queries import query
 
 

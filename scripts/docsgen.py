@@ -7,7 +7,7 @@
 
 Both pages are read by operators who never open the code, and both go stale the day someone adds
 a code or a setting; so they are generated from the code itself (``errors.CATALOG`` and every
-section of the settings tree, ``pipeline.settings.Settings``, not from a list kept here), and
+section of the settings tree, ``pipeline.settings.tree.Settings``, not from a list kept here), and
 tests/unit/test_generated_docs.py fails when a committed page differs from what this module
 renders now.
 
@@ -134,7 +134,7 @@ class Setting:
 
 def settings_classes() -> list[type[BaseModel]]:
     """Every section of the settings tree (``pipeline.settings``), ordered by module and name."""
-    from pipeline.settings import Settings
+    from pipeline.settings.tree import Settings
 
     sections: list[type[BaseModel]] = list(Settings.sections().values())
     return sorted(sections, key=lambda c: (c.__module__, c.__qualname__))

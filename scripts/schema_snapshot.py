@@ -30,8 +30,8 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
-from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 
 #: Beside the other generated pages, not among the migrations (it is not one).

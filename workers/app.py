@@ -34,7 +34,7 @@ from kombu.entity import Exchange, Queue
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.settings import Settings, read_settings
+from pipeline.settings.tree import Settings, read_settings
 from pipeline.support.logs import configure_logging
 from workers import runtime
 from workers.broker import MAX_BROKER_PRIORITY, redis_transport_options, uses_redis_transport

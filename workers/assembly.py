@@ -13,11 +13,11 @@ from billiard.process import current_process
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
-from pipeline.mcp import CallTimeouts
-from pipeline.processing import JobProcessor
-from pipeline.resilience import build_resilient
-from pipeline.sources import Downloader
-from pipeline.store import JobStore
+from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.processing.processor import JobProcessor
+from pipeline.resilience.facade import build_resilient
+from pipeline.sources.downloader import Downloader
+from pipeline.store.store import JobStore
 from workers.publisher import CeleryPublisher
 from workers.resources import WorkerRuntime
 from workers.settings import settings_of

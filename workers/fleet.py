@@ -1,4 +1,4 @@
-"""The broker's side of the admin views (``pipeline.admin.Fleet``), asked through kombu alone.
+"""The broker's side of the admin views (``pipeline.adminfleet.Fleet``), asked through kombu alone.
 
 Queue depth is a passive declare per queue (``workers.broker.waiting_in``), all on one plain
 ``kombu.Connection`` laid out as the Celery app lays its queues out: building the app to ask
@@ -15,7 +15,7 @@ from typing import Any
 
 from kombu.connection import Connection
 
-from pipeline.admin import QueueDepth
+from pipeline.admin.fleet import QueueDepth
 from pipeline.queues import ALL_QUEUES
 from workers.broker import redis_transport_options, uses_redis_transport, waiting_in
 

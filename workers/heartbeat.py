@@ -27,7 +27,7 @@ import redis
 from celery import bootsteps
 from celery.worker import state
 
-from pipeline.admin import Fleet
+from pipeline.admin.fleet import Fleet
 from pipeline.admin.heartbeats import WorkerInfo, beat, stop_beating
 from pipeline.support.secrets import mask_address
 from workers.fleet import BrokerFleet

@@ -7,7 +7,7 @@ import socket
 from collections.abc import Sequence
 
 from pipeline.queues import CONTROL_QUEUE
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.support.logs import configure_logging
 from workers.app import create_app
 from workers.heartbeat import Heartbeat

@@ -1,9 +1,9 @@
 """The Celery implementation of ``pipeline.queues.Publisher``.
 
 A message is a bell, ``doclane.drain(queue)``: the pool process that takes it drains the queue
-(:meth:`pipeline.processing.JobProcessor.drain`). It names no job, so nothing is ever revoked:
-cancelling is a change of the job's row, which a claim honours and a running attempt finds at
-its next lease renewal.
+(:meth:`pipeline.processing.processor.JobProcessor.drain`). It names no job, so nothing is ever
+revoked: cancelling is a change of the job's row, which a claim honours and a running attempt
+finds at its next lease renewal.
 
 Priorities: a bell's ``priority`` (its most urgent job's; any int, higher runs first) becomes
 one of ten broker levels (``pipeline.queues.clamp_priority``, mapped per transport by

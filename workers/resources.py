@@ -11,15 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.jobs.settings import ReconcileSettings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from workers.publisher import CeleryPublisher
 
 if TYPE_CHECKING:
-    from pipeline.processing import JobProcessor
-    from pipeline.resilience import Resilient
-    from pipeline.settings import Settings
-    from pipeline.sources import Downloader
-    from pipeline.webhooks import WebhookDispatcher
+    from pipeline.processing.processor import JobProcessor
+    from pipeline.resilience.facade import Resilient
+    from pipeline.settings.tree import Settings
+    from pipeline.sources.downloader import Downloader
+    from pipeline.webhooks.delivery import WebhookDispatcher
 
 log = logging.getLogger("doclane.worker")
 
@@ -41,8 +41,9 @@ class WorkerRuntime:
     def webhooks(self) -> WebhookDispatcher:
         """The completion webhooks' sender, made by the first delivery pass of the process."""
         if self._webhooks is None:
-            from pipeline.sources import AddressPolicy
-            from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
+            from pipeline.sources.addresses import AddressPolicy
+            from pipeline.store.outbox import WebhookOutbox
+            from pipeline.webhooks.delivery import WebhookDispatcher
 
             policy = AddressPolicy(allow_private=self.settings.sources.allow_private_urls)
             outbox = WebhookOutbox(self.store.pool)

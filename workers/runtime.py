@@ -73,7 +73,7 @@ def _warm_up(rt: WorkerRuntime) -> None:
     """Initialize one session per server at process start; a server that is down is not an
     error here (the first job meets it through retry and the breaker). A stdio child is not
     warmed: it starts lazily, so a process that never converts never runs a server."""
-    from pipeline.mcp import is_stdio
+    from pipeline.mcp.endpoints import is_stdio
 
     for endpoint in rt.resilient.pool.endpoints:
         if is_stdio(endpoint):

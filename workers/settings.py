@@ -9,11 +9,12 @@ from pipeline.queues import SizeTier, tier_of_queue
 
 if TYPE_CHECKING:
     from pipeline.jobs.settings import ReconcileSettings
-    from pipeline.mcp import McpSettings
-    from pipeline.processing import ProcessingSettings
-    from pipeline.resilience import ResilienceSettings
-    from pipeline.settings import Settings, WorkerSettings
-    from pipeline.sources import SourceSettings
+    from pipeline.mcp.settings import McpSettings
+    from pipeline.processing.settings import ProcessingSettings
+    from pipeline.resilience.settings import ResilienceSettings
+    from pipeline.settings.tree import Settings
+    from pipeline.settings.workers import WorkerSettings
+    from pipeline.sources.settings import SourceSettings
 
 #: Where ``workers.app.create_app`` keeps the tree in the app's configuration.
 SETTINGS_KEY = "doclane_settings"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from bench import corpus as corpus_module
 from errors import PipelineError
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.local import validate_file
 
 

@@ -26,9 +26,11 @@ from typing import Any
 
 from bench import harness
 from bench.harness.docling_rs import RS_BIN, RsServer
-from pipeline.mcp import McpClient, McpSettings
 from pipeline.mcp import _http as http_transport
-from pipeline.profiles import ConversionRequest, DoclingRsProfile, ToolCalls
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.settings import McpSettings
+from pipeline.profiles.base import ConversionRequest, ToolCalls
+from pipeline.profiles.docling_rs import DoclingRsProfile
 
 DOCUMENT = "# A title\n\nOne short paragraph, as a small job would carry.\n"
 

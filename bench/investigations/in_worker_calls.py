@@ -53,10 +53,10 @@ from bench.harness import (
     worker_env,
 )
 from errors import PipelineError
-from pipeline.mcp import McpClient
+from pipeline.mcp._client import McpClient
 from pipeline.profiles.base import McpCallRecord, ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.local import validate_file
 
 #: (document name, tool) -> milliseconds of that call

@@ -35,10 +35,11 @@ REDIS_URL = os.environ.get("DOCLANE_REDIS_URL") or "redis://127.0.0.1:6379/0"
 
 def measure(origin_counts: list[int], units: int) -> dict[str, dict[str, float]]:
     """In this process, with whatever ``pipeline`` comes first on the path: the per-unit costs."""
-    from pipeline.resilience import ServerPool, origin_breaker
     from pipeline.resilience.in_flight import InFlight
+    from pipeline.resilience.pool import ServerPool
+    from pipeline.resilience.shared import origin_breaker
     from pipeline.resilience.storage import BreakerRedis
-    from pipeline.settings import read_settings
+    from pipeline.settings.tree import read_settings
 
     class CountingRedis(BreakerRedis):
         sent = 0

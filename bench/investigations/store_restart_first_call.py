@@ -22,7 +22,7 @@ import time
 from contextlib import ExitStack
 
 from bench.harness import print_json
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.store.connection import RestartAwareCheck, create_pool
 
 

@@ -17,8 +17,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from errors import PipelineError
-from pipeline.store import JobStore
 from pipeline.store.access import AuditEntry
+from pipeline.store.store import JobStore
 
 log = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ from joserfc.errors import (
 from joserfc.jwk import KeySet
 
 from errors import BearerTokenRefused, RoleForbidden, UnknownTenant
-from pipeline.jobs import EVERY_TENANT, TenantScope
+from pipeline.jobs.tenants import EVERY_TENANT, TenantScope
 from pipeline.settings.access import AccessSettings
 from pipeline.settings.api import ROLES, Role
 

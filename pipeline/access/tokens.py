@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pipeline.settings.api import ApiSettings, Role
-from pipeline.store import JobStore
 from pipeline.store.access import StoredToken, TokenNameTaken
+from pipeline.store.store import JobStore
 
 #: What every stored token's secret starts with.
 SECRET_PREFIX = "dl_"

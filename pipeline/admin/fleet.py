@@ -21,9 +21,11 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from pipeline.admin.heartbeats import CountedDepths, WorkerInfo, read_heartbeats, read_workers
-from pipeline.mcp import McpSettings, origin_of
+from pipeline.mcp.endpoints import origin_of
+from pipeline.mcp.settings import McpSettings
 from pipeline.queues import ALL_QUEUES
-from pipeline.resilience import ResilienceSettings, origin_breaker, redis_for_breakers
+from pipeline.resilience.settings import ResilienceSettings
+from pipeline.resilience.shared import origin_breaker, redis_for_breakers
 from pipeline.resilience.storage import BreakerRedis, RedisUnavailable, breaker_redis
 from pipeline.support.secrets import mask_address
 

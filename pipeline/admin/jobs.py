@@ -19,18 +19,14 @@ from uuid import UUID
 from pydantic import BaseModel
 
 from errors import MissingCapability, UnknownTenant, entry
-from pipeline.jobs import (
-    ConversionOptions,
-    Formats,
-    Job,
-    JobEvent,
-    JobState,
-    ResultInfo,
-    SubmissionRequest,
-)
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import Job, JobEvent, JobState, ResultInfo
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
 from pipeline.queues import Publisher, Wakeup, ring
-from pipeline.store import JobFilter, JobStore
+from pipeline.store.admin import JobFilter
 from pipeline.store.scoped import TenantView
+from pipeline.store.store import JobStore
 from pipeline.support.secrets import process_masker
 
 _SINCE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
@@ -196,7 +192,7 @@ def _resubmit(store: JobStore, publisher: Publisher, jobs: list[Job]) -> list[Re
     tenant (a retried job stays its tenant's, under its quota)."""
     # Here, not at the top: listing and reading jobs (doclane jobs, stats, the API's GETs) need
     # none of submission's source checks and HTTP client.
-    from pipeline.submission import enqueue
+    from pipeline.submission.intake import enqueue
 
     masker = process_masker()
     groups: dict[tuple[Any, ...], _Group] = {}

@@ -32,9 +32,10 @@ from pipeline.admin.fleet import (
 )
 from pipeline.admin.heartbeats import WorkerInfo
 from pipeline.admin.settings import AdminSettings
-from pipeline.jobs import JobState, TenantFigures
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import TenantFigures
 from pipeline.queues import JOB_QUEUES, SIZE_TIERS
-from pipeline.resilience import ResilienceSettings
+from pipeline.resilience.settings import ResilienceSettings
 from pipeline.store.outbox import WebhookOutbox
 from pipeline.store.scoped import TenantView
 from pipeline.store.store import JobStore

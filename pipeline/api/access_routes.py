@@ -17,10 +17,10 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
 from pipeline.access.tokens import TOKEN_NAME_PATTERN, issue_token
-from pipeline.admin import parse_since
+from pipeline.admin.jobs import parse_since
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.api.context import ApiContext
-from pipeline.jobs import TENANT_PATTERN
+from pipeline.jobs.tenants import TENANT_PATTERN
 from pipeline.settings.api import Role
 from pipeline.store.access import AuditEntry, AuditFilter, StoredToken, TokenNameTaken
 from pipeline.store.connection import TEXT_PATTERN

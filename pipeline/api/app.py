@@ -22,13 +22,11 @@ from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException
 
-from pipeline.admin import (
+from pipeline.admin.jobs import (
+    CURSOR_PATTERN,
     JobDetail,
-    JobFilter,
     RetryOutcome,
-    Stats,
     cancel_job,
-    collect_stats,
     job_detail,
     list_jobs,
     page_cursor,
@@ -36,8 +34,7 @@ from pipeline.admin import (
     parse_since,
     retry_job,
 )
-from pipeline.admin.jobs import CURSOR_PATTERN
-from pipeline.admin.stats import scoped_stats
+from pipeline.admin.stats import Stats, collect_stats, scoped_stats
 from pipeline.api.access_routes import access_router
 from pipeline.api.audit_trail import AuditTrail, note_detail
 from pipeline.api.auth import Caller, TokenRoles
@@ -60,7 +57,10 @@ from pipeline.api.submit import (
     submit_json,
     submit_upload,
 )
-from pipeline.jobs import FORMATS_PATTERN, TENANT_PATTERN, Job, JobState
+from pipeline.jobs.formats import FORMATS_PATTERN
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import TENANT_PATTERN
+from pipeline.store.admin import JobFilter
 from pipeline.store.connection import TEXT_PATTERN
 from pipeline.store.ids import ID_PATTERN, SHORT_ID_MIN
 from pipeline.store.scoped import TenantView
@@ -149,7 +149,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.include_router(_operations(ctx))
     # Imported here, not above: importing ``pipeline.console`` first runs this package's
     # ``__init__`` (the console uses the API's errors and auth), which imports this module.
-    from pipeline.console import console_app
+    from pipeline.console.app import console_app
 
     app.mount("/console", console_app(ctx))
     return app

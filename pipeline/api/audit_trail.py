@@ -24,8 +24,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from pipeline.access.audit import record
 from pipeline.api.auth import CALLER_STATE, Caller
-from pipeline.store import JobStore
 from pipeline.store.access import AuditEntry
+from pipeline.store.store import JobStore
 
 #: Where a handler leaves detail for its request's entry (a dictionary of JSON values).
 AUDIT_DETAIL = "doclane.audit"

@@ -31,7 +31,7 @@ from starlette.exceptions import HTTPException
 
 from errors import RoleForbidden
 from pipeline.access.oidc import OidcIssuer, looks_like_jwt
-from pipeline.jobs import TenantScope, scope_of
+from pipeline.jobs.tenants import TenantScope, scope_of
 from pipeline.settings.api import ROLES, ApiToken, Role
 from pipeline.store.access import ApiTokens
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.access.oidc import OidcIssuer
-from pipeline.admin import AdminSettings, Fleet
+from pipeline.admin.fleet import Fleet
+from pipeline.admin.settings import AdminSettings
 from pipeline.api.auth import Caller, TokenRoles
 from pipeline.queues import Publisher
-from pipeline.resilience import ResilienceSettings
-from pipeline.settings import Settings
+from pipeline.resilience.settings import ResilienceSettings
 from pipeline.settings.api import ApiSettings
-from pipeline.sources import SourceSettings
-from pipeline.store import JobStore
+from pipeline.settings.tree import Settings
+from pipeline.sources.settings import SourceSettings
 from pipeline.store.scoped import TenantView
+from pipeline.store.store import JobStore
 from pipeline.submission.door import Door, door_for
 
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException
 
 from errors import PipelineError, UnexpectedError, entry
-from pipeline.admin import WrongState
+from pipeline.admin.jobs import WrongState
 
 log = logging.getLogger("doclane.api")
 

@@ -26,8 +26,8 @@ from errors import IdempotencyKeyReused
 from pipeline.api.audit_trail import note_detail
 from pipeline.api.auth import Caller
 from pipeline.api.errors import error_response
-from pipeline.store import JobStore
 from pipeline.store.access import IDEMPOTENCY_KEEP_S
+from pipeline.store.store import JobStore
 
 HEADER = "Idempotency-Key"
 REPLAYED = "Idempotent-Replayed"

@@ -32,11 +32,12 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from pipeline.admin import Fleet, run_parts
-from pipeline.admin.stats import batches_since, fleet_parts, webhook_counts
-from pipeline.jobs import JobState, TenantFigures
+from pipeline.admin.fleet import Fleet
+from pipeline.admin.stats import batches_since, fleet_parts, run_parts, webhook_counts
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import TenantFigures
 from pipeline.queues import JOB_QUEUES
-from pipeline.resilience import ResilienceSettings
+from pipeline.resilience.settings import ResilienceSettings
 from pipeline.store.admin import EventTotal, Percentiles
 from pipeline.store.store import JobStore
 

@@ -1,6 +1,6 @@
 """The status page at ``/``: ``doclane stats`` for people who would rather look than read.
 
-One HTML document rendered on the server from the same :class:`~pipeline.admin.Stats` as
+One HTML document rendered on the server from the same :class:`~pipeline.adminstats.Stats` as
 ``GET /v1/stats``: no JavaScript at all (a ``<meta http-equiv="refresh">`` reloads it), no asset
 from anywhere (styles inline, the chart an inline SVG). It shows aggregates only (counts,
 rates, codes, breakers, queues, worker names), the same figures ``/metrics`` publishes without a
@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 from html import escape
 from typing import TypeVar
 
-from pipeline.admin import BreakerState, Failures, QueueBacklog, Stats, WorkerInfo
+from pipeline.admin.fleet import BreakerState
+from pipeline.admin.heartbeats import WorkerInfo
+from pipeline.admin.stats import Failures, QueueBacklog, Stats
 
 _Item = TypeVar("_Item")
 _BREAKER_COLUMNS = ("origin", "state", "failures", "reset in")

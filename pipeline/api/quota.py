@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 #: The window the finishing rate is measured over, in seconds.
 RATE_WINDOW_S = 300.0

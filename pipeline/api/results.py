@@ -17,7 +17,7 @@ from uuid import UUID
 from fastapi.responses import StreamingResponse
 from starlette.exceptions import HTTPException
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.store.scoped import TenantView
 
 _MEDIA_TYPES = {

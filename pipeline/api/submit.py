@@ -52,18 +52,19 @@ from pipeline.api.auth import Caller
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import error_response
 from pipeline.api.uploads import BadUpload, Upload, receive_upload
-from pipeline.jobs import (
-    DEFAULT_FORMATS,
-    DEFAULT_TENANT,
-    TENANT_PATTERN,
+from pipeline.jobs.formats import DEFAULT_FORMATS, Formats
+from pipeline.jobs.options import (
+    ENV_NAME_PATTERN,
+    LANGS_PATTERN,
+    OPTION_NAMES,
+    PAGES_PATTERN,
     ConversionOptions,
-    Formats,
-    SubmissionRequest,
 )
-from pipeline.jobs.options import ENV_NAME_PATTERN, LANGS_PATTERN, OPTION_NAMES, PAGES_PATTERN
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.jobs.tenants import DEFAULT_TENANT, TENANT_PATTERN
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN
 from pipeline.store.connection import TEXT_PATTERN
-from pipeline.submission import Submission, enqueue
+from pipeline.submission.intake import Submission, enqueue
 
 PRIORITY_RANGE = {"minimum": JOB_PRIORITY_MIN, "maximum": JOB_PRIORITY_MAX}
 #: An http(s) URL with a host name (ASCII: an international name in its xn-- form) or IPv4

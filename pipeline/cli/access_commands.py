@@ -13,7 +13,7 @@ import typer
 from errors import InvalidArgument
 from pipeline.access.audit import audited_cli, cli_actor
 from pipeline.access.tokens import issue_token
-from pipeline.admin import parse_since
+from pipeline.admin.jobs import parse_since
 from pipeline.settings.api import ROLES
 from pipeline.store.access import AuditEntry, AuditFilter, StoredToken
 

@@ -13,8 +13,9 @@ from typing import Annotated, Any
 
 import typer
 
-from pipeline.admin import Stats, collect_stats
-from pipeline.jobs import Job, JobState, check_tenant_name
+from pipeline.admin.stats import Stats, collect_stats
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import check_tenant_name
 from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, render_tenants, usage_error
@@ -153,7 +154,7 @@ def jobs(
 ) -> None:
     """List jobs, newest first."""
     # Here, not at the top: the job views' module (its models) is no part of `doclane stats`.
-    from pipeline.admin import list_jobs
+    from pipeline.admin.jobs import list_jobs
 
     filters = job_filter(
         state, error_code=error_code, since=since, queue=queue, limit=limit, as_json=as_json
@@ -190,7 +191,8 @@ def api(
     port: int | None = typer.Option(None, "--port", help="Listen port (DOCLANE_API_PORT)."),
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
-    from pipeline.api import ApiContext, serve
+    from pipeline.api.context import ApiContext
+    from pipeline.api.server import serve
 
     overrides: dict[str, Any] = {}
     if host is not None:

@@ -8,16 +8,10 @@ from typing import Any, NoReturn
 import typer
 
 from errors import MigrationRefused, PipelineError
-from pipeline.store import (
-    MigrationError,
-    MigrationState,
-    MigrationStatus,
-    StoreSettings,
-    apply_migrations,
-    ensure_database,
-    mask_conninfo,
-    migration_status,
-)
+from pipeline.store.connection import mask_conninfo
+from pipeline.store.database import apply_migrations, ensure_database, migration_status
+from pipeline.store.migrations import MigrationError, MigrationState, MigrationStatus
+from pipeline.store.settings import StoreSettings
 
 from .output import AS_JSON, echo_json, fail
 from .settings import command_settings

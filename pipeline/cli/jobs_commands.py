@@ -17,19 +17,15 @@ import typer
 
 from errors import PipelineError, error_for
 from pipeline.access.audit import audited_cli, submission_detail
-from pipeline.jobs import (
-    ConversionOptions,
-    Formats,
-    Job,
-    JobEvent,
-    JobState,
-    SubmissionRequest,
-    check_tenant_name,
-)
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import Job, JobEvent, JobState
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.jobs.tenants import check_tenant_name
 from pipeline.queues import PRIORITY_LEVELS, Wakeup, ring
-from pipeline.store import JobStore
-from pipeline.submission import Submission, enqueue
+from pipeline.store.store import JobStore
 from pipeline.submission.door import door_for
+from pipeline.submission.intake import Submission, enqueue
 from pipeline.support import tracing
 
 from .output import AS_JSON, echo_json, fail, state_error, usage_error
@@ -46,7 +42,7 @@ from .waiting import say_gave_up, wait_for
 from .wiring import celery_publisher
 
 if TYPE_CHECKING:
-    from pipeline.admin import RetryOutcome
+    from pipeline.admin.jobs import RetryOutcome
 
 app = typer.Typer(add_completion=False)
 
@@ -394,7 +390,8 @@ def retry(
         _retry_failed(error_code, since, limit, as_json)
         return
     assert job_id is not None
-    from pipeline.admin import JobNotFound, WrongState, retry_job
+    from errors import JobNotFound
+    from pipeline.admin.jobs import WrongState, retry_job
 
     with open_store(as_json) as store, celery_publisher() as publisher:
         jid = parse_job_id(store, job_id, as_json)
@@ -421,7 +418,7 @@ def retry(
 
 
 def _retry_failed(error_code: str | None, since: str | None, limit: int, as_json: bool) -> None:
-    from pipeline.admin import retry_failed
+    from pipeline.admin.jobs import retry_failed
 
     filters = job_filter(
         JobState.FAILED,

@@ -20,14 +20,11 @@ import typer
 from pydantic import ValidationError
 
 from errors import PipelineError, Stage, classify
-from pipeline.mcp import (
-    McpClient,
-    ToolResult,
-    check_no_auth_for_stdio,
-    normalize_endpoint,
-    stdio_endpoint,
-)
-from pipeline.resilience import Resilient, build_resilient
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._protocol import ToolResult
+from pipeline.mcp.endpoints import normalize_endpoint, stdio_endpoint
+from pipeline.mcp.settings import check_no_auth_for_stdio
+from pipeline.resilience.facade import Resilient, build_resilient
 
 from .output import AS_JSON_LINES, echo_error, echo_json, fail, usage_error
 from .settings import command_settings

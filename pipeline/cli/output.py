@@ -18,7 +18,7 @@ import typer
 
 if TYPE_CHECKING:
     from errors import PipelineError
-    from pipeline.jobs import TenantFigures
+    from pipeline.jobs.tenants import TenantFigures
 
 #: ``--json`` of every command that prints one answer.
 AS_JSON = typer.Option(False, "--json", help="Print one JSON object.")

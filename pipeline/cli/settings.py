@@ -12,7 +12,7 @@ from typing import Any
 from typer._click.globals import get_current_context  # typer's own click, as its commands
 
 from errors import InvalidSetting
-from pipeline.settings import Settings, read_settings
+from pipeline.settings.tree import Settings, read_settings
 
 from .output import fail
 
@@ -21,7 +21,7 @@ _KEY = "doclane.settings"
 
 def command_settings(**sections: Any) -> Settings:
     """The tree of this run; ``sections`` (values that win over the environment's, as
-    :func:`pipeline.settings.read_settings` takes them) apply to the first reading only, which
+    :func:`pipeline.settings.tree.read_settings` takes them) apply to the first reading only, which
     the command makes before it builds anything."""
     ctx = get_current_context(silent=True)
     if ctx is None:  # called outside a command (a test, a script)

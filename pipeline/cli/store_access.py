@@ -18,9 +18,11 @@ from typing import NoReturn
 from uuid import UUID
 
 from errors import PipelineError
-from pipeline.jobs import EVERY_TENANT, Job, JobState
-from pipeline.store import JobFilter, JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import EVERY_TENANT
+from pipeline.store.admin import JobFilter
 from pipeline.store.scoped import TenantView, no_job
+from pipeline.store.store import JobStore
 
 from .output import fail, usage_error
 from .settings import command_settings
@@ -93,7 +95,7 @@ def job_filter(
     """The filters of ``jobs`` and ``retry --failed``, checked; a bad one is a usage error."""
     # pipeline.admin loads the MCP and breaker packages (Redis, jsonschema): imported when a
     # command filters, so that ``doclane submit`` never pays for them.
-    from pipeline.admin import parse_since
+    from pipeline.admin.jobs import parse_since
 
     if error_code is not None and not _ERROR_CODE.match(error_code.upper()):
         usage_error(f"not an error code: {error_code!r} (e.g. E101)", as_json)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import typer
 
 from pipeline.access.audit import audited_cli
-from pipeline.jobs import Tenant, check_tenant_name
+from pipeline.jobs.tenants import Tenant, check_tenant_name
 from pipeline.queues import wake
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.store.tenants import UNSET
 
 from .output import AS_JSON, echo_json, render_tenants, shown_limit, usage_error

@@ -20,9 +20,9 @@ from uuid import UUID
 
 import typer
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.resilience.settings import ResilienceSettings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 #: Seconds between the polls of the database while waiting (the progress shown, not a sync).
 POLL_S = 0.5
@@ -138,7 +138,8 @@ def _gave_up(
         Counter(j.state.value for j in jobs if j.id in waiting and not j.state.terminal)
     )
     # The admin views load Redis's client: only a wait that gives up asks who is alive.
-    from pipeline.admin import RedisUnavailable, read_live_workers
+    from pipeline.admin.fleet import read_live_workers
+    from pipeline.resilience.storage import RedisUnavailable
 
     try:
         workers = [w.name for w in read_live_workers(resilience)]

@@ -17,8 +17,8 @@ from pipeline.queues import Publisher
 from .settings import command_settings
 
 if TYPE_CHECKING:  # pipeline.admin loads the MCP client and the breakers: not for submit
-    from pipeline.admin import Fleet, QueueDepth
-    from pipeline.resilience import ResilienceSettings
+    from pipeline.admin.fleet import Fleet, QueueDepth
+    from pipeline.resilience.settings import ResilienceSettings
 
 
 @contextmanager
@@ -61,9 +61,9 @@ def broker_fleet() -> Iterator[Fleet]:
 
 def counted_fleet(resilience: ResilienceSettings) -> Fleet:
     """Queue depths as the live workers' heartbeats carry them, the broker asked only when none
-    does (``pipeline.admin.CountedFleet``): kombu and the worker settings, a tenth of a second
+    does (``pipeline.adminfleet.CountedFleet``): kombu and the worker settings, a tenth of a second
     of a command's start, are loaded only then."""
-    from pipeline.admin import CountedFleet
+    from pipeline.admin.fleet import CountedFleet
 
     return CountedFleet(resilience, _BrokerWhenAsked())
 

@@ -11,7 +11,7 @@ import typer
 
 from errors import DatabaseUnavailable
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.store import require_migrated
+from pipeline.store.database import require_migrated
 
 from .output import AS_JSON, echo_json, fail
 from .settings import command_settings

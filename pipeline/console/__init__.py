@@ -13,11 +13,7 @@ for the live refresh and the uploads, no asset from anywhere else; every form th
 something carries the session's CSRF token.
 
 Modules: ``session`` (cookie, CSRF, the sign-in check), ``render`` (templates, markdown),
-``listing`` (the list's filters and cursor), ``pages``, ``actions``, ``uploading``, ``app``.
+``listing`` (the list's filters and cursor), ``pages``, ``actions``, ``uploading``, ``app``
+(``console_app``). This ``__init__`` imports nothing (docs/architecture.md): importers name the
+module.
 """
-
-from __future__ import annotations
-
-from pipeline.console.app import console_app
-
-__all__ = ["console_app"]

@@ -11,7 +11,7 @@ from fastapi.responses import RedirectResponse, Response
 
 from errors import InvalidArgument
 from pipeline.access.tokens import issue_token
-from pipeline.admin import parse_since
+from pipeline.admin.jobs import parse_since
 from pipeline.api.context import ApiContext
 from pipeline.console.render import page
 from pipeline.console.session import Sessions, check_csrf

@@ -17,7 +17,7 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import RedirectResponse, Response
 
 from errors import entry
-from pipeline.admin import cancel_job, retry_failed, retry_job
+from pipeline.admin.jobs import cancel_job, retry_failed, retry_job
 from pipeline.api.context import ApiContext
 from pipeline.console.listing import BadFilter, ListQuery
 from pipeline.console.render import page

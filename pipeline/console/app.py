@@ -14,8 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
-from errors import RoleForbidden, SignInThrottled
-from pipeline.admin import JobNotFound, WrongState
+from errors import JobNotFound, RoleForbidden, SignInThrottled
+from pipeline.admin.jobs import WrongState
 from pipeline.api.context import ApiContext
 from pipeline.api.errors import catalog_response, install_handlers
 from pipeline.console import access_pages, actions, pages, sso, uploading

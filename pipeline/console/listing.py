@@ -1,6 +1,6 @@
 """The console's job list: its filters read from the query string, and its keyset cursor.
 
-The list is ``pipeline.admin.list_jobs`` (one index range scan whatever the page, newest first);
+The list is ``pipeline.adminjobs.list_jobs`` (one index range scan whatever the page, newest first);
 the next page's link carries the last row's ``created_at`` and ``id`` as the cursor (and every
 filter, a submission's id too), so page 500 costs what page 1 costs at a million jobs
 (``python -m bench.console_pages`` measures it).
@@ -14,8 +14,10 @@ from datetime import datetime
 from urllib.parse import urlencode
 from uuid import UUID
 
-from pipeline.admin import JobFilter, page_cursor, parse_cursor, parse_since
-from pipeline.jobs import TENANT_PATTERN, Job, JobState
+from pipeline.admin.jobs import page_cursor, parse_cursor, parse_since
+from pipeline.jobs.model import Job, JobState
+from pipeline.jobs.tenants import TENANT_PATTERN
+from pipeline.store.admin import JobFilter
 
 PAGE_SIZE = 50
 _CODE = re.compile(r"^E\d{3}$")

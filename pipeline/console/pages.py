@@ -8,13 +8,13 @@ from fastapi import FastAPI, Path, Request
 from fastapi.responses import RedirectResponse, Response
 
 from errors import AmbiguousId, InvalidArgument, JobNotFound
-from pipeline.admin import JobDetail, job_detail, list_jobs
+from pipeline.admin.jobs import JobDetail, job_detail, list_jobs
 from pipeline.api.context import ApiContext
 from pipeline.api.results import stream_result
 from pipeline.console.listing import BadFilter, ListQuery
 from pipeline.console.render import MAX_RENDERED_BYTES, SECURITY_HEADERS, markdown_html, page
 from pipeline.console.session import Sessions
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import JOB_QUEUES
 from pipeline.store.scoped import TenantView
 

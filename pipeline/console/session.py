@@ -26,7 +26,7 @@ from itsdangerous import BadSignature, URLSafeTimedSerializer
 from errors import PipelineError, RoleForbidden
 from pipeline.api.auth import CALLER_STATE, Caller, require_operator
 from pipeline.api.context import ApiContext
-from pipeline.jobs import scope_of
+from pipeline.jobs.tenants import scope_of
 from pipeline.settings.api import ROLES, Role
 from pipeline.store.access import ApiTokens
 

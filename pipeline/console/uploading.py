@@ -22,8 +22,8 @@ from pipeline.api.context import ApiContext
 from pipeline.api.submit import submit_upload
 from pipeline.console.render import SECURITY_HEADERS, page
 from pipeline.console.session import CSRF_HEADER, Sessions, check_csrf
-from pipeline.jobs import KNOWN_FORMATS
-from pipeline.profiles import ProfileSettings
+from pipeline.jobs.formats import KNOWN_FORMATS
+from pipeline.profiles.settings import ProfileSettings
 
 #: The most jobs one poll asks about (a page of the list, or one upload's files).
 MAX_LIVE_IDS = 200

@@ -2,7 +2,7 @@
 
 The CLI's arguments, the API's body and upload form and the console's upload are each parsed
 at their door into a :class:`SubmissionRequest` (its formats a :class:`~.formats.Formats`, its
-options :class:`~.options.ConversionOptions`); ``pipeline.submission.enqueue`` takes it as it
+options :class:`~.options.ConversionOptions`); ``pipeline.submission.intake.enqueue`` takes it as it
 is. What only the operator's settings can decide (whether a webhook's address is allowed, which
 servers are configured) is decided there, not here.
 """

@@ -9,30 +9,10 @@
     store.upload(address.child(key), data)                 # multipart when large
     store.delete("docs", keys)
 
+``client``: ``ObjectStore``, ``ObjectInfo``, ``TooLarge``; ``address``: ``ObjectAddress``,
+``is_object_address``; ``failures``: ``ObjectError``. This ``__init__`` imports nothing
+(docs/architecture.md): importers name the module.
+
 Import rules: ``errors``, boto3/botocore only. Callers translate botocore's exceptions with
-:func:`source_error` (E111, E112, E107) or :func:`result_store_error` (E402).
+:func:`.failures.source_error` (E111, E112, E107) or :func:`.failures.result_store_error` (E402).
 """
-
-from __future__ import annotations
-
-from pipeline.objects.address import SCHEME, ObjectAddress, is_object_address
-from pipeline.objects.client import (
-    ObjectInfo,
-    ObjectStore,
-    TooLarge,
-    client_from_environment,
-)
-from pipeline.objects.failures import ObjectError, result_store_error, source_error
-
-__all__ = [
-    "SCHEME",
-    "ObjectAddress",
-    "ObjectError",
-    "ObjectInfo",
-    "ObjectStore",
-    "TooLarge",
-    "client_from_environment",
-    "is_object_address",
-    "result_store_error",
-    "source_error",
-]

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pipeline.jobs import Job
-from pipeline.mcp import CancelScope
+from pipeline.jobs.model import Job
+from pipeline.mcp._watchdog import CancelScope
 from pipeline.processing.journal import AttemptJournal
 from pipeline.processing.lease import LeaseKeeper
-from pipeline.resilience import RetryRecord
+from pipeline.resilience.retry import RetryRecord
 
 
 @dataclass

@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
-from pipeline.jobs import Job, Stage
-from pipeline.mcp import CallTimeouts, McpClient
+from pipeline.jobs.model import Job, Stage
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.processing.failures import FailurePolicy, lost, ring_when_due
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import LeaseKeeper, keep_lease
@@ -48,14 +49,15 @@ from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import PreparedSource, SourcePreparer
-from pipeline.profiles import Conversion, McpCallRecord, ProfileSettings, available_profiles
+from pipeline.profiles.base import Conversion, McpCallRecord
 from pipeline.profiles.docling_batch import BatchConversion, BatchMember, DoclingBatchProfile
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.selection import available_profiles
+from pipeline.profiles.settings import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.resilience import RetryRecord
+from pipeline.resilience.retry import RetryRecord
 from pipeline.sources.pathmap import PathMap
-from pipeline.store import Attempts
-from pipeline.store.attempts import BatchLimits
+from pipeline.store.attempts import Attempts, BatchLimits
 
 T = TypeVar("T")
 #: Formats whose Docling JSON is many times the file: larger ones than
@@ -65,7 +67,7 @@ log = logging.getLogger("doclane.processor")
 
 
 class UnitRunner(Protocol):
-    """The resilience layer as the processor uses it (``pipeline.resilience.Resilient``)."""
+    """The resilience layer as the processor uses it (``pipeline.resiliencefacade.Resilient``)."""
 
     def run(
         self,

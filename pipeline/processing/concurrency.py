@@ -9,7 +9,7 @@ loaded by other work two at once get a bigger share of it: docs/benchmarks.md, *
 to the server*); docling-rs-mcp converts in
 parallel up to its ``--concurrency`` (2 by default). So unless ``DOCLANE_SERVER_CONCURRENCY``
 says how many, a round's concurrency is the sum, over the process's servers, of what each runs
-at once as its profile tells (:meth:`pipeline.profiles.Profile.concurrency`): its contract,
+at once as its profile tells (:meth:`pipeline.profiles.base.Profile.concurrency`): its contract,
 from its tools, and for a child doclane starts its command line; 1 for a server whose
 contract does not tell. A pool's units go where the fewest are in flight, so a pool of two
 docling-mcp gets one each.
@@ -26,8 +26,9 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from pipeline.mcp import McpClient
-from pipeline.profiles import ProfileSettings, available_profiles
+from pipeline.mcp._client import McpClient
+from pipeline.profiles.selection import available_profiles
+from pipeline.profiles.settings import ProfileSettings
 
 T = TypeVar("T")
 log = logging.getLogger("doclane.processor")

@@ -25,11 +25,11 @@ from typing import Any, TypeVar
 from uuid import UUID
 
 from errors import CircuitOpen, DatabaseUnavailable, PipelineError
-from pipeline.jobs import Job, JobState, Stage
+from pipeline.jobs.model import Job, JobState, Stage
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.queues import Publisher, Wakeup, ring
-from pipeline.store import Attempts
+from pipeline.store.attempts import Attempts
 from pipeline.support.waits import Backoff, half_jitter
 
 T = TypeVar("T")

@@ -26,16 +26,17 @@ from contextvars import copy_context
 from typing import TYPE_CHECKING, Any
 
 from errors import ControlFlow, DatabaseUnavailable
-from pipeline.jobs import Job, Stage
+from pipeline.jobs.model import Job, Stage
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.processing.timers import TimerEntry, process_timers
-from pipeline.profiles import Conversion, McpCallRecord
-from pipeline.sources import SourceInfo
-from pipeline.store import AttemptResults, Attempts, CallEvent
+from pipeline.profiles.base import Conversion, McpCallRecord
+from pipeline.sources.models import SourceInfo
+from pipeline.store.attempts import Attempts
+from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.support.secrets import Masker, process_masker
 
 if TYPE_CHECKING:
-    from pipeline.mcp import McpClient
+    from pipeline.mcp._client import McpClient
 
 log = logging.getLogger("doclane.processor")
 

@@ -23,7 +23,7 @@ from typing import Protocol
 from uuid import UUID
 
 from errors import PipelineError
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.timers import TimerEntry, process_timers
 

@@ -15,9 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
-from pipeline.jobs import Job, Stage
+from pipeline.jobs.model import Job, Stage
 from pipeline.jobs.options import server_options
-from pipeline.mcp import CancelScope, McpClient
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._watchdog import CancelScope
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import UnitRunner
 from pipeline.processing.failures import FailurePolicy, lost
@@ -27,18 +28,18 @@ from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import SourcePreparer
-from pipeline.profiles import (
+from pipeline.profiles.base import (
     Conversion,
     ConversionRequest,
     KeptDocument,
     McpCallRecord,
-    ProfileSettings,
     ToolCalls,
-    select_profile,
 )
-from pipeline.resilience import RetryRecord
+from pipeline.profiles.selection import select_profile
+from pipeline.profiles.settings import ProfileSettings
+from pipeline.resilience.retry import RetryRecord
 from pipeline.sources.pathmap import PathMap
-from pipeline.store import Attempts
+from pipeline.store.attempts import Attempts
 from pipeline.support.logs import update_job_context
 from pipeline.support.tracing import job_span
 

@@ -15,8 +15,9 @@ What was claimed runs on the runner that fits it (:mod:`.runner`): alone (:mod:`
 batch (:mod:`.batching`) or in a round (:mod:`.rounds`). The parts live beside
 it: :mod:`.sourcing`, :mod:`.journal` (the attempt's fenced writes), :mod:`.failures` (the
 job-level retry policy), :mod:`.lease` (the lease, and noticing a cancel). A cancelled job
-stops cooperatively: its lease keeper cancels the attempt's :class:`~pipeline.mcp.CancelScope`,
-the MCP call in flight ends at once, and the attempt writes nothing.
+stops cooperatively: its lease keeper cancels the attempt's
+:class:`~pipeline.mcp._watchdog.CancelScope`, the MCP call in flight ends at once, and the attempt
+writes nothing.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import time
 from dataclasses import dataclass, replace
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import Job
-from pipeline.mcp import CallTimeouts
+from pipeline.jobs.model import Job
+from pipeline.mcp._timeouts import CallTimeouts
 from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.concurrency import ServerConcurrency
 from pipeline.processing.failures import FailurePolicy, after_reset, ring_when_due
@@ -37,12 +38,11 @@ from pipeline.processing.rounds import RoundRunner
 from pipeline.processing.runner import Claim, Runner, SharingRunner, log_claimed
 from pipeline.processing.settings import ProcessingSettings
 from pipeline.processing.sourcing import SourcePreparer
-from pipeline.profiles import (
-    ProfileSettings,
-)
+from pipeline.profiles.settings import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher, RecordingPublisher, Wakeup, ring
-from pipeline.sources import Downloader, SourceSettings
-from pipeline.store import Attempts, ClaimFound
+from pipeline.sources.downloader import Downloader
+from pipeline.sources.settings import SourceSettings
+from pipeline.store.attempts import Attempts, ClaimFound
 from pipeline.support.logs import job_context
 from pipeline.support.waits import half_jitter
 

@@ -50,15 +50,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from errors import CallTimeout, DatabaseUnavailable
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.failures import FailurePolicy, ring_when_due
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.runner import Claim
 from pipeline.processing.settings import ProcessingSettings
-from pipeline.profiles import Conversion
+from pipeline.profiles.base import Conversion
 from pipeline.queues import SMALL_BELOW_BYTES, Publisher
-from pipeline.store import Attempts, ResultFormatsRefused
+from pipeline.store.attempts import Attempts
+from pipeline.store.refusals import ResultFormatsRefused
 from pipeline.support.logs import job_context
 from pipeline.support.tracing import job_span, jobs_span
 

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.processing.outcomes import Outcome
 from pipeline.support.logs import update_job_context
 

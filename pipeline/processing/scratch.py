@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.sources import remove_stale_partials
+from pipeline.sources.downloader import remove_stale_partials
 
 log = logging.getLogger("doclane.reconcile")
 

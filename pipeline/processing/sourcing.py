@@ -15,18 +15,16 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.jobs import Job, SourceKind, Stage
-from pipeline.objects import is_object_address
+from pipeline.jobs.model import Job, SourceKind, Stage
+from pipeline.objects.address import is_object_address
 from pipeline.processing.journal import AttemptJournal
-from pipeline.sources import (
-    Downloader,
-    ObjectSources,
-    SourceInfo,
-    SourceSettings,
-    check_url,
-    validate_file,
-)
+from pipeline.sources.downloader import Downloader
+from pipeline.sources.local import validate_file
+from pipeline.sources.models import SourceInfo
+from pipeline.sources.objects import ObjectSources
 from pipeline.sources.pathmap import PathMap
+from pipeline.sources.settings import SourceSettings
+from pipeline.sources.urls import check_url
 
 log = logging.getLogger("doclane.processor")
 

@@ -23,7 +23,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from errors import ConversionFailed, PipelineError, ServerCannotReach, UnsupportedFormat
-from pipeline.mcp import is_stdio
+from pipeline.mcp.endpoints import is_stdio
 from pipeline.profiles.base import (
     Conversion,
     ConversionRequest,

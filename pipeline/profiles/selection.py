@@ -50,8 +50,8 @@ def select_profile(
     """The first profile that fits the tools and can produce every wanted format; with
     ``options`` (the names of a job's conversion options), one that takes them too.
 
-    The formats were parsed at submission (``pipeline.jobs.Formats``): one no profile knows is
-    simply one it cannot give.
+    The formats were parsed at submission (``pipeline.jobs.formats.Formats``): one no profile
+    knows is simply one it cannot give.
     """
     names = frozenset(tool_names)
     candidates = available_profiles(names, settings, to_worker_path)

@@ -35,7 +35,7 @@ from pipeline.jobs.settings import ReconcileSettings
 from pipeline.processing.scratch import sweep_scratch
 from pipeline.queues import Publisher, wake
 from pipeline.reconciler.uploads import sweep_uploads
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 
 log = logging.getLogger("doclane.reconcile")
 

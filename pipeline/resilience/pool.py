@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from errors import CircuitOpen
-from pipeline.mcp import McpClient, origin_of
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.endpoints import origin_of
 
 from .breaker import OriginBreaker
 from .in_flight import InFlight

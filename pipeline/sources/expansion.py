@@ -25,7 +25,7 @@ from typing import Final
 import httpx
 
 from errors import InputError, SourceNotFound
-from pipeline.objects import is_object_address
+from pipeline.objects.address import is_object_address
 from pipeline.sources.addresses import Resolver
 from pipeline.sources.formats import format_for_name
 from pipeline.sources.local import check_allowed_roots, validate_file

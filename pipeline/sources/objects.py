@@ -19,14 +19,9 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from errors import InputError, ObjectNotFound, SourceTooLarge
-from pipeline.objects import (
-    ObjectAddress,
-    ObjectError,
-    ObjectInfo,
-    ObjectStore,
-    TooLarge,
-    source_error,
-)
+from pipeline.objects.address import ObjectAddress
+from pipeline.objects.client import ObjectInfo, ObjectStore, TooLarge
+from pipeline.objects.failures import ObjectError, source_error
 from pipeline.sources.downloader import keep_download
 from pipeline.sources.formats import format_for_name
 from pipeline.sources.local import check_size, require_known_suffix

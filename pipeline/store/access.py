@@ -1,6 +1,6 @@
 """Access in the store: API tokens by their digest, the audit trail, submissions' keys.
 
-A :class:`~pipeline.store.JobStore` has them as ``tokens``, ``audit`` and ``idempotency``. The
+A :class:`~pipeline.store.store.JobStore` has them as ``tokens``, ``audit`` and ``idempotency``. The
 store never sees a token's secret: its callers hand it the SHA-256 digest (``pipeline.access``
 makes the secret and the digest). Every look-up reads the row as it is now, so a token revoked
 by one process is refused by every other at its next request.

@@ -1,11 +1,11 @@
 """What admins read: totals, throughput, percentiles, the MCP call trail in sums, job lists.
 
 ``AdminStore`` is the reading side of ``doclane stats``, ``doclane jobs`` and ``/metrics``, on
-the process's :class:`~pipeline.store.pool.StorePool` (a :class:`~pipeline.store.JobStore` has one
-as its ``admin``). Each query is made to stay cheap at a million jobs
-(``bench/admin_queries.py`` proves it): all-time sums come from the rollups of migration 0007
-plus the rows after their mark, which the first reader after the marks grew stale moves into the
-rollups (one reader at a time; the others do not wait for it).
+the process's :class:`~pipeline.store.pool.StorePool` (a
+:class:`~pipeline.store.store.JobStore` has one as its ``admin``). Each query is made to stay
+cheap at a million jobs (``bench/admin_queries.py`` proves it): all-time sums come from the
+rollups of migration 0007 plus the rows after their mark, which the first reader after the marks
+grew stale moves into the rollups (one reader at a time; the others do not wait for it).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from uuid import UUID
 
 from psycopg.rows import dict_row
 
-from pipeline.jobs import TERMINAL_STATES, Job, JobState
+from pipeline.jobs.model import TERMINAL_STATES, Job, JobState
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query

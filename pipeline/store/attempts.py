@@ -21,7 +21,7 @@ from typing import Any
 from uuid import UUID
 
 from errors import PipelineError
-from pipeline.jobs import Job, JobState, Stage
+from pipeline.jobs.model import Job, JobState, Stage
 from pipeline.store.finishing import ResultWriter, insert_calls
 from pipeline.store.pool import OnPool, StorePool
 from pipeline.store.queries import query

@@ -15,7 +15,7 @@ from uuid import UUID
 from psycopg.rows import dict_row
 
 from errors import PipelineError
-from pipeline.jobs import Cancellation, ExpiredLeases, Job, JobState
+from pipeline.jobs.model import Cancellation, ExpiredLeases, Job, JobState
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 

@@ -21,7 +21,7 @@ import psycopg
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
-from pipeline.jobs import Job
+from pipeline.jobs.model import Job
 from pipeline.store.connection import create_pool, database_errors, missing_schema_errors
 from pipeline.store.queries import query
 from pipeline.store.settings import StoreSettings

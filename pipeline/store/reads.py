@@ -13,7 +13,7 @@ from typing import BinaryIO
 from uuid import UUID
 
 from errors import ResultsExpired
-from pipeline.jobs import Job, JobEvent, JobState, ResultInfo
+from pipeline.jobs.model import Job, JobEvent, JobState, ResultInfo
 from pipeline.store.ids import IdRange, id_range, one_of
 from pipeline.store.large_values import copy_single_value
 from pipeline.store.pool import OnPool

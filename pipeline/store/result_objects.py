@@ -22,12 +22,9 @@ from typing import BinaryIO
 from urllib.parse import quote
 from uuid import UUID
 
-from pipeline.objects import (
-    ObjectAddress,
-    ObjectError,
-    ObjectStore,
-    result_store_error,
-)
+from pipeline.objects.address import ObjectAddress
+from pipeline.objects.client import ObjectStore
+from pipeline.objects.failures import ObjectError, result_store_error
 
 #: What a result's key looks like under the root: ``<job id>/<attempt>/<format>``. The orphan
 #: sweep never touches another key, so a prefix shared with other objects (sources, a bucket's

@@ -12,7 +12,7 @@ from uuid import UUID
 from psycopg.types.json import Jsonb
 
 from errors import PipelineError
-from pipeline.jobs import JobState, NewJob
+from pipeline.jobs.model import JobState, NewJob
 
 #: Column types of ``copy_jobs``, in its column order (binary COPY needs them spelled out).
 COPY_JOB_TYPES = [

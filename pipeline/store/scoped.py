@@ -1,13 +1,13 @@
 """The jobs as one caller may see them: the wall between tenants, in one place.
 
-A :class:`TenantView` is the store seen through a :class:`~pipeline.jobs.TenantScope`: the
+A :class:`TenantView` is the store seen through a :class:`~pipeline.jobs.tenants.TenantScope`: the
 API's and the console's reads of a job, its trail, its results, the lists, the counts and the
 figures go through it, and so do the targets of cancel and retry (``pipeline.admin`` takes a
 view, not the store). A tenant's view answers another tenant's job exactly as a job that does
 not exist (E108, the same words), so nobody learns which ids are taken; an id's prefix is
 resolved among the tenant's own jobs only (``sql/ids.sql``); a list asked for another tenant's
-jobs is empty. A view of :data:`~pipeline.jobs.EVERY_TENANT` reads as the store does, with no
-query added.
+jobs is empty. A view of :data:`~pipeline.jobs.tenants.EVERY_TENANT` reads as the store does,
+with no query added.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import BinaryIO
 from uuid import UUID
 
 from errors import JobNotFound
-from pipeline.jobs import Job, JobEvent, JobState, ResultInfo, TenantFigures, TenantScope
+from pipeline.jobs.model import Job, JobEvent, JobState, ResultInfo
+from pipeline.jobs.tenants import TenantFigures, TenantScope
 from pipeline.store.admin import JobFilter
 from pipeline.store.store import JobStore
 

@@ -53,7 +53,7 @@ class StoreSettings(Section):
     def _check_result_store(cls, value: str) -> str:
         if value == "postgres":
             return value
-        from pipeline.objects import ObjectAddress, is_object_address
+        from pipeline.objects.address import ObjectAddress, is_object_address
 
         if not is_object_address(value):
             raise ValueError("DOCLANE_RESULT_STORE is `postgres` or `s3://bucket/prefix`")

@@ -22,7 +22,7 @@ from uuid import UUID, uuid4
 import psycopg
 
 from errors import TenantQueueFull, UnknownTenant
-from pipeline.jobs import CreatedJob, NewJob
+from pipeline.jobs.model import CreatedJob, NewJob
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 from pipeline.store.rows import COPY_JOB_TYPES, DedupKey, canonical_json, copy_row, dedup_key

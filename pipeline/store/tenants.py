@@ -1,8 +1,8 @@
 """Tenants in the store: made and changed by operators, read with their jobs' figures.
 
 What ``doclane tenants``, the API (its tokens' tenants, per-tenant stats, a quota refusal's
-Retry-After) and the console read and write (a :class:`~pipeline.store.JobStore` has one as its
-``tenants``). Every worker reads the limits from the same row at its next claim, so a change
+Retry-After) and the console read and write (a :class:`~pipeline.store.store.JobStore` has one
+as its ``tenants``). Every worker reads the limits from the same row at its next claim, so a change
 here is obeyed at once, fleet-wide. A submission's quota is checked in its own transaction
 (:mod:`pipeline.store.submissions`), not here: only there is the count exact.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 from psycopg.rows import dict_row
 
-from pipeline.jobs import WEIGHT_MAX, WEIGHT_MIN, Tenant, TenantFigures, check_tenant_name
+from pipeline.jobs.tenants import WEIGHT_MAX, WEIGHT_MIN, Tenant, TenantFigures, check_tenant_name
 from pipeline.store.pool import OnPool
 from pipeline.store.queries import query
 

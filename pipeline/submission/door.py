@@ -1,7 +1,7 @@
 """The door: a submission no configured server can serve is refused before any job is made.
 
 A worker picks its profile for each try from the tools of the server it got
-(``pipeline.profiles.select_profile``), and a job asking for what that profile cannot give
+(``pipeline.profiles.selection.select_profile``), and a job asking for what that profile cannot give
 fails there with E305: a page range on a docling-mcp fleet, Docling JSON without
 ``DOCLANE_SERVER_CACHE_DIR``, HTML from a server without ``export_html``. Those jobs cannot
 succeed anywhere, so the door asks the same question at submission and refuses the whole
@@ -37,14 +37,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 from errors import MissingCapability, PipelineError
-from pipeline.jobs import ConversionOptions, Formats
-from pipeline.profiles import DoclingRsProfile, ProfileSettings, select_profile
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.options import ConversionOptions
 from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
-from pipeline.profiles.docling_rs import SIGNATURE
+from pipeline.profiles.docling_rs import SIGNATURE, DoclingRsProfile
 from pipeline.profiles.per_format import TOOLS
+from pipeline.profiles.selection import select_profile
+from pipeline.profiles.settings import ProfileSettings
 
 if TYPE_CHECKING:
-    from pipeline.mcp import McpSettings
+    from pipeline.mcp.settings import McpSettings
 
 log = logging.getLogger("doclane.door")
 
@@ -164,7 +166,7 @@ def admit(formats: Formats, options: ConversionOptions, door: Door | None = None
 def server_tools(endpoint: str, settings: McpSettings | None = None) -> frozenset[str]:
     """The tool names ``endpoint`` offers, asked over MCP with ``settings`` (by default this
     process's environment's)."""
-    from pipeline.mcp import McpClient  # only a submission that must ask loads the client
+    from pipeline.mcp._client import McpClient  # only a submission that must ask loads the client
 
     with McpClient(endpoint, settings=settings) as client:
         client.initialize()
@@ -185,7 +187,7 @@ def process_door() -> Door:
     """The door of this process's environment, for a submission made without a settings
     tree at hand (a library caller; the CLI and the API hand theirs down), its answers kept
     across submissions: one door a configuration."""
-    from pipeline.mcp import McpSettings
+    from pipeline.mcp.settings import McpSettings
 
     try:
         mcp: McpSettings | None = McpSettings.from_environment()

@@ -2,8 +2,9 @@
 
 ::
 
-    from pipeline.jobs import Formats, SubmissionRequest
-    from pipeline.submission import enqueue
+    from pipeline.jobs.formats import Formats
+    from pipeline.jobs.request import SubmissionRequest
+    from pipeline.submission.intake import enqueue
     asked = SubmissionRequest(["inbox/", "https://example.org/a.docx"], Formats.parse("md,json"))
     submission = enqueue(asked, store=store, publisher=publisher)
     for item in submission.accepted: print(item.job_id, item.queue)
@@ -34,12 +35,16 @@ from typing import Any
 from uuid import UUID, uuid4
 
 from errors import DatabaseUnavailable, InputError, NothingToConvert, TenantQueueFull, UnknownTenant
-from pipeline.jobs import CreatedJob, NewJob, SourceKind, SubmissionRequest
+from pipeline.jobs.model import CreatedJob, NewJob, SourceKind
+from pipeline.jobs.request import SubmissionRequest
 from pipeline.jobs.settings import SubmitSettings
 from pipeline.queues import Publisher, bells_for, queue_for, ring
-from pipeline.sources import AddressPolicy, Candidate, Rejected, SourceSettings, expand
-from pipeline.store import JobStore
+from pipeline.sources.addresses import AddressPolicy
+from pipeline.sources.expansion import expand
+from pipeline.sources.models import Candidate, Rejected
+from pipeline.sources.settings import SourceSettings
 from pipeline.store.outbox import WebhookOutbox
+from pipeline.store.store import JobStore
 from pipeline.submission.door import Door, admit
 from pipeline.submission.slicing import pages_refusal, slices_for
 from pipeline.support.secrets import Masker, process_masker

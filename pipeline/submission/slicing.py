@@ -25,8 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from errors import InvalidOption
-from pipeline.jobs import ConversionOptions
-from pipeline.jobs.options import PAGES, last_page
+from pipeline.jobs.options import PAGES, ConversionOptions, last_page
 
 log = logging.getLogger("doclane.slicing")
 

@@ -179,7 +179,7 @@ def span(name: str, **attributes: Any) -> Iterator[Span | None]:
 
 
 class _JobSpec(Protocol):
-    """What :class:`JobTraces` needs of a job to be created (``pipeline.jobs.NewJob``; named
+    """What :class:`JobTraces` needs of a job to be created (``pipeline.jobs.model.NewJob``; named
     by its shape, since the MCP client, which imports this module, may not know the job)."""
 
     @property

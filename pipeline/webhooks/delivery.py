@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
-from pipeline.sources import SourceSettings
 from pipeline.sources.addresses import AddressPolicy
+from pipeline.sources.settings import SourceSettings
 from pipeline.store.outbox import ClaimedDelivery, DeliveryState, WebhookOutbox
 from pipeline.support.secrets import Masker, process_masker
 from pipeline.support.waits import Backoff, half_jitter

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import JobState
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.deploy_tools import ROOT, run_tool
 from tests.support.store_builders import job_in_state

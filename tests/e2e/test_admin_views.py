@@ -16,9 +16,9 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import Job, JobState
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer, start_api_server
 from tests.fixtures.brokers import Broker
 from tests.fixtures.database import ScratchDatabases, database_url

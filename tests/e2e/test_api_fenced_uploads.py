@@ -13,7 +13,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer

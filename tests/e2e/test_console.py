@@ -19,7 +19,7 @@ from uuid import UUID
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.console_browser import _sign_in, _upload

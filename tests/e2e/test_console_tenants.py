@@ -11,7 +11,8 @@ from uuid import UUID
 
 from playwright.sync_api import Browser, Page, expect
 
-from pipeline.store import JobFilter, JobStore
+from pipeline.store.admin import JobFilter
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.console_browser import _sign_in, _upload
 from tests.fixtures.console_tenants import (  # api: the same fixture

@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 
 import errors
-from pipeline.mcp import LifecycleState, McpClient
-from pipeline.settings import read_settings
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._lifecycle import LifecycleState
+from pipeline.settings.tree import read_settings
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, example
 
@@ -136,8 +137,9 @@ def test_a_folder_of_the_samples_in_one_batch_gives_the_same_markdown_as_one_by_
     client: McpClient, docling_server: DoclingServer, tmp_path: Path
 ) -> None:
     """The directory tool, proven key by key through the saved JSON's origin.filename."""
-    from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
+    from pipeline.profiles.base import ConversionRequest, ToolCalls
     from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
+    from pipeline.profiles.docling_mcp import DoclingMcpProfile
 
     folder = tmp_path / "batch"
     folder.mkdir()
@@ -176,8 +178,9 @@ def test_the_real_server_keeps_the_facts_the_proof_by_elimination_rests_on(
     import hashlib
     import os
 
-    from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
+    from pipeline.profiles.base import ConversionRequest, ToolCalls
     from pipeline.profiles.docling_batch import BatchMember, DoclingBatchProfile
+    from pipeline.profiles.docling_mcp import DoclingMcpProfile
 
     folder = tmp_path / "eliminated"
     folder.mkdir()

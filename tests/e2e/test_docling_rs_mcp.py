@@ -19,17 +19,15 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout, PipelineError, ReplyTooLarge, ServerUnavailable
-from pipeline.jobs import KNOWN_FORMATS
-from pipeline.mcp import McpClient, McpSettings, StdioTransport
-from pipeline.profiles import (
-    ConversionRequest,
-    DoclingMcpProfile,
-    DoclingRsProfile,
-    McpCallRecord,
-    ToolCalls,
-    select_profile,
-)
-from pipeline.settings import read_settings
+from pipeline.jobs.formats import KNOWN_FORMATS
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._stdio import StdioTransport
+from pipeline.mcp.settings import McpSettings
+from pipeline.profiles.base import ConversionRequest, McpCallRecord, ToolCalls
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.docling_rs import DoclingRsProfile
+from pipeline.profiles.selection import select_profile
+from pipeline.settings.tree import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_stdio_command
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, PDF_PAGE_HEADINGS, PDF_SAMPLE, example

@@ -13,12 +13,13 @@ import pytest
 from psycopg import errors as pg_errors
 
 from errors import ServerUnavailable
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import QUEUE_SMALL
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, apply_migrations
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.rows import AttemptResults
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
+from pipeline.store.store import JobStore
 from tests.support.store_builders import drain_queue
 
 #: The last migration before the one under test.

@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipeline.settings import read_settings
-from pipeline.store import MigrationError, MigrationState, apply_migrations, migration_status
-from pipeline.store.migrations import MIGRATION_LOCK_KEY, discover
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations, migration_status
+from pipeline.store.migrations import MIGRATION_LOCK_KEY, MigrationError, MigrationState, discover
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
 from tests.fixtures.database import ScratchDatabases, database_url
 from tests.fixtures.waiting import wait_for

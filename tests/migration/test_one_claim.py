@@ -7,9 +7,9 @@ from uuid import uuid4
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState, NewJob, SourceKind
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState, NewJob, SourceKind
 from pipeline.store.attempts import BatchLimits
+from pipeline.store.store import JobStore
 
 SIGNATURE = "claim_jobs(uuid[], text, float8, text)"
 

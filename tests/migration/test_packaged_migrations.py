@@ -28,7 +28,7 @@ PIP_WHEEL = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isol
 PROBE = """
 import json
 from pipeline.store.migrations import discover
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 folder = read_settings().store.migrations_dir
 print(json.dumps({"folder": str(folder), "files": [m.file_name for m in discover(folder)]}))
 """

@@ -10,12 +10,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import QUEUE_MEDIUM, QUEUE_SMALL, RecordingPublisher
-from pipeline.reconciler import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, apply_migrations
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from pipeline.store.settings import DEFAULT_MIGRATIONS_DIR
+from pipeline.store.store import JobStore
 from tests.support.store_builders import drain_queue
 
 #: The last migration the old code knew: the one whose debts and claim rights the move drops.

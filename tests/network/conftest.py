@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServerFactory
 from tests.fixtures.workers import Cluster, new_cluster

@@ -17,7 +17,7 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

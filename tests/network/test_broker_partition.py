@@ -17,7 +17,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState, Stage
+from pipeline.jobs.model import JobState, Stage
 from pipeline.queues import QUEUE_MEDIUM, SMALL_BELOW_BYTES, RecordingPublisher
 from tests.fixtures.processes import parent_of
 from tests.fixtures.samples import write_sample

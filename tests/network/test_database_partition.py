@@ -24,7 +24,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from tests.fixtures.processes import parent_of
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

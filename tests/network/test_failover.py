@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import JobState
-from pipeline.settings import read_settings
-from pipeline.store import apply_migrations
+from pipeline.jobs.model import JobState
+from pipeline.settings.tree import read_settings
+from pipeline.store.database import apply_migrations
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.network.fleet import Fleet, figures, write_figures

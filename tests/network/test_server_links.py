@@ -17,7 +17,7 @@ from uuid import UUID
 import pytest
 import redis
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from pipeline.mcp.endpoints import origin_of
 from tests.fixtures.brokers import REDIS_HOST, REDIS_PORT
 from tests.fixtures.samples import write_sample

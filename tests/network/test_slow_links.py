@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from tests.fixtures.samples import write_sample
 from tests.support.network.fleet import Fleet, figures, write_figures
 

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.network
 PING_TWICE = """
 import sys, time
 from errors import classify
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 
 store = JobStore(read_settings().store)
 store.pool.ping()

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pipeline.jobs import Job
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 

@@ -8,13 +8,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 from uuid import UUID
 
-from pipeline.jobs import EventKind, Formats, JobState, SubmissionRequest
-from pipeline.mcp import McpClient
-from pipeline.processing import JobProcessor, Outcome, OutcomeKind
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import EventKind, JobState
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.mcp._client import McpClient
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.processing.processor import JobProcessor
 from pipeline.queues import RecordingPublisher
-from pipeline.resilience import Resilient, RetryRecord
-from pipeline.store import ClaimFound, JobStore
-from pipeline.submission import Submission, enqueue
+from pipeline.resilience.facade import Resilient
+from pipeline.resilience.retry import RetryRecord
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
+from pipeline.submission.intake import Submission, enqueue
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 

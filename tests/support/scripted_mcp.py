@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import CallTimeout, PipelineError, SessionExpired
-from pipeline.mcp import Binding, McpClient, MessageSink, Outgoing, Reply
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
 
 #: The client factory the MCP client's unit tests share (their conftest), against this server.
 MakeClient = Callable[..., McpClient]
@@ -73,7 +74,7 @@ class Post:
 
 
 class ScriptedServer:
-    """Implements ``pipeline.mcp.Transport``; see the module docstring."""
+    """Implements ``pipeline.mcp._transport.Transport``; see the module docstring."""
 
     endpoint = "http://scripted.test:8765/mcp"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices
 
-from pipeline.settings import Settings
+from pipeline.settings.tree import Settings
 from pipeline.support.settings import Section
 
 

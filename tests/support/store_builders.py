@@ -9,8 +9,9 @@ from uuid import UUID, uuid4
 import psycopg
 
 from errors import ConversionFailed, ServerUnavailable
-from pipeline.jobs import Job, JobState, NewJob, SourceKind
-from pipeline.store import ClaimFound, JobStore
+from pipeline.jobs.model import Job, JobState, NewJob, SourceKind
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
 
 
 def new_job(**overrides: Any) -> NewJob:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline.jobs import EventKind, Job, JobState
+from pipeline.jobs.model import EventKind, Job, JobState
 from tests.fixtures.processes import parent_of
 from tests.fixtures.workers import Cluster, WorkerProcess
 

@@ -12,12 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.resilience import ResilienceSettings
+from pipeline.resilience.settings import ResilienceSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 INNER_TEST = """
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 
 AT_IMPORT = read_settings().resilience.retry_max_tries
 

@@ -1,10 +1,14 @@
 """Who may import whom (docs/architecture.md), as import-linter contracts in pyproject.toml:
-a forbidden import fails the suite, naming the contract and the import chain."""
+a forbidden import fails the suite, naming the contract and the import chain. And the rule that
+lets those contracts see every import: a package's ``__init__`` imports nothing, and no name is
+imported by a string at run time."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import grimp
@@ -39,3 +43,54 @@ def test_no_import_cycle_in_pipeline() -> None:
             if back is not None:
                 cycles.append(" -> ".join((importer, *back)))
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+#: The packages whose ``__init__`` is code, not a list of names: the console script's module
+#: (``[project.scripts]``, ``doclane = "pipeline.cli:main"``), which every installed environment's
+#: ``doclane`` imports by that name.
+ENTRY_POINTS = {
+    value.partition(":")[0]
+    for value in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
+        "scripts"
+    ].values()
+}
+
+
+def _modules(tree: str) -> list[Path]:
+    return sorted((ROOT / tree).rglob("*.py"))
+
+
+def _dotted(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def test_no_package_init_imports_anything() -> None:
+    """An ``__init__`` that imports its modules makes every importer of one of them pay for all
+    (``doclane submit`` would load the MCP client, jsonschema, pybreaker and redis.asyncio for
+    three settings classes); one that imports them on first use hides its edges from the type
+    checker and the import graph. So importers name the defining module, and an ``__init__``
+    is its docstring (``from __future__`` aside)."""
+    found = []
+    for init in [*_modules("pipeline"), *_modules("workers")]:
+        if init.name != "__init__.py" or _dotted(init) in ENTRY_POINTS:
+            continue
+        for node in ast.walk(ast.parse(init.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import) or (
+                isinstance(node, ast.ImportFrom) and node.module != "__future__"
+            ):
+                found.append(f"{init.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "package __init__s that import (name the module instead):\n" + "\n".join(
+        found
+    )
+
+
+def test_no_import_by_a_string() -> None:
+    """``importlib.import_module`` and ``__import__`` resolve a name the type checker and the
+    import graph cannot see: neither pipeline/ nor workers/ uses them."""
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in [*_modules("pipeline"), *_modules("workers")]
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if "import_module" in line or "__import__" in line
+    ]
+    assert not found, "imports by a string:\n" + "\n".join(found)

@@ -46,8 +46,8 @@ def test_the_configured_origins_are_read_without_httpx() -> None:
     """``doclane stats`` lists the breakers of the configured origins: reading them loaded httpx
     (and the rich, pygments and click its command line imports), a tenth of a second."""
     probe = (
-        "import sys; from pipeline.mcp import origin_of; "
-        "from pipeline.settings import read_settings; "
+        "import sys; from pipeline.mcp.endpoints import origin_of; "
+        "from pipeline.settings.tree import read_settings; "
         "print([origin_of(e) for e in read_settings().mcp.endpoints], "
         "sorted(m for m in sys.modules if m.split('.')[0] in ('httpx', 'rich', 'pygments')))"
     )
@@ -62,7 +62,7 @@ def test_the_stats_command_loads_no_broker_client_until_it_must_ask_the_broker()
     probe = (
         "import sys, pipeline.cli.admin_commands; "
         "from pipeline.cli.wiring import counted_fleet; "
-        "from pipeline.settings import read_settings; "
+        "from pipeline.settings.tree import read_settings; "
         "counted_fleet(read_settings().resilience); "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('kombu', 'celery', 'workers')))"
     )

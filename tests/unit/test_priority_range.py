@@ -5,7 +5,7 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from pipeline.jobs import NewJob, SourceKind
+from pipeline.jobs.model import NewJob, SourceKind
 from pipeline.queues import JOB_PRIORITY_MAX, JOB_PRIORITY_MIN, PRIORITY_LEVELS, clamp_priority
 
 

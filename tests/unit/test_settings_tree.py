@@ -17,9 +17,9 @@ import pipeline
 import workers
 from errors import InvalidSetting
 from pipeline.cli.settings import command_settings
-from pipeline.resilience import ResilienceSettings
-from pipeline.settings import Settings, read_settings
-from pipeline.store import StoreSettings
+from pipeline.resilience.settings import ResilienceSettings
+from pipeline.settings.tree import Settings, read_settings
+from pipeline.store.settings import StoreSettings
 from pipeline.support.settings import CommaList, Section
 
 

@@ -177,8 +177,8 @@ def app_document() -> dict[str, Any]:
     """The API's document, from the app itself (no database is asked: the schema is static)."""
     from pipeline.api.app import create_app
     from pipeline.api.context import ApiContext
-    from pipeline.settings import read_settings
-    from pipeline.store import JobStore
+    from pipeline.settings.tree import read_settings
+    from pipeline.store.store import JobStore
 
     tree = read_settings()
     store = JobStore(tree.store)

@@ -16,7 +16,7 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.docling_rs_server import DoclingRsServer

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.brokers import Broker
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, docling_mcp_samples

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.jobs import EventKind, Job, JobState, Stage
+from pipeline.jobs.model import EventKind, Job, JobState, Stage
 from pipeline.queues import QUEUE_SMALL, Wakeup
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import process_gone

@@ -8,8 +8,8 @@ import hashlib
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.jobs import JobState
-from pipeline.settings import read_settings
+from pipeline.jobs.model import JobState
+from pipeline.settings.tree import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.object_store import ObjectServer

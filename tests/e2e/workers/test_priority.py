@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.jobs import EventKind, JobState
+from pipeline.jobs.model import EventKind, JobState
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.jobs import Job, JobState, Stage
+from pipeline.jobs.model import Job, JobState, Stage
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.processes import process_gone

@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.workers import Cluster

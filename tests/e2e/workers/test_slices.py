@@ -15,8 +15,8 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import Job, JobState
-from pipeline.settings import read_settings
+from pipeline.jobs.model import Job, JobState
+from pipeline.settings.tree import read_settings
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.workers import Cluster

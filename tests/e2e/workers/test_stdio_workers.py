@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from tests.fixtures.brokers import Broker
 from tests.fixtures.examples import EXPECTED_MARKDOWN, docling_mcp_samples
 from tests.fixtures.processes import parent_of, process_gone

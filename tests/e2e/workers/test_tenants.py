@@ -21,7 +21,7 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from pipeline.jobs import EventKind, Job, JobState
+from pipeline.jobs.model import EventKind, Job, JobState
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer

@@ -9,10 +9,13 @@ from pathlib import Path
 import pytest
 
 from errors import SourceNotFound
-from pipeline.admin import retry_failed
-from pipeline.jobs import EVERY_TENANT, JobState, NewJob, SourceKind
+from pipeline.admin.jobs import retry_failed
+from pipeline.jobs.model import JobState, NewJob, SourceKind
+from pipeline.jobs.tenants import EVERY_TENANT
 from pipeline.queues import RecordingPublisher
-from pipeline.store import JobStore, StoreSettings, TenantView
+from pipeline.store.scoped import TenantView
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.support.long_pdf import write_long_pdf
 
 SECRET_URL = "http://127.0.0.1:9/doc.docx?X-Amz-Signature=abcdef0123456789&X-Amz-Expires=60"

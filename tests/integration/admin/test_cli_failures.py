@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from errors import CATALOG
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import JobState
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.cli import doclane
 from tests.support.store_builders import job_in_state

@@ -11,8 +11,9 @@ import json
 
 import redis
 
-from pipeline.admin import CountedFleet, QueueDepth, WorkerInfo, read_live_workers
+from pipeline.admin.fleet import CountedFleet, QueueDepth, read_live_workers
 from pipeline.admin.heartbeats import (
+    WorkerInfo,
     beat,
     read_heartbeats,
     read_workers,
@@ -20,7 +21,7 @@ from pipeline.admin.heartbeats import (
     workers_key,
 )
 from pipeline.queues import ALL_QUEUES, QUEUE_SMALL
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.waiting import wait_for
 
 

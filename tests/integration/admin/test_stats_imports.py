@@ -13,10 +13,9 @@ from pathlib import Path
 
 import redis
 
-from pipeline.admin import WorkerInfo
-from pipeline.admin.heartbeats import beat, stop_beating
+from pipeline.admin.heartbeats import WorkerInfo, beat, stop_beating
 from pipeline.queues import ALL_QUEUES
-from pipeline.resilience import ResilienceSettings
+from pipeline.resilience.settings import ResilienceSettings
 from tests.fixtures.brokers import Broker
 
 #: Top-level packages, and doclane's modules, that ``stats`` has no use for.

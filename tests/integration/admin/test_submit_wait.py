@@ -11,10 +11,9 @@ from uuid import UUID
 import pytest
 import redis
 
-from pipeline.admin import WorkerInfo
-from pipeline.admin.heartbeats import beat, stop_beating
-from pipeline.resilience import ResilienceSettings
-from pipeline.store import JobStore
+from pipeline.admin.heartbeats import WorkerInfo, beat, stop_beating
+from pipeline.resilience.settings import ResilienceSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.cli import doclane
 

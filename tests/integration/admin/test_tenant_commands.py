@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.cli import doclane
 

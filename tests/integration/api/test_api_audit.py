@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from pipeline.jobs.settings import ReconcileSettings
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.cli import doclane
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 

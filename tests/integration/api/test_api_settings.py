@@ -11,10 +11,11 @@ from uuid import UUID
 import pytest
 from fastapi.testclient import TestClient
 
-from pipeline.api import ApiContext, create_app
+from pipeline.api.app import create_app
+from pipeline.api.context import ApiContext
 from pipeline.queues import RecordingPublisher
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import JobState
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from pipeline.api.quota import RETRY_AFTER_IDLE_S
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.store_builders import job_with_id
 

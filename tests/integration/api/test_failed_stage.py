@@ -12,8 +12,8 @@ from collections.abc import Callable
 import httpx
 
 from errors import SourceNotFound
-from pipeline.jobs import JobState, SourceKind, Stage
-from pipeline.store import JobStore
+from pipeline.jobs.model import JobState, SourceKind, Stage
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.store_builders import new_job
 

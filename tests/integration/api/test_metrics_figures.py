@@ -7,10 +7,11 @@ import psycopg
 from prometheus_client.core import Metric
 
 from pipeline.api.metrics import FleetCollector
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import JOB_QUEUES, QUEUE_LARGE, QUEUE_SMALL
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, StoreSettings
+from pipeline.settings.tree import read_settings
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_in_state
 
 

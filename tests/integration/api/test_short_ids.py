@@ -16,7 +16,7 @@ import httpx
 import psycopg
 import pytest
 
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.support.store_builders import job_with_id
 

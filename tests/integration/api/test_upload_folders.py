@@ -14,12 +14,12 @@ from uuid import UUID
 
 import psycopg
 
-from pipeline.jobs import JobState
+from pipeline.jobs.model import JobState
 from pipeline.queues import RecordingPublisher
-from pipeline.reconciler import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings.tree import read_settings
 from pipeline.store.queries import query
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 
 HOUR = 3600.0

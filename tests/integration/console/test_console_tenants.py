@@ -15,7 +15,8 @@ import httpx
 import psycopg
 
 from errors import SourceNotFound
-from pipeline.store import JobFilter, JobStore
+from pipeline.store.admin import JobFilter
+from pipeline.store.store import JobStore
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.console_tenants import A_ADMIN, A_TOKEN, B_TOKEN, _submit
 from tests.support.store_builders import job_with_id

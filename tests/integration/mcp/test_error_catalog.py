@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from errors import PipelineError, classify
-from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient
+from pipeline.mcp._auth import ApiKeyAuth, BearerAuth
+from pipeline.mcp._client import McpClient
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 

@@ -7,7 +7,9 @@ from typing import Any
 import pytest
 
 from errors import classify
-from pipeline.mcp import LifecycleState, LogMessage, McpClient, Progress
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._lifecycle import LifecycleState
+from pipeline.mcp._protocol import LogMessage, Progress
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
 from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 

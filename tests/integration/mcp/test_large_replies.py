@@ -20,9 +20,12 @@ from typing import Any
 import pytest
 
 from errors import ParseError, ReplyTooLarge
-from pipeline.mcp import McpClient, McpSettings, ToolResult
+from pipeline.mcp._client import McpClient
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
-from pipeline.profiles import ConversionRequest, DoclingMcpProfile, ToolCalls
+from pipeline.mcp._protocol import ToolResult
+from pipeline.mcp.settings import McpSettings
+from pipeline.profiles.base import ConversionRequest, ToolCalls
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT
 

@@ -29,15 +29,15 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import SecretStr
 
 from errors import PipelineError
-from pipeline.mcp import (
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._oauth import (
     ClientCredentials,
-    McpClient,
-    McpSettings,
     OAuthClientCredentials,
     TokenSource,
     forget_tokens,
 )
 from pipeline.mcp._oauth_keys import signing_key_from_pem
+from pipeline.mcp.settings import McpSettings
 from tests.fixtures.auth_server import AuthServer
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for

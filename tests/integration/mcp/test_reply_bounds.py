@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from errors import ReplyTooLarge
-from pipeline.mcp import McpSettings
+from pipeline.mcp.settings import McpSettings
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import CONVERT, MakeClient
 

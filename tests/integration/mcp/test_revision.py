@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from errors import CallTimeout, MissingCapability
-from pipeline.mcp import McpSettings
+from pipeline.mcp.settings import McpSettings
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT, MakeClient
 

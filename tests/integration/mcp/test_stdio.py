@@ -21,16 +21,13 @@ from typer.testing import CliRunner
 
 from errors import CallTimeout, ServerUnavailable
 from pipeline.cli import app
-from pipeline.mcp import (
-    LifecycleState,
-    LogMessage,
-    McpClient,
-    McpSettings,
-    Progress,
-    StdioTransport,
-)
-from pipeline.resilience import build_resilient
-from pipeline.settings import read_settings
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._lifecycle import LifecycleState
+from pipeline.mcp._protocol import LogMessage, Progress
+from pipeline.mcp._stdio import StdioTransport
+from pipeline.mcp.settings import McpSettings
+from pipeline.resilience.facade import build_resilient
+from pipeline.settings.tree import read_settings
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 from tests.support.mcp_clients import CONVERT, EXPORT, REPO_ROOT

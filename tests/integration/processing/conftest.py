@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.processing import JobProcessor
+from pipeline.processing.processor import JobProcessor
 from pipeline.queues import RecordingPublisher
-from pipeline.resilience import build_resilient
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.resilience.facade import build_resilient
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 from tests.fixtures.fake_server import FakeServer
 from tests.support.processing import Bench, HookedRunner
 

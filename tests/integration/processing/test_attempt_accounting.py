@@ -9,8 +9,8 @@ import threading
 from collections.abc import Callable
 from uuid import UUID
 
-from pipeline.jobs import EventKind, JobState
-from pipeline.processing import Outcome, OutcomeKind
+from pipeline.jobs.model import EventKind, JobState
+from pipeline.processing.outcomes import Outcome, OutcomeKind
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.processing import Bench

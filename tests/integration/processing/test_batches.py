@@ -18,9 +18,10 @@ from uuid import UUID
 import pytest
 
 from pipeline.admin.stats import batches_since
-from pipeline.jobs import EventKind, JobState
-from pipeline.processing import Outcome, OutcomeKind
-from pipeline.store import JobStore, StoreSettings
+from pipeline.jobs.model import EventKind, JobState
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
@@ -194,8 +195,8 @@ def test_a_cache_hit_named_after_another_member_proves_nothing(
     file it had then. ``a.md`` is converted; later ``b.md`` has that same content and a new
     ``a.md`` does not: both keys' JSON name ``a.md``, and by name alone the new ``a.md`` got the
     old content whenever the old key came first. The content hash in the origin decides."""
-    from pipeline.jobs import SubmissionRequest
-    from pipeline.submission import enqueue
+    from pipeline.jobs.request import SubmissionRequest
+    from pipeline.submission.intake import enqueue
 
     bench = make_bench(batches=True, processing={"batch_max_docs": 2})
     bench.server.configure(dir_order=order)

@@ -13,10 +13,11 @@ from uuid import UUID
 
 import pytest
 
-from pipeline.jobs import JobState
-from pipeline.mcp import McpClient
-from pipeline.processing import Outcome, OutcomeKind
-from pipeline.store import JobStore, StoreSettings
+from pipeline.jobs.model import JobState
+from pipeline.mcp._client import McpClient
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.postgres import pg_ctlcluster

@@ -22,10 +22,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.jobs import EventKind, JobState, Stage
-from pipeline.processing import Outcome, OutcomeKind
+from pipeline.jobs.model import EventKind, JobState, Stage
 from pipeline.processing import journal as journal_module
-from pipeline.store import Attempts, JobStore
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.store.attempts import Attempts
+from pipeline.store.store import JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.processing import Bench

@@ -8,9 +8,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from pipeline.jobs import Job
-from pipeline.processing import LeaseKeeper
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job
+from pipeline.processing.lease import LeaseKeeper
+from pipeline.store.store import JobStore
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 from tests.support.processing import Bench

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.jobs import EventKind, JobState
-from pipeline.mcp import McpClient
-from pipeline.processing import OutcomeKind
+from pipeline.jobs.model import EventKind, JobState
+from pipeline.mcp._client import McpClient
+from pipeline.processing.outcomes import OutcomeKind
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample

@@ -18,11 +18,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pipeline.mcp import McpClient, stdio_endpoint
-from pipeline.processing import OutcomeKind
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.endpoints import stdio_endpoint
 from pipeline.processing.concurrency import ServerConcurrency
-from pipeline.resilience import Resilient, build_resilient
-from pipeline.settings import read_settings
+from pipeline.processing.outcomes import OutcomeKind
+from pipeline.resilience.facade import Resilient, build_resilient
+from pipeline.settings.tree import read_settings
 from tests.fixtures.docling_rs_server import DoclingRsServer, docling_rs_command
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
 from tests.support.processing import Bench, HookedRunner, assert_succeeded_once, submit_samples

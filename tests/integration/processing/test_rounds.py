@@ -18,11 +18,11 @@ from uuid import UUID
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.jobs import JobState, Stage
-from pipeline.mcp import McpClient
-from pipeline.processing import Outcome, OutcomeKind
-from pipeline.profiles import Conversion
-from pipeline.store import ClaimFound
+from pipeline.jobs.model import JobState, Stage
+from pipeline.mcp._client import McpClient
+from pipeline.processing.outcomes import Outcome, OutcomeKind
+from pipeline.profiles.base import Conversion
+from pipeline.store.attempts import ClaimFound
 from pipeline.support.logs import current_job_context
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.jobs import EventKind, JobState, Stage
-from pipeline.processing import OutcomeKind
+from pipeline.jobs.model import EventKind, JobState, Stage
+from pipeline.processing.outcomes import OutcomeKind
 from tests.fixtures.samples import write_sample
 from tests.support.processing import Bench
 

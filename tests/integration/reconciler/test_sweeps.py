@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from errors import ServerUnavailable
-from pipeline.jobs import JobState, SubmissionRequest
+from pipeline.jobs.model import JobState
+from pipeline.jobs.request import SubmissionRequest
 from pipeline.queues import QUEUE_SMALL, WAKE_BELLS, RecordingPublisher
-from pipeline.reconciler import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
-from pipeline.submission import enqueue
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
+from pipeline.submission.intake import enqueue
 from tests.fixtures.samples import write_sample
 from tests.fixtures.waiting import wait_for
 

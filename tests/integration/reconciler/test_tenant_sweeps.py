@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import psycopg
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.queues import RecordingPublisher
-from pipeline.reconciler import reconcile_once
-from pipeline.store import ClaimFound, JobStore
+from pipeline.reconciler.sweeps import reconcile_once
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_in_state
 
 QUEUE = "doclane.small"

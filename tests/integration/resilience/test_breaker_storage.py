@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 import errors
-from pipeline.resilience import OriginBreaker
+from pipeline.resilience.breaker import OriginBreaker
 from pipeline.resilience.storage import BreakerRedis
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp import McpClient
-from pipeline.resilience import RetryRecord, build_resilient
-from pipeline.settings import read_settings
+from pipeline.mcp._client import McpClient
+from pipeline.resilience.facade import build_resilient
+from pipeline.resilience.retry import RetryRecord
+from pipeline.settings.tree import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 import errors
-from pipeline.mcp import McpClient
-from pipeline.resilience import build_resilient
+from pipeline.mcp._client import McpClient
+from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.in_flight import InFlight, Lease
 from pipeline.resilience.storage import BreakerRedis
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for

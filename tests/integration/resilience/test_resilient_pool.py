@@ -13,11 +13,14 @@ from typing import Any, cast
 import pytest
 
 import errors
-from pipeline.mcp import McpClient
-from pipeline.resilience import RetryRecord, ServerPool, build_resilient, origin_breaker
+from pipeline.mcp._client import McpClient
+from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.in_flight import InFlight
+from pipeline.resilience.pool import ServerPool
+from pipeline.resilience.retry import RetryRecord
+from pipeline.resilience.shared import origin_breaker
 from pipeline.resilience.storage import BreakerRedis
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.redis_server import PrivateRedis
 from tests.fixtures.waiting import wait_for

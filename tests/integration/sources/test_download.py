@@ -26,8 +26,9 @@ from errors import (
     UnsupportedFormat,
     UrlRefused,
 )
-from pipeline.settings import read_settings
-from pipeline.sources import Downloader, check_url, remove_stale_partials
+from pipeline.settings.tree import read_settings
+from pipeline.sources.downloader import Downloader, remove_stale_partials
+from pipeline.sources.urls import check_url
 from tests.fixtures import source_samples as samples
 from tests.fixtures.waiting import wait_for
 

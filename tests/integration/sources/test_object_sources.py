@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.objects import ObjectStore
-from pipeline.settings import read_settings
-from pipeline.sources import Candidate, ObjectSources, Rejected, expand
+from pipeline.objects.client import ObjectStore
+from pipeline.settings.tree import read_settings
+from pipeline.sources.expansion import expand
+from pipeline.sources.models import Candidate, Rejected
+from pipeline.sources.objects import ObjectSources
 from tests.fixtures.object_store import READABLE_BUCKET, ObjectServer
 
 MARKDOWN = b"# Title\n\nSome text.\n"

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore, StoreSettings
+from pipeline.jobs.model import Job, JobState
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_in_state
 
 

@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeline.jobs import NewJob, SourceKind
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.jobs.model import NewJob, SourceKind
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 
 MIB = 1024 * 1024
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.store.store import JobStore
 
 
 def test_counts_by_state_include_every_state(

@@ -9,9 +9,10 @@ import psycopg
 import pytest
 
 from errors import DatabaseUnavailable, SourceNotFound
-from pipeline.jobs import JobState, NewJob, SourceKind
-from pipeline.settings import read_settings
-from pipeline.store import JobFilter, JobStore
+from pipeline.jobs.model import JobState, NewJob, SourceKind
+from pipeline.settings.tree import read_settings
+from pipeline.store.admin import JobFilter
+from pipeline.store.store import JobStore
 
 _OLD_FINISHED = """
 INSERT INTO jobs (source_kind, source_uri, profile, formats, queue, state, attempt,

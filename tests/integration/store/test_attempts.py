@@ -12,9 +12,12 @@ import pytest
 from psycopg import errors as pg_errors
 
 from errors import CallTimeout, ConversionFailed
-from pipeline.jobs import EventKind, Job, JobState, Stage
-from pipeline.store import AttemptResults, ClaimFound, JobStore, ResultFormatsRefused
+from pipeline.jobs.model import EventKind, Job, JobState, Stage
+from pipeline.store.attempts import ClaimFound
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
+from pipeline.store.refusals import ResultFormatsRefused
+from pipeline.store.rows import AttemptResults
+from pipeline.store.store import JobStore
 
 
 def test_a_claim_starts_a_new_attempt_with_a_lease(

@@ -9,8 +9,8 @@ import pytest
 from psycopg import errors as pg_errors
 
 from errors import InternalError
-from pipeline.jobs import EventKind, Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import EventKind, Job, JobState
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 

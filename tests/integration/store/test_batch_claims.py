@@ -11,9 +11,9 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.attempts import BatchLimits
+from pipeline.store.store import JobStore
 from tests.support.store_builders import tenant
 
 QUEUE = "doclane.small"

@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from errors import DatabaseUnavailable, classify
-from pipeline.jobs import Stage
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.jobs.model import Stage
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 

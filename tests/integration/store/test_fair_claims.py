@@ -10,9 +10,10 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState
+from pipeline.jobs.model import Job, JobState
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, wake
-from pipeline.store import ClaimFound, JobStore
+from pipeline.store.attempts import ClaimFound
+from pipeline.store.store import JobStore
 from tests.support.store_builders import tenant
 
 QUEUE = "doclane.small"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from uuid import uuid4
 
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.store.store import JobStore
 
 
 def test_only_finished_jobs_come_back_with_their_state(

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.store.store import JobStore
 
 REPO = Path(__file__).resolve().parents[3]
 MIB = 1024 * 1024

@@ -15,8 +15,9 @@ import psycopg
 import pytest
 
 from errors import InvalidArgument
-from pipeline.store import JobFilter, JobStore
 from pipeline.store.access import AuditEntry, AuditFilter
+from pipeline.store.admin import JobFilter
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 CALLS: dict[str, Callable[[JobStore], Any]] = {

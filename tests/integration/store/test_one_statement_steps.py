@@ -8,10 +8,11 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState, Stage
-from pipeline.store import JobStore, ResultFormatsRefused
+from pipeline.jobs.model import Job, JobState, Stage
 from pipeline.store import finishing as finishing_module
+from pipeline.store.refusals import ResultFormatsRefused
 from pipeline.store.rows import CallEvent
+from pipeline.store.store import JobStore
 
 
 @pytest.fixture(params=["one statement", "copy"])

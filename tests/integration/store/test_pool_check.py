@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from pipeline.store import StoreSettings
 from pipeline.store.connection import create_pool, looks_alive
+from pipeline.store.settings import StoreSettings
 from tests.fixtures.waiting import wait_for
 
 

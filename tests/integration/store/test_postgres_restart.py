@@ -16,9 +16,10 @@ from contextlib import ExitStack
 import pytest
 
 from errors import DatabaseUnavailable
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore, StoreSettings
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.connection import create_pool
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.waiting import wait_for
 from tests.support.postgres import pg_ctlcluster
 

@@ -14,14 +14,15 @@ import psycopg
 import pytest
 
 from errors import ResultStoreUnavailable
-from pipeline.jobs import Job, JobState
-from pipeline.objects import ObjectStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.objects.client import ObjectStore
 from pipeline.queues import RecordingPublisher
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, StoreSettings
+from pipeline.settings.tree import read_settings
 from pipeline.store.result_objects import ObjectResults
 from pipeline.store.rows import AttemptResults
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.object_store import ObjectServer
 from tests.support.store_builders import job_in_state
 

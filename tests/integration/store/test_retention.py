@@ -11,11 +11,12 @@ import psycopg
 import pytest
 
 from errors import ResultsExpired
-from pipeline.jobs import EventKind, Job, JobState
-from pipeline.objects import ObjectStore
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, StoreSettings
+from pipeline.jobs.model import EventKind, Job, JobState
+from pipeline.objects.client import ObjectStore
+from pipeline.settings.tree import read_settings
 from pipeline.store.result_objects import ObjectResults
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
 from tests.fixtures.object_store import ObjectServer
 from tests.support.store_builders import job_in_state, new_job, sha256_of
 

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from errors import CircuitOpen, InternalError, ServerUnavailable
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 

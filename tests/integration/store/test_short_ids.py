@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from errors import AmbiguousId, JobNotFound
-from pipeline.store import JobStore
 from pipeline.store.queries import query
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_with_id
 
 A = "6f1d2c1e-1111-4000-8000-000000000001"

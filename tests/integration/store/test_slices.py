@@ -10,9 +10,9 @@ import psycopg
 import pytest
 
 from errors import ConversionFailed, ServerUnavailable
-from pipeline.jobs import Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState
 from pipeline.store.finishing import INLINE_RESULTS_MAX_CHARS
+from pipeline.store.store import JobStore
 from tests.fixtures.waiting import wait_for
 from tests.support.store_builders import new_job, someone_waits_for_a_lock
 

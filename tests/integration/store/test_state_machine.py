@@ -10,8 +10,8 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from pipeline.jobs import LEGAL_TRANSITIONS, TERMINAL_STATES, Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import LEGAL_TRANSITIONS, TERMINAL_STATES, Job, JobState
+from pipeline.store.store import JobStore
 
 ALL_STATES = list(JobState)
 ILLEGAL_TRANSITIONS = sorted(

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import psycopg
 import pytest
 
-from pipeline.jobs import Job, JobState, SourceKind
-from pipeline.store import JobStore
+from pipeline.jobs.model import Job, JobState, SourceKind
+from pipeline.store.store import JobStore
 from tests.support.jobs import succeeded_job
 from tests.support.store_builders import new_job, sha256_of
 

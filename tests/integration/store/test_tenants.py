@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from errors import TenantQueueFull, UnknownTenant
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import JobState
+from pipeline.store.store import JobStore
 from pipeline.store.tenants import UNSET
 from tests.fixtures.waiting import wait_for
 from tests.support.jobs import succeeded_job

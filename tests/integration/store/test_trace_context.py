@@ -5,7 +5,7 @@ its parent's from the database, and a job submitted without one has none."""
 from __future__ import annotations
 
 from errors import ServerUnavailable
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 CONTEXT = {

@@ -11,10 +11,10 @@ import psycopg
 import pytest
 from psycopg import errors as pg_errors
 
-from pipeline.jobs import EventKind, Job, JobState
-from pipeline.store import JobStore
+from pipeline.jobs.model import EventKind, Job, JobState
 from pipeline.store.queries import query
 from pipeline.store.rows import AttemptResults, CallEvent
+from pipeline.store.store import JobStore
 from tests.support.store_builders import new_job
 
 #: The columns a running attempt's progress writes; every other column moves updated_at.

@@ -13,13 +13,16 @@ from pathlib import Path
 import pytest
 
 from errors import MissingCapability
-from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionRequest
-from pipeline.profiles import ProfileSettings
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import JobState
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.profiles.settings import ProfileSettings
 from pipeline.queues import RecordingPublisher
-from pipeline.store import JobStore
+from pipeline.store.store import JobStore
 from pipeline.submission import door as door_module
-from pipeline.submission import enqueue
 from pipeline.submission.door import Door, admit, process_door, server_tools
+from pipeline.submission.intake import enqueue
 from tests.fixtures.brokers import Broker
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.samples import write_sample

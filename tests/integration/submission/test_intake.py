@@ -11,12 +11,18 @@ from uuid import UUID
 import pytest
 
 from errors import DatabaseUnavailable, NothingToConvert, UnknownTenant
-from pipeline.jobs import ConversionOptions, Formats, JobState, SubmissionRequest
-from pipeline.profiles import ProfileSettings
+from pipeline.jobs.formats import Formats
+from pipeline.jobs.model import JobState
+from pipeline.jobs.options import ConversionOptions
+from pipeline.jobs.request import SubmissionRequest
+from pipeline.profiles.settings import ProfileSettings
 from pipeline.queues import SMALL_BELOW_BYTES, RecordingPublisher, Wakeup
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, StorePool, StoreSettings, Submissions
+from pipeline.settings.tree import read_settings
+from pipeline.store.pool import StorePool
+from pipeline.store.settings import StoreSettings
+from pipeline.store.store import JobStore
+from pipeline.store.submissions import Submissions
 from pipeline.submission.door import Door, server_tools
 from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue
 from tests.fixtures.samples import write_mixed, write_sample

@@ -8,10 +8,11 @@ from typing import Any
 
 import pytest
 
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.addresses import AddressPolicy
-from pipeline.store import JobStore
-from pipeline.webhooks import WebhookDispatcher, WebhookOutbox
+from pipeline.store.outbox import WebhookOutbox
+from pipeline.store.store import JobStore
+from pipeline.webhooks.delivery import WebhookDispatcher
 from tests.fixtures.webhook_receiver import WebhookReceiver
 
 #: A schedule of milliseconds: a receiver that refuses a few times is retried at once.

@@ -7,12 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 from uuid import UUID
 
-from pipeline.jobs import JobState, SubmissionRequest
+from pipeline.jobs.model import JobState
+from pipeline.jobs.request import SubmissionRequest
 from pipeline.queues import RecordingPublisher
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
-from pipeline.submission import enqueue
-from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
+from pipeline.settings.tree import read_settings
+from pipeline.store.outbox import DeliveryState, WebhookOutbox
+from pipeline.store.store import JobStore
+from pipeline.submission.intake import enqueue
+from pipeline.webhooks.delivery import WebhookDispatcher
 from tests.fixtures.waiting import wait_for
 from tests.fixtures.webhook_receiver import WebhookReceiver
 from tests.support.store_builders import job_in_state

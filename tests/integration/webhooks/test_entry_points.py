@@ -14,9 +14,10 @@ from uuid import uuid4
 
 import pytest
 
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
-from pipeline.webhooks import DeliveryState, WebhookDispatcher, WebhookOutbox
+from pipeline.jobs.model import JobState
+from pipeline.store.outbox import DeliveryState, WebhookOutbox
+from pipeline.store.store import JobStore
+from pipeline.webhooks.delivery import WebhookDispatcher
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for

@@ -9,9 +9,9 @@ from uuid import UUID
 import psycopg
 import pytest
 
-from pipeline.jobs import JobState
-from pipeline.store import JobStore
-from pipeline.webhooks import DeliveryState, WebhookOutbox
+from pipeline.jobs.model import JobState
+from pipeline.store.outbox import DeliveryState, WebhookOutbox
+from pipeline.store.store import JobStore
 from tests.support.store_builders import job_in_state, new_job
 
 HOOK = "http://127.0.0.1:9/hook"

@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.admin import cancel_job
-from pipeline.jobs import EVERY_TENANT, JobState
+from pipeline.admin.jobs import cancel_job
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import EVERY_TENANT
 from pipeline.queues import QUEUE_SMALL
-from pipeline.settings import read_settings
-from pipeline.store import JobStore, TenantView
+from pipeline.settings.tree import read_settings
+from pipeline.store.scoped import TenantView
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.support.store_builders import job_in_state
 from workers.app import create_app

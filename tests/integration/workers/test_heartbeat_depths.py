@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import redis
 
-from pipeline.admin import QueueDepth
+from pipeline.admin.fleet import QueueDepth
 from pipeline.admin.heartbeats import read_heartbeats
 from pipeline.queues import ALL_QUEUES, QUEUE_LARGE
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from workers.fleet import BrokerUnreachable
 from workers.heartbeat import DepthCounter, HeartbeatThread
 

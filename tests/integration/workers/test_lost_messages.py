@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import SubmissionRequest
+from pipeline.jobs.request import SubmissionRequest
 from pipeline.queues import QUEUE_SMALL, WAKE_BELLS
 from pipeline.reconciler.sweeps import reconcile_once
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
-from pipeline.submission import enqueue
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
+from pipeline.submission.intake import enqueue
 from tests.fixtures.brokers import Broker
 from tests.fixtures.samples import write_sample
 from tests.support.brokers import small_queue_messages

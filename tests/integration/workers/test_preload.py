@@ -10,7 +10,7 @@ import sys
 
 PROBE = """
 import sys
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from workers.app import create_app
 from workers.runtime import preload, start_runtime, stop_runtime
 create_app(read_settings())

@@ -15,8 +15,7 @@ import pytest
 import redis
 from kombu import Connection
 
-from pipeline.admin import WorkerInfo
-from pipeline.admin.heartbeats import beat
+from pipeline.admin.heartbeats import WorkerInfo, beat
 from pipeline.api.metrics import FleetCollector
 from pipeline.queues import (
     ALL_QUEUES,
@@ -27,8 +26,8 @@ from pipeline.queues import (
     QUEUE_SMALL,
     Wakeup,
 )
-from pipeline.settings import read_settings
-from pipeline.store import JobStore
+from pipeline.settings.tree import read_settings
+from pipeline.store.store import JobStore
 from tests.fixtures.brokers import Broker
 from tests.fixtures.waiting import wait_for
 from workers.app import create_app

@@ -27,7 +27,7 @@ from uuid import UUID
 
 from psycopg.conninfo import make_conninfo
 
-from pipeline.jobs import EventKind, Job, JobEvent, JobState
+from pipeline.jobs.model import EventKind, Job, JobEvent, JobState
 from tests.fixtures.api_server import ApiServer
 from tests.fixtures.brokers import REDIS_PORT, Broker
 from tests.fixtures.fake_server import FakeServer

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from errors import DatabaseUnavailable, SourceTooLarge
-from pipeline.admin import Stats, parse_since, run_parts
 from pipeline.admin.fleet import BreakerState, QueueDepth, WorkerInfo
-from pipeline.admin.stats import Failures, QueueBacklog
+from pipeline.admin.jobs import parse_since
+from pipeline.admin.stats import Failures, QueueBacklog, Stats, run_parts
 from pipeline.api.metrics import _event_metrics
 from pipeline.api.page import render_page
 from pipeline.api.uploads import BadUpload, receive_upload, safe_name

@@ -11,7 +11,7 @@ from starlette.requests import Request
 
 from errors import InvalidArgument, InvalidSetting, RoleForbidden
 from pipeline.api.auth import Caller, TokenRoles
-from pipeline.jobs import EVERY_TENANT, TenantScope, scope_of
+from pipeline.jobs.tenants import EVERY_TENANT, TenantScope, scope_of
 from pipeline.settings.api import ApiSettings
 
 SECRET_A, SECRET_B = "a" * 32 + "-secret", "b" * 32 + "-secret"

@@ -26,8 +26,9 @@ from pipeline.console.session import (
     token_accepted,
 )
 from pipeline.console.throttle import SignInThrottle
-from pipeline.jobs import EVERY_TENANT, JobState
-from pipeline.settings import read_settings
+from pipeline.jobs.model import JobState
+from pipeline.jobs.tenants import EVERY_TENANT
+from pipeline.settings.tree import read_settings
 
 
 def _ctx(token: str | None, tokens: str = "") -> SimpleNamespace:

@@ -7,7 +7,8 @@ import re
 import pytest
 from pydantic import BaseModel
 
-from pipeline.jobs import FORMATS_PATTERN, KNOWN_FORMATS, Formats, NewJob, SourceKind
+from pipeline.jobs.formats import FORMATS_PATTERN, KNOWN_FORMATS, Formats
+from pipeline.jobs.model import NewJob, SourceKind
 
 
 def test_formats_are_known_lower_case_unique_and_sorted() -> None:

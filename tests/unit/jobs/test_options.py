@@ -6,8 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from errors import InvalidOption
-from pipeline.jobs import ConversionOptions
-from pipeline.jobs.options import last_page, server_options
+from pipeline.jobs.options import ConversionOptions, last_page, server_options
 
 
 def stored_form(given: dict[str, object] | None) -> dict[str, object]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp import McpClient, McpSettings
-from pipeline.mcp.settings import environment_variables
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.settings import McpSettings, environment_variables
 from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 MCP_ENVIRONMENT = environment_variables()

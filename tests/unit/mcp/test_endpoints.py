@@ -12,7 +12,7 @@ import itertools
 import httpx
 import pytest
 
-from pipeline.mcp import normalize_endpoint, origin_of
+from pipeline.mcp.endpoints import normalize_endpoint, origin_of
 
 
 def httpx_endpoint(origin: str) -> str:

@@ -8,8 +8,14 @@ import pytest
 
 from errors import CallTimeout, MissingCapability, NotInitialized, ServerUnavailable
 from pipeline import __version__
-from pipeline.mcp import LifecycleState, McpSettings, format_trail
-from pipeline.mcp._lifecycle import ALLOWED, IllegalTransition, Lifecycle
+from pipeline.mcp._lifecycle import (
+    ALLOWED,
+    IllegalTransition,
+    Lifecycle,
+    LifecycleState,
+    format_trail,
+)
+from pipeline.mcp.settings import McpSettings
 from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 S = LifecycleState

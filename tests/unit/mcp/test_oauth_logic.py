@@ -13,7 +13,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from pydantic import SecretStr, ValidationError
 
 from errors import PipelineError
-from pipeline.mcp import ClientCredentials, McpSettings, TokenSource
+from pipeline.mcp._oauth import ClientCredentials, TokenSource
 from pipeline.mcp._oauth_discovery import (
     AuthorizationServer,
     Discovery,
@@ -21,6 +21,7 @@ from pipeline.mcp._oauth_discovery import (
     parse_challenge,
 )
 from pipeline.mcp._oauth_keys import signing_key_from_pem
+from pipeline.mcp.settings import McpSettings
 
 ENDPOINT = "https://mcp.example.com/mcp"
 SECRET = "unit-secret-7f3a"

@@ -7,7 +7,8 @@ import threading
 import pytest
 
 from errors import ParseError, UnknownTool
-from pipeline.mcp import McpClient, Tool
+from pipeline.mcp._client import McpClient
+from pipeline.mcp._protocol import Tool
 from pipeline.mcp._registry import ToolRegistry
 from tests.support.scripted_mcp import MakeClient, ScriptedServer
 

@@ -6,8 +6,9 @@ import httpx
 import pytest
 
 from errors import InvalidSetting
-from pipeline.mcp import ApiKeyAuth, BearerAuth, McpClient, auth_from_settings
-from pipeline.settings import read_settings
+from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
+from pipeline.mcp._client import McpClient
+from pipeline.settings.tree import read_settings
 from tests.support.scripted_mcp import ScriptedServer
 
 TOKEN = "tok-5f8e2c-very-secret"

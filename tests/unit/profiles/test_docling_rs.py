@@ -12,16 +12,12 @@ from typing import Any
 import pytest
 
 from errors import MissingCapability, PipelineError
-from pipeline.profiles import (
-    ConversionRequest,
-    DoclingMcpProfile,
-    DoclingRsProfile,
-    PerFormatProfile,
-    ProfileSettings,
-    ToolCalls,
-    select_profile,
-)
-from pipeline.profiles.docling_rs import SIGNATURE
+from pipeline.profiles.base import ConversionRequest, ToolCalls
+from pipeline.profiles.docling_mcp import DoclingMcpProfile
+from pipeline.profiles.docling_rs import SIGNATURE, DoclingRsProfile
+from pipeline.profiles.per_format import PerFormatProfile
+from pipeline.profiles.selection import select_profile
+from pipeline.profiles.settings import ProfileSettings
 from tests.support.scripted_profiles import DOCLING_TOOLS, Result, ScriptedClient, failed
 
 

@@ -19,18 +19,18 @@ from errors import (
     ReplyTooLarge,
     ServerUnavailable,
 )
-from pipeline.profiles import (
-    ConversionRequest,
+from pipeline.profiles.base import ConversionRequest, KeptDocument, McpCallRecord, ToolCalls
+from pipeline.profiles.docling_mcp import (
+    CHECK_CACHE,
+    CONVERT,
+    EXPORT_MARKDOWN,
+    SAVE,
     DoclingMcpProfile,
-    KeptDocument,
-    McpCallRecord,
-    PerFormatProfile,
-    ProfileSettings,
-    ToolCalls,
-    select_profile,
 )
-from pipeline.profiles.docling_mcp import CHECK_CACHE, CONVERT, EXPORT_MARKDOWN, SAVE
 from pipeline.profiles.per_format import TOOLS as PER_FORMAT_TOOLS
+from pipeline.profiles.per_format import PerFormatProfile
+from pipeline.profiles.selection import select_profile
+from pipeline.profiles.settings import ProfileSettings
 from tests.support.scripted_profiles import (
     DOCLING_TOOLS,
     Result,

@@ -9,9 +9,11 @@ from collections.abc import Collection, Mapping, Sequence
 import pytest
 
 import errors
-from pipeline.mcp import McpClient, origin_of
-from pipeline.resilience import OriginBreaker, ServerPool
+from pipeline.mcp._client import McpClient
+from pipeline.mcp.endpoints import origin_of
+from pipeline.resilience.breaker import OriginBreaker
 from pipeline.resilience.in_flight import InFlight, Lease
+from pipeline.resilience.pool import ServerPool
 
 A, B, C = "http://a.test:1/mcp", "http://b.test:1/mcp", "http://c.test:1/mcp"
 

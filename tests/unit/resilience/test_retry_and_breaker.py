@@ -9,10 +9,11 @@ from collections.abc import Callable
 import pytest
 
 import errors
-from pipeline.processing import AttemptLost
 from pipeline.processing.batching import NotBatchable
-from pipeline.resilience import OriginBreaker, RetryRecord, retry_call
-from pipeline.settings import read_settings
+from pipeline.processing.journal import AttemptLost
+from pipeline.resilience.breaker import OriginBreaker
+from pipeline.resilience.retry import RetryRecord, retry_call
+from pipeline.settings.tree import read_settings
 from tests.fixtures.waiting import wait_for
 
 FAST = read_settings(

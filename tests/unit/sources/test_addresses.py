@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 
 from errors import SourceNotFound, UrlRefused
-from pipeline.sources import AddressClass, AddressPolicy, classify_address
+from pipeline.sources.addresses import AddressClass, AddressPolicy, classify_address
 
 CASES = [
     ("8.8.8.8", AddressClass.PUBLIC),

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.settings import read_settings
-from pipeline.sources import Candidate, Rejected, expand
+from pipeline.settings.tree import read_settings
+from pipeline.sources.expansion import expand
+from pipeline.sources.models import Candidate, Rejected
 from tests.fixtures import source_samples as samples
 
 

@@ -87,8 +87,8 @@ def test_a_markdown_text_mentioning_pdf_is_not_sniffed_as_pdf():
 
 
 def test_a_pdf_with_junk_before_its_header_is_still_a_pdf_by_name(tmp_path):
-    from pipeline.settings import read_settings
-    from pipeline.sources import validate_file
+    from pipeline.settings.tree import read_settings
+    from pipeline.sources.local import validate_file
 
     path = tmp_path / "mail.pdf"
     path.write_bytes(b"X-Junk: mail gateway header\r\n\r\n" + samples.pdf_bytes())

@@ -16,8 +16,9 @@ from errors import (
     SourceTooLarge,
     UnsupportedFormat,
 )
-from pipeline.settings import read_settings
-from pipeline.sources import DocumentFormat, validate_file
+from pipeline.settings.tree import read_settings
+from pipeline.sources.formats import DocumentFormat
+from pipeline.sources.local import validate_file
 from tests.fixtures import source_samples as samples
 
 REPO = Path(__file__).resolve().parents[3]

@@ -8,8 +8,8 @@ import pytest
 
 from errors import InvalidSetting
 from pipeline.queues import MEDIUM_BELOW_BYTES, SMALL_BELOW_BYTES, size_tier
-from pipeline.settings import read_settings
-from pipeline.sources import PathMap
+from pipeline.settings.tree import read_settings
+from pipeline.sources.pathmap import PathMap
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs import ConversionOptions
+from pipeline.jobs.options import ConversionOptions
 from pipeline.submission.slicing import count_pages, page_runs, slices_for
 from tests.support.long_pdf import write_long_pdf
 

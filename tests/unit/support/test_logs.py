@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.support.logs import (
     configure_logging,
     current_job_context,

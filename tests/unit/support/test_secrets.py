@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from errors import SourceUnavailable
-from pipeline.settings import read_settings
-from pipeline.store import mask_conninfo
+from pipeline.settings.tree import read_settings
+from pipeline.store.connection import mask_conninfo
 from pipeline.support.secrets import (
     Masker,
     SecretSettings,

@@ -55,7 +55,7 @@ def test_on_every_log_line_in_a_span_carries_its_trace_and_span_ids() -> None:
     probe = textwrap.dedent(
         """
         import io, logging
-        from pipeline.settings import read_settings
+        from pipeline.settings.tree import read_settings
         from pipeline.support import logs, tracing
         print(tracing.configure("probe"))
         out = io.StringIO()

@@ -7,9 +7,10 @@ import json
 import pytest
 
 from errors import UrlRefused
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from pipeline.sources.addresses import AddressPolicy
-from pipeline.webhooks import check_webhook_url, event_body, retry_delay
+from pipeline.webhooks.delivery import retry_delay
+from pipeline.webhooks.sender import check_webhook_url, event_body
 
 
 @pytest.mark.parametrize(

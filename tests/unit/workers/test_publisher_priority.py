@@ -10,7 +10,7 @@ import pytest
 from celery import Celery
 
 from pipeline.queues import CONTROL_QUEUE, JOB_QUEUES, QUEUE_SMALL, Wakeup
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from workers.app import create_app
 from workers.publisher import (
     DRAIN_TASK,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.queues import CONTROL_QUEUE
-from pipeline.settings import read_settings
+from pipeline.settings.tree import read_settings
 from workers.settings import TimeLimits
 
 
