@@ -6,7 +6,7 @@ The client-overhead figure of docs/benchmarks.md. One fake docling server
 ``outputSchema``. Three contestants make the same sequential calls to it, each in a fresh
 process, alternating A B C A B C ... for ``--rounds``:
 
-1. ``doclane``: ``pipeline.mcp._client.McpClient``, as a worker uses it (``initialize()``, then
+1. ``doclane``: ``pipeline.mcp.client.McpClient``, as a worker uses it (``initialize()``, then
    ``call_tool``: registry lookup, argument and output schema checks, deadline, size bound);
 2. ``sdk``: the official ``mcp`` SDK's ``Client(url, mode="auto")`` over streamable HTTP;
 3. ``bare``: a plain ``httpx.Client`` loop doing the same handshake and sending the same
@@ -66,7 +66,7 @@ Outcome = tuple[Clock, str]
 
 
 def run_doclane(url: str, calls: int) -> Outcome:
-    from pipeline.mcp._client import McpClient
+    from pipeline.mcp.client import McpClient
     from pipeline.settings.tree import read_settings
 
     with McpClient(url, settings=read_settings().mcp) as client:

@@ -75,7 +75,7 @@ from bench.harness.conversions import convert_pair, ignore
 from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.timeline import job_timeline
 from pipeline.jobs.request import SubmissionRequest
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.settings.tree import read_settings
 from pipeline.store.store import JobStore
 from pipeline.submission.intake import enqueue

@@ -19,7 +19,7 @@ from bench.harness.conversions import Run
 from bench.harness.docling_rs import RS_BIN, RsServer
 from bench.harness.processes import cpu_by_part, per_document_ms
 from errors import PipelineError
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 from pipeline.profiles.base import ConversionRequest, ToolCalls
 from pipeline.profiles.docling_rs import DoclingRsProfile

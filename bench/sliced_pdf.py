@@ -35,7 +35,7 @@ import psycopg
 
 from bench import harness
 from bench.harness.docling_rs import RsServer
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 from pipeline.profiles.base import ConversionRequest, ToolCalls
 from pipeline.profiles.docling_rs import DoclingRsProfile

@@ -399,7 +399,7 @@ ONE_REPLY = textwrap.dedent(
     """
     import json, os, sys, time
     from pathlib import Path
-    from pipeline.mcp._client import McpClient
+    from pipeline.mcp.client import McpClient
 
     def status(field):
         for line in Path("/proc/self/status").read_text().splitlines():

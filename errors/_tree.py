@@ -408,7 +408,7 @@ class ControlFlow(PipelineError):
 class CallCancelled(ControlFlow):
     """The caller withdrew the request (its job was cancelled): not a failure of anything.
 
-    Raised by the MCP client when a :class:`pipeline.mcp._watchdog.CancelScope` is cancelled:
+    Raised by the MCP client when a :class:`pipeline.mcp.watchdog.CancelScope` is cancelled:
     the attempt that owned the job stops and writes nothing.
     """
 

@@ -13,7 +13,7 @@ from billiard.process import current_process
 from celery import Celery
 from celery.exceptions import SoftTimeLimitExceeded
 
-from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp.timeouts import CallTimeouts
 from pipeline.processing.processor import JobProcessor
 from pipeline.resilience.facade import build_resilient
 from pipeline.sources.downloader import Downloader

@@ -26,7 +26,7 @@ from bench.harness.processes import cpu_by_part, per_document_ms
 from bench.harness.services import Broker, DoclingServer, scratch_database
 from bench.harness.workers import start_worker, stop_worker, worker_env
 from errors import PipelineError
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 

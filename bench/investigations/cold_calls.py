@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.harness import TOOLS, FakeServer, process_cpu_s, write_documents
 from bench.harness.conversions import ignore
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 

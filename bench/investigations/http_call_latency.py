@@ -4,8 +4,8 @@ not, and over stdio; per-call latency percentiles, alternated in one run.
 Why it exists: docling-rs-mcp writes the end of each reply stream as a small segment of its own
 with Nagle's algorithm on, so the end waits for the client's acknowledgement of the event before
 it, which Linux delays by about 40 ms when the client has nothing to send. The client waits for
-that end to keep its connection alive (``pipeline/mcp/_http.py``, ``_finish``), so every call
-paid 40 ms for a 2 ms conversion until the client acknowledged the event at once. The
+that end to keep its connection alive (``pipeline/mcp/streamable_http.py``, ``_finish``), so
+every call paid 40 ms for a 2 ms conversion until the client acknowledged the event at once. The
 ``http-delayed-ack`` rows put the old behaviour back (the acknowledgement left to the kernel) to
 show the difference side by side.
 
@@ -26,8 +26,8 @@ from typing import Any
 
 from bench import harness
 from bench.harness.docling_rs import RS_BIN, RsServer
-from pipeline.mcp import _http as http_transport
-from pipeline.mcp._client import McpClient
+from pipeline.mcp import streamable_http as http_transport
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 from pipeline.profiles.base import ConversionRequest, ToolCalls
 from pipeline.profiles.docling_rs import DoclingRsProfile

@@ -53,7 +53,7 @@ from bench.harness import (
     worker_env,
 )
 from errors import PipelineError
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.profiles.base import McpCallRecord, ToolCalls, require_str, structured
 from pipeline.profiles.docling_mcp import CONVERT, EXPORT_MARKDOWN
 from pipeline.settings.tree import read_settings

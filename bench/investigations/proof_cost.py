@@ -32,7 +32,7 @@ from typing import Any
 
 from bench import corpus as corpus_module
 from bench.harness import DOCLING_MCP_BIN, TOOLS, DoclingServer, choose_files
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.profiles.base import ToolCalls, require_str, structured
 from pipeline.profiles.docling_batch import CONVERT_DIRECTORY
 from pipeline.profiles.docling_mcp import SAVE

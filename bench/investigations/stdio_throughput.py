@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import DOCLING_MCP_BIN, ROOT, free_port, print_json
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 
 CONVERT = "convert_document_into_docling_document"

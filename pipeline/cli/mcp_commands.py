@@ -20,9 +20,9 @@ import typer
 from pydantic import ValidationError
 
 from errors import PipelineError, Stage, classify
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._protocol import ToolResult
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.endpoints import normalize_endpoint, stdio_endpoint
+from pipeline.mcp.protocol import ToolResult
 from pipeline.mcp.settings import check_no_auth_for_stdio
 from pipeline.resilience.facade import Resilient, build_resilient
 

@@ -20,14 +20,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from errors import MissingCapability, ParseError, PipelineError, ProtocolError
-from pipeline.mcp._protocol import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    JsonObject,
-    ServerInfo,
-    Tool,
-    tools_page,
-)
 from pipeline.mcp._revision import (
     AUTO,
     MODERN_VERSION,
@@ -36,7 +28,15 @@ from pipeline.mcp._revision import (
     invalid_header_declaration,
 )
 from pipeline.mcp._session import JsonRpcSession
-from pipeline.mcp._transport import Binding
+from pipeline.mcp.protocol import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    JsonObject,
+    ServerInfo,
+    Tool,
+    tools_page,
+)
+from pipeline.mcp.transport import Binding
 
 #: The handshake is the client's lifecycle: its messages stay under the client's logger.
 logger = logging.getLogger("doclane.mcp.client")

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from errors import CallTimeout, MissingCapability, ParseError, UnexpectedError
-from pipeline.mcp._protocol import JsonObject
+from pipeline.mcp.protocol import JsonObject
 
 #: Answers one input request of a 2026-07-28 server: (method, params) -> its result.
 InputHandler = Callable[[str, JsonObject], JsonObject]

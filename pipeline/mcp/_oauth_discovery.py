@@ -22,7 +22,7 @@ from urllib.request import parse_http_list, parse_keqv_list
 import httpx
 
 from errors import AuthorizationFailed, AuthorizationUnavailable
-from pipeline.mcp._timeouts import Deadline
+from pipeline.mcp.timeouts import Deadline
 from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.oauth")

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pipeline.mcp._protocol import JsonObject, Tool
+from pipeline.mcp.protocol import JsonObject, Tool
 
 MODERN_VERSION: Final = "2026-07-28"
 AUTO: Final = "auto"

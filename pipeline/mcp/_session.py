@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import CallCancelled, CallTimeout, ParseError, PipelineError, classify_jsonrpc
-from pipeline.mcp._protocol import (
+from pipeline.mcp._revision import MODERN_VERSION, stamp
+from pipeline.mcp.protocol import (
     JsonObject,
     LogMessage,
     Progress,
@@ -34,9 +35,8 @@ from pipeline.mcp._protocol import (
     request_message,
     result_message,
 )
-from pipeline.mcp._revision import MODERN_VERSION, stamp
-from pipeline.mcp._transport import Binding, Outgoing, Transport
-from pipeline.mcp._watchdog import current_scope
+from pipeline.mcp.transport import Binding, Outgoing, Transport
+from pipeline.mcp.watchdog import current_scope
 from pipeline.support.tracing import mcp_request_span
 
 logger = logging.getLogger("doclane.mcp.session")

@@ -29,9 +29,9 @@ from typing import Literal
 from errors import CallTimeout, ServerUnavailable
 from pipeline.mcp._child import ChildProcess
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER, LargeReplyParser
-from pipeline.mcp._protocol import JsonObject, RequestId
-from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp._watchdog import Alarm, Reason
+from pipeline.mcp.protocol import JsonObject, RequestId
+from pipeline.mcp.timeouts import Deadline
+from pipeline.mcp.watchdog import Alarm, Reason
 
 logger = logging.getLogger("doclane.mcp.stdio")
 

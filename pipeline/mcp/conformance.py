@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from errors import PipelineError
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import OAUTH, McpSettings
 
 logger = logging.getLogger("doclane.mcp.conformance")

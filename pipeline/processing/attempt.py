@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.jobs.model import Job
-from pipeline.mcp._watchdog import CancelScope
+from pipeline.mcp.watchdog import CancelScope
 from pipeline.processing.journal import AttemptJournal
 from pipeline.processing.lease import LeaseKeeper
 from pipeline.resilience.retry import RetryRecord

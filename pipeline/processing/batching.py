@@ -40,8 +40,8 @@ from typing import Any, Protocol, TypeVar
 
 from errors import CallCancelled, ControlFlow, DatabaseUnavailable, classify
 from pipeline.jobs.model import Job, Stage
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.timeouts import CallTimeouts
 from pipeline.processing.failures import FailurePolicy, lost, ring_when_due
 from pipeline.processing.journal import AttemptJournal, AttemptLost, engine_of, job_masker
 from pipeline.processing.lease import LeaseKeeper, keep_lease

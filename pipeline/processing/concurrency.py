@@ -26,7 +26,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol, TypeVar
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.profiles.selection import available_profiles
 from pipeline.profiles.settings import ProfileSettings
 

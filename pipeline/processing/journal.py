@@ -36,7 +36,7 @@ from pipeline.store.rows import AttemptResults, CallEvent
 from pipeline.support.secrets import Masker, process_masker
 
 if TYPE_CHECKING:
-    from pipeline.mcp._client import McpClient
+    from pipeline.mcp.client import McpClient
 
 log = logging.getLogger("doclane.processor")
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from errors import CallCancelled, CallTimeout, DatabaseUnavailable, PipelineError, classify
 from pipeline.jobs.model import Job, Stage
 from pipeline.jobs.options import server_options
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._watchdog import CancelScope
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.watchdog import CancelScope
 from pipeline.processing.attempt import Attempt
 from pipeline.processing.batching import UnitRunner
 from pipeline.processing.failures import FailurePolicy, lost

@@ -16,7 +16,7 @@ batch (:mod:`.batching`) or in a round (:mod:`.rounds`). The parts live beside
 it: :mod:`.sourcing`, :mod:`.journal` (the attempt's fenced writes), :mod:`.failures` (the
 job-level retry policy), :mod:`.lease` (the lease, and noticing a cancel). A cancelled job
 stops cooperatively: its lease keeper cancels the attempt's
-:class:`~pipeline.mcp._watchdog.CancelScope`, the MCP call in flight ends at once, and the attempt
+:class:`~pipeline.mcp.watchdog.CancelScope`, the MCP call in flight ends at once, and the attempt
 writes nothing.
 """
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 
 from errors import DatabaseUnavailable
 from pipeline.jobs.model import Job
-from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp.timeouts import CallTimeouts
 from pipeline.processing.batching import BatchRunner, UnitRunner
 from pipeline.processing.concurrency import ServerConcurrency
 from pipeline.processing.failures import FailurePolicy, after_reset, ring_when_due

@@ -41,7 +41,7 @@ class ToolView(Protocol):
 
 
 class ToolClient(Protocol):
-    """The part of ``pipeline.mcp._client.McpClient`` a profile uses (one origin, initialized)."""
+    """The part of ``pipeline.mcp.client.McpClient`` a profile uses (one origin, initialized)."""
 
     def call_tool(
         self,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from errors import CircuitOpen, classify
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 from pipeline.support.closing import Closing
 from pipeline.support.secrets import mask_address

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from errors import CircuitOpen
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.endpoints import origin_of
 
 from .breaker import OriginBreaker

@@ -166,7 +166,7 @@ def admit(formats: Formats, options: ConversionOptions, door: Door | None = None
 def server_tools(endpoint: str, settings: McpSettings | None = None) -> frozenset[str]:
     """The tool names ``endpoint`` offers, asked over MCP with ``settings`` (by default this
     process's environment's)."""
-    from pipeline.mcp._client import McpClient  # only a submission that must ask loads the client
+    from pipeline.mcp.client import McpClient  # only a submission that must ask loads the client
 
     with McpClient(endpoint, settings=settings) as client:
         client.initialize()

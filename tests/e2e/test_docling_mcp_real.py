@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 import errors
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._lifecycle import LifecycleState
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.lifecycle import LifecycleState
 from pipeline.settings.tree import read_settings
 from tests.fixtures.docling_server import DoclingServer
 from tests.fixtures.examples import EXPECTED_MARKDOWN, example

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from errors import ServerUnavailable
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._stdio import StdioTransport
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.stdio import StdioTransport
 from tests.fixtures.examples import EXPECTED_MARKDOWN, example
 from tests.fixtures.processes import process_gone
 from tests.fixtures.stdio_children import (

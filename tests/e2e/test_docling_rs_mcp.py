@@ -20,9 +20,9 @@ import pytest
 
 from errors import CallTimeout, PipelineError, ReplyTooLarge, ServerUnavailable
 from pipeline.jobs.formats import KNOWN_FORMATS
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._stdio import StdioTransport
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.stdio import StdioTransport
 from pipeline.profiles.base import ConversionRequest, McpCallRecord, ToolCalls
 from pipeline.profiles.docling_mcp import DoclingMcpProfile
 from pipeline.profiles.docling_rs import DoclingRsProfile

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONVERT = "convert_document_into_docling_document"

@@ -11,7 +11,7 @@ from uuid import UUID
 from pipeline.jobs.formats import Formats
 from pipeline.jobs.model import EventKind, JobState
 from pipeline.jobs.request import SubmissionRequest
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.processing.processor import JobProcessor
 from pipeline.queues import RecordingPublisher

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from errors import CallTimeout, PipelineError, SessionExpired
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.transport import Binding, MessageSink, Outgoing, Reply
 
 #: The client factory the MCP client's unit tests share (their conftest), against this server.
 MakeClient = Callable[..., McpClient]
@@ -74,7 +74,7 @@ class Post:
 
 
 class ScriptedServer:
-    """Implements ``pipeline.mcp._transport.Transport``; see the module docstring."""
+    """Implements ``pipeline.mcp.transport.Transport``; see the module docstring."""
 
     endpoint = "http://scripted.test:8765/mcp"
 

@@ -97,7 +97,7 @@ def test_a_command_imports_its_own_module_and_no_other(args: list[str], own: str
     assert command_modules & loaded == ({own} if own else set())
     if args[0] == "submit":  # what only other commands need: the MCP client, Celery (the
         # settings tree's sections of pipeline.mcp and pipeline.admin are read by every command)
-        assert not {"pipeline.mcp._client", "pipeline.admin.stats", "celery"} & loaded
+        assert not {"pipeline.mcp.client", "pipeline.admin.stats", "celery"} & loaded
     assert pipeline.cli.__name__ in loaded
 
 

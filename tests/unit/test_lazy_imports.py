@@ -11,7 +11,7 @@ from tests.support.probes import printed_by
 def test_the_cli_and_the_worker_load_no_oauth_library() -> None:
     probe = (
         "import sys, pipeline.cli, workers.app; "
-        "names = ('authlib', 'joserfc', 'pipeline.mcp._oauth'); "
+        "names = ('authlib', 'joserfc', 'pipeline.mcp.oauth'); "
         "print(sorted(m for m in names if m in sys.modules))"
     )
     assert printed_by(probe) == "[]"
@@ -25,7 +25,7 @@ def test_a_publisher_loads_no_worker_runtime() -> None:
     processing it may load."""
     probe = (
         "import sys, pipeline.submission.intake, workers.app, workers.publisher; "
-        "names = ('pipeline.mcp._client', 'pipeline.resilience.facade', 'jsonschema'); "
+        "names = ('pipeline.mcp.client', 'pipeline.resilience.facade', 'jsonschema'); "
         "light = ('pipeline.processing', 'pipeline.processing.scratch', "
         "'pipeline.processing.settings'); "
         "print(sorted(m for m in sys.modules if m in names "

@@ -30,7 +30,7 @@ NOT_FOR_STATS = (
     "httpx",
     "jsonschema",
     "rich",
-    "pipeline.mcp._client",
+    "pipeline.mcp.client",
     "pipeline.profiles.base",
     "pipeline.profiles.selection",
     "pipeline.processing.processor",

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings, environment_variables
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import REPO_ROOT, MakeClient

@@ -18,11 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._http import StreamableHttpTransport
-from pipeline.mcp._transport import Binding, Outgoing
-from pipeline.mcp._watchdog import _WATCHDOG
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.streamable_http import StreamableHttpTransport
+from pipeline.mcp.transport import Binding, Outgoing
+from pipeline.mcp.watchdog import _WATCHDOG
 from tests.fixtures.fake_server import FakeServer
 
 TOOL = "check_document_in_local_cache"

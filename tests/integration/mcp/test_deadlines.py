@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 from tests.support.mcp_clients import CONVERT, MakeClient
@@ -112,7 +112,7 @@ def test_protocol_requests_have_deadlines_too(
     make_client: MakeClient, fake_server: FakeServer
 ) -> None:
     """ping (like initialize and tools/list) gets ``request_s`` as a whole-request deadline."""
-    from pipeline.mcp._timeouts import CallTimeouts
+    from pipeline.mcp.timeouts import CallTimeouts
 
     client = make_client(timeouts=CallTimeouts(request_s=DEADLINE_S))
     client.initialize()

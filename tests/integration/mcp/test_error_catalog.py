@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from errors import PipelineError, classify
-from pipeline.mcp._auth import ApiKeyAuth, BearerAuth
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.auth import ApiKeyAuth, BearerAuth
+from pipeline.mcp.client import McpClient
 from tests.fixtures.fake_server import FakeServer
 from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 

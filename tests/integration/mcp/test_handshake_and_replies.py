@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from errors import classify
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._lifecycle import LifecycleState
-from pipeline.mcp._protocol import LogMessage, Progress
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.lifecycle import LifecycleState
+from pipeline.mcp.protocol import LogMessage, Progress
 from tests.fixtures.fake_server import FakeServer, FakeServerFactory
 from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient
 

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from errors import ParseError, ReplyTooLarge
-from pipeline.mcp._client import McpClient
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
-from pipeline.mcp._protocol import ToolResult
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.protocol import ToolResult
 from pipeline.mcp.settings import McpSettings
 from pipeline.profiles.base import ConversionRequest, ToolCalls
 from pipeline.profiles.docling_mcp import DoclingMcpProfile

@@ -29,14 +29,14 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from pydantic import SecretStr
 
 from errors import PipelineError
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._oauth import (
+from pipeline.mcp._oauth_keys import signing_key_from_pem
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.oauth import (
     ClientCredentials,
     OAuthClientCredentials,
     TokenSource,
     forget_tokens,
 )
-from pipeline.mcp._oauth_keys import signing_key_from_pem
 from pipeline.mcp.settings import McpSettings
 from tests.fixtures.auth_server import AuthServer
 from tests.fixtures.fake_server import FakeServer

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout, ServerUnavailable, SessionExpired
-from pipeline.mcp._batch import ToolCall
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._lifecycle import LifecycleState
-from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp.batch import ToolCall
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.lifecycle import LifecycleState
+from pipeline.mcp.timeouts import CallTimeouts
 from tests.fixtures.fake_server import FakeServer
 from tests.fixtures.waiting import wait_for
 from tests.support.mcp_clients import CONVERT, EXPORT, MakeClient

@@ -21,11 +21,11 @@ from typer.testing import CliRunner
 
 from errors import CallTimeout, ServerUnavailable
 from pipeline.cli import app
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._lifecycle import LifecycleState
-from pipeline.mcp._protocol import LogMessage, Progress
-from pipeline.mcp._stdio import StdioTransport
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.lifecycle import LifecycleState
+from pipeline.mcp.protocol import LogMessage, Progress
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.stdio import StdioTransport
 from pipeline.resilience.facade import build_resilient
 from pipeline.settings.tree import read_settings
 from tests.fixtures.processes import process_gone

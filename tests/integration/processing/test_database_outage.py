@@ -14,7 +14,7 @@ from uuid import UUID
 import pytest
 
 from pipeline.jobs.model import JobState
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore

@@ -14,7 +14,7 @@ import pytest
 
 from errors import ServerUnavailable
 from pipeline.jobs.model import EventKind, JobState
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.processing.outcomes import OutcomeKind
 from pipeline.queues import QUEUE_SMALL
 from tests.fixtures.fake_server import FakeServer

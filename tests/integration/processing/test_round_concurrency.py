@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.endpoints import stdio_endpoint
 from pipeline.processing.concurrency import ServerConcurrency
 from pipeline.processing.outcomes import OutcomeKind

@@ -19,7 +19,7 @@ import pytest
 
 from errors import ServerUnavailable
 from pipeline.jobs.model import JobState, Stage
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.processing.outcomes import Outcome, OutcomeKind
 from pipeline.profiles.base import Conversion
 from pipeline.store.attempts import ClaimFound

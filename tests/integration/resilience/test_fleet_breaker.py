@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.retry import RetryRecord
 from pipeline.settings.tree import read_settings

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import errors
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.in_flight import InFlight, Lease
 from pipeline.resilience.storage import BreakerRedis

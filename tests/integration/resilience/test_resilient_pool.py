@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 import errors
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.resilience.facade import build_resilient
 from pipeline.resilience.in_flight import InFlight
 from pipeline.resilience.pool import ServerPool

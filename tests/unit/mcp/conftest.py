@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings, environment_variables
 from tests.support.scripted_mcp import MakeClient, ScriptedServer
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from errors import CallTimeout, InvalidParams, UnknownTool
-from pipeline.mcp._batch import ToolCall
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.batch import ToolCall
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.settings import McpSettings
 from tests.support.scripted_mcp import MakeClient, ScriptedServer, echo_tool, timing_out
 

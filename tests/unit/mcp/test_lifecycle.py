@@ -8,7 +8,7 @@ import pytest
 
 from errors import CallTimeout, MissingCapability, NotInitialized, ServerUnavailable
 from pipeline import __version__
-from pipeline.mcp._lifecycle import (
+from pipeline.mcp.lifecycle import (
     ALLOWED,
     IllegalTransition,
     Lifecycle,

@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from pydantic import SecretStr, ValidationError
 
 from errors import PipelineError
-from pipeline.mcp._oauth import ClientCredentials, TokenSource
 from pipeline.mcp._oauth_discovery import (
     AuthorizationServer,
     Discovery,
@@ -21,6 +20,7 @@ from pipeline.mcp._oauth_discovery import (
     parse_challenge,
 )
 from pipeline.mcp._oauth_keys import signing_key_from_pem
+from pipeline.mcp.oauth import ClientCredentials, TokenSource
 from pipeline.mcp.settings import McpSettings
 
 ENDPOINT = "https://mcp.example.com/mcp"

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from errors import ServerUnavailable, SessionExpired
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._lifecycle import LifecycleState
-from pipeline.mcp._transport import Outgoing, Reply
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.lifecycle import LifecycleState
+from pipeline.mcp.transport import Outgoing, Reply
 from tests.support.scripted_mcp import ScriptedServer
 
 S = LifecycleState

@@ -7,9 +7,9 @@ import threading
 import pytest
 
 from errors import ParseError, UnknownTool
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._protocol import Tool
-from pipeline.mcp._registry import ToolRegistry
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.protocol import Tool
+from pipeline.mcp.registry import ToolRegistry
 from tests.support.scripted_mcp import MakeClient, ScriptedServer
 
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from errors import InvalidParams, OutputSchemaMismatch
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._protocol import Tool
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.protocol import Tool
 from tests.support.scripted_mcp import ScriptedServer, response, text_result
 
 DOCLING_CONVERT = Tool.from_wire(

@@ -6,8 +6,8 @@ import httpx
 import pytest
 
 from errors import InvalidSetting
-from pipeline.mcp._auth import ApiKeyAuth, BearerAuth, auth_from_settings
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.auth import ApiKeyAuth, BearerAuth, auth_from_settings
+from pipeline.mcp.client import McpClient
 from pipeline.settings.tree import read_settings
 from tests.support.scripted_mcp import ScriptedServer
 

@@ -17,10 +17,10 @@ from errors import (
     ServerUnavailable,
     UnknownJsonRpcError,
 )
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._protocol import LogMessage, Progress
 from pipeline.mcp._session import JsonRpcSession
-from pipeline.mcp._transport import Binding, Outgoing, Reply
+from pipeline.mcp.client import McpClient
+from pipeline.mcp.protocol import LogMessage, Progress
+from pipeline.mcp.transport import Binding, Outgoing, Reply
 from tests.support.scripted_mcp import (
     JsonObject,
     MakeClient,

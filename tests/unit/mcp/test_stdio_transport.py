@@ -21,11 +21,11 @@ import pytest
 
 from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable, SessionExpired
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER
-from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._session import JsonRpcSession
-from pipeline.mcp._stdio import StdioTransport
-from pipeline.mcp._transport import Binding, Outgoing
-from pipeline.mcp._watchdog import CancelScope
+from pipeline.mcp.protocol import JsonObject
+from pipeline.mcp.stdio import StdioTransport
+from pipeline.mcp.transport import Binding, Outgoing
+from pipeline.mcp.watchdog import CancelScope
 from tests.fixtures.processes import process_gone
 from tests.fixtures.waiting import wait_for
 
@@ -249,8 +249,8 @@ def test_a_killed_parent_leaves_no_orphan_child(tmp_path: Path) -> None:
     script = tmp_path / "parent.py"
     script.write_text(
         "import sys, threading\n"
-        "from pipeline.mcp._stdio import StdioTransport\n"
-        "from pipeline.mcp._transport import Binding, Outgoing\n"
+        "from pipeline.mcp.stdio import StdioTransport\n"
+        "from pipeline.mcp.transport import Binding, Outgoing\n"
         f"t = StdioTransport([sys.executable, {str(CHILD)!r}, '--stubborn'])\n"
         "got = []\n"
         "t.post(Outgoing({'jsonrpc': '2.0', 'id': 1, 'method': 'echo'}, Binding(), 30,\n"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from errors import InvalidSetting
-from pipeline.mcp._client import McpClient
-from pipeline.mcp._timeouts import CallTimeouts
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.endpoints import normalize_endpoint, origin_of
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.timeouts import CallTimeouts
 from pipeline.settings.tree import read_settings
 from pipeline.support.secrets import mask_address
 from tests.support.scripted_mcp import MakeClient, ScriptedServer

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 import pytest
 
 import errors
-from pipeline.mcp._client import McpClient
+from pipeline.mcp.client import McpClient
 from pipeline.mcp.endpoints import origin_of
 from pipeline.resilience.breaker import OriginBreaker
 from pipeline.resilience.in_flight import InFlight, Lease

@@ -1,7 +1,7 @@
 """The friendly MCP client: lifecycle, tool registry, size-aware calls, batches, ping, close.
 
-Layers, as in the MCP SDK's client: a transport behind a tiny protocol (:mod:`._transport`,
-built by :func:`._connect.transport_for` unless the caller hands one in), a JSON-RPC session
+Layers, as in the MCP SDK's client: a transport behind a tiny protocol (:mod:`.transport`,
+built by :func:`.connect.transport_for` unless the caller hands one in), a JSON-RPC session
 above it (:mod:`._session`), the handshake that opens it (:mod:`._handshake`: which revision,
 ``initialize`` or ``server/discover``, the capability check), and this class on top, which is
 all callers see. Tool errors are results (``ToolResult.is_error``), never exceptions;
@@ -33,11 +33,14 @@ from errors import (
 )
 from errors import PipelineError as _PipelineError
 from pipeline import __version__
-from pipeline.mcp._batch import CallOutcome, ToolCall, run_batch
-from pipeline.mcp._connect import transport_for
 from pipeline.mcp._handshake import Handshake
 from pipeline.mcp._input_rounds import InputHandler, complete_input_required
-from pipeline.mcp._lifecycle import (
+from pipeline.mcp._revision import MODERN_VERSION, ParamHeaders
+from pipeline.mcp._session import JsonRpcSession, Listeners
+from pipeline.mcp.batch import CallOutcome, ToolCall, run_batch
+from pipeline.mcp.connect import transport_for
+from pipeline.mcp.endpoints import origin_of
+from pipeline.mcp.lifecycle import (
     Lifecycle,
     LifecycleState,
     Transition,
@@ -45,14 +48,11 @@ from pipeline.mcp._lifecycle import (
     format_trail,
     short_session_id,
 )
-from pipeline.mcp._protocol import JsonObject, LogMessage, Progress, ServerInfo, Tool, ToolResult
-from pipeline.mcp._registry import RegistryStats, ToolRegistry
-from pipeline.mcp._revision import MODERN_VERSION, ParamHeaders
-from pipeline.mcp._session import JsonRpcSession, Listeners
-from pipeline.mcp._timeouts import CallTimeouts, Deadline
-from pipeline.mcp._transport import Binding, Transport
-from pipeline.mcp.endpoints import origin_of
+from pipeline.mcp.protocol import JsonObject, LogMessage, Progress, ServerInfo, Tool, ToolResult
+from pipeline.mcp.registry import RegistryStats, ToolRegistry
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.timeouts import CallTimeouts, Deadline
+from pipeline.mcp.transport import Binding, Transport
 from pipeline.support.closing import Closing
 from pipeline.support.secrets import mask_address
 
@@ -63,7 +63,7 @@ class McpClient(Closing):
     """A client of one MCP endpoint; see the module docstring and docs/architecture.md.
 
     ``endpoint`` is used exactly as given (default: the settings' first endpoint).
-    ``transport`` is the wire to talk over; without one, :func:`._connect.transport_for` builds
+    ``transport`` is the wire to talk over; without one, :func:`.connect.transport_for` builds
     what the endpoint needs, with ``auth`` (default: from the settings) over HTTP.
     ``on_input_request(method, params) -> result`` answers what a 2026-07-28 server asks in the
     middle of a call (elicitation, sampling, roots); without it such a call is E305, as doclane,

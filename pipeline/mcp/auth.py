@@ -1,7 +1,7 @@
 """Credentials for the Docling MCP server, as ``httpx.Auth`` objects that never show the secret.
 
 Static ones (a bearer token, an API key) are here; OAuth client credentials, which fetch and
-renew their token, are :mod:`pipeline.mcp._oauth`.
+renew their token, are :mod:`pipeline.mcp.oauth`.
 
 The secret lives in a ``pydantic.SecretStr`` and is unwrapped only in ``auth_flow``, at the
 moment the header is set on an outgoing request; reprs, logs, errors and the lifecycle trail
@@ -56,7 +56,7 @@ def auth_from_settings(settings: McpSettings, endpoint: str | None = None) -> ht
     """
     if settings.auth == OAUTH:
         # Imported here: OAuth's libraries cost every process that never uses them 0.25 s.
-        from pipeline.mcp._oauth import OAuthClientCredentials, shared_token_source
+        from pipeline.mcp.oauth import OAuthClientCredentials, shared_token_source
 
         return OAuthClientCredentials(shared_token_source(settings, endpoint or settings.endpoint))
     secret = settings.secret

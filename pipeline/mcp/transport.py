@@ -3,9 +3,9 @@
 The session hands a transport one outgoing message and a *sink*; the transport delivers every
 message the server sends back for it (notifications, server requests, the response) to the
 sink, in order, until the sink says the awaited response has arrived. How the bytes travel
-(Streamable HTTP POST + SSE + resumption in :mod:`._http`, one line per message to a child
-process in :mod:`._stdio`, a scripted fake in unit tests) is the transport's business; which
-message answers which request is the session's. :func:`._connect.transport_for` picks the one
+(Streamable HTTP POST + SSE + resumption in :mod:`.streamable_http`, one line per message to a child
+process in :mod:`.stdio`, a scripted fake in unit tests) is the transport's business; which
+message answers which request is the session's. :func:`.connect.transport_for` picks the one
 an endpoint needs.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pipeline.mcp._protocol import JsonObject
-from pipeline.mcp._watchdog import CancelScope
+from pipeline.mcp.protocol import JsonObject
+from pipeline.mcp.watchdog import CancelScope
 
 #: Receives one incoming message; returns True once the awaited response has been delivered.
 MessageSink = Callable[[JsonObject], bool]

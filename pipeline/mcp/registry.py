@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from errors import UnknownTool
-from pipeline.mcp._protocol import Tool
+from pipeline.mcp.protocol import Tool
 
 ToolLoader = Callable[[], list[Tool]]
 

@@ -1,25 +1,26 @@
 """Which transport an endpoint needs, built from the settings: the client is handed the result.
 
 As in the MCP SDK, the client does not know how bytes travel: ``McpClient`` takes any
-:class:`~._transport.Transport`, and builds one with :func:`transport_for` only when it is given
-none. A ``stdio:<command line>`` endpoint gets a :class:`~._stdio.StdioTransport` (the server
-as a child of this process); anything else a :class:`~._http.StreamableHttpTransport`, with the
-auth the settings ask for unless the caller brings its own. Credentials mean nothing to a child
-process, so a stdio endpoint ignores ``auth`` (settings that name both a command and an auth
-are refused where they are read: ``check_no_auth_for_stdio``).
+:class:`~.transport.Transport`, and builds one with :func:`transport_for` only when it is given
+none. A ``stdio:<command line>`` endpoint gets a :class:`~.stdio.StdioTransport` (the server
+as a child of this process); anything else a
+:class:`~.streamable_http.StreamableHttpTransport`, with the auth the settings ask for unless
+the caller brings its own. Credentials mean nothing to a child process, so a stdio endpoint
+ignores ``auth`` (settings that name both a command and an auth are refused where they are
+read: ``check_no_auth_for_stdio``).
 """
 
 from __future__ import annotations
 
 import httpx
 
-from pipeline.mcp._auth import auth_from_settings
-from pipeline.mcp._http import StreamableHttpTransport
-from pipeline.mcp._stdio import StdioTransport
-from pipeline.mcp._timeouts import CallTimeouts
-from pipeline.mcp._transport import Transport
+from pipeline.mcp.auth import auth_from_settings
 from pipeline.mcp.endpoints import is_stdio
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.stdio import StdioTransport
+from pipeline.mcp.streamable_http import StreamableHttpTransport
+from pipeline.mcp.timeouts import CallTimeouts
+from pipeline.mcp.transport import Transport
 
 
 def transport_for(

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 
 from errors import CallCancelled, CallTimeout, ReplyTooLarge, ServerUnavailable, SessionExpired
 from pipeline.mcp._child import ChildProcess
-from pipeline.mcp._protocol import JsonObject
 from pipeline.mcp._stdio_stream import ChildStream, Waiter, WakingAlarm
-from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
-from pipeline.mcp._watchdog import CancelScope
 from pipeline.mcp.endpoints import STDIO_PREFIX, stdio_origin
+from pipeline.mcp.protocol import JsonObject
+from pipeline.mcp.timeouts import Deadline
+from pipeline.mcp.transport import Binding, MessageSink, Outgoing, Reply
+from pipeline.mcp.watchdog import CancelScope
 
 logger = logging.getLogger("doclane.mcp.stdio")
 

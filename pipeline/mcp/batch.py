@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from errors import CallTimeout, PipelineError, classify
-from pipeline.mcp._protocol import ToolResult
+from pipeline.mcp.protocol import ToolResult
 
 
 @dataclass(frozen=True)

@@ -45,8 +45,8 @@ from errors import AuthorizationFailed, AuthorizationUnavailable
 from pipeline import __version__
 from pipeline.mcp._oauth_discovery import Challenge, Discovery, discover, parse_challenge, send
 from pipeline.mcp._oauth_keys import SigningKey, load_signing_key
-from pipeline.mcp._timeouts import Deadline
 from pipeline.mcp.settings import McpSettings
+from pipeline.mcp.timeouts import Deadline
 from pipeline.support.secrets import SECRET_SHOWN, mask_address, mask_known
 
 logger = logging.getLogger("doclane.mcp.oauth")

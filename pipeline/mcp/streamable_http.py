@@ -7,7 +7,7 @@ response. If that stream closes before the response, the reply is resumed with
 stream closed, since that is what the server times), as many times as the resumed streams keep
 making progress, within the call's deadline.
 
-The deadline bounds the whole request, not each read: an :class:`~pipeline.mcp._watchdog.Alarm`
+The deadline bounds the whole request, not each read: an :class:`~pipeline.mcp.watchdog.Alarm`
 shuts the connection down when it passes, however many keep-alive comments, empty events,
 notifications or trickled bytes the server sends meanwhile (httpx's read timeout alone restarts
 with every byte). The same alarm ends a request at once when its ``CancelScope`` is cancelled.
@@ -46,10 +46,10 @@ from errors import (
 )
 from pipeline import __version__
 from pipeline.mcp._large_reply import FEED_BYTES, STREAM_AFTER, LargeReplyParser
-from pipeline.mcp._protocol import JsonObject, json_messages, parse_json_messages, unparseable
-from pipeline.mcp._timeouts import Deadline
-from pipeline.mcp._transport import Binding, MessageSink, Outgoing, Reply
-from pipeline.mcp._watchdog import Alarm, CancelScope, arm, disarm
+from pipeline.mcp.protocol import JsonObject, json_messages, parse_json_messages, unparseable
+from pipeline.mcp.timeouts import Deadline
+from pipeline.mcp.transport import Binding, MessageSink, Outgoing, Reply
+from pipeline.mcp.watchdog import Alarm, CancelScope, arm, disarm
 from pipeline.support.secrets import mask_address
 
 logger = logging.getLogger("doclane.mcp.http")
