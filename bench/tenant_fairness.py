@@ -64,6 +64,7 @@ class FairWait:
     small_s: float  # the small tenant's jobs: first submitted to last result
     alone_s: float  # what they would take alone, at the backlog's rate
     backlog_left: int  # the big tenant's jobs not yet ended when the small tenant's last did
+    ends_s: list[float]  # each small job's end, from the small tenant's submission, in order
 
     def row(self) -> dict[str, Any]:
         return {
@@ -159,6 +160,10 @@ def fair_wait(
                         raise SystemExit("the small tenant's jobs did not end within an hour")
                     conn.commit()
                     time.sleep(0.05)
+                ends = conn.execute(
+                    "SELECT extract(epoch FROM finished_at - min(created_at) OVER ())::float8 AS s"
+                    " FROM jobs WHERE source_uri LIKE '%%/small-%%' ORDER BY s"
+                ).fetchall()
                 left = conn.execute(
                     "SELECT count(*) FROM jobs WHERE source_uri NOT LIKE '%%/small-%%'"
                     " AND finished_at IS NULL"
@@ -172,7 +177,7 @@ def fair_wait(
             stop_worker(worker)
     backlog_rate = ended / (last - first) if ended and last > first else 0.0
     alone = len(smalls) / backlog_rate if backlog_rate else 0.0
-    return FairWait(mode, small_s, alone, int(left[0]) if left else 0)
+    return FairWait(mode, small_s, alone, int(left[0]) if left else 0, [float(e[0]) for e in ends])
 
 
 def rate(
@@ -207,6 +212,38 @@ def rate(
     return Rate(mode, int(jobs), float(last) - float(first))
 
 
+def plot(waits: list[FairWait], args: argparse.Namespace, path: Path) -> None:
+    """The small tenant's jobs ended against the time since their submission, one line a run:
+    beside the big tenant (fair), behind its backlog (one tenant), and alone (at the backlog's
+    rate, dotted)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colors = {"tenants": "tab:green", "one-tenant": "tab:red"}
+    labels = {"tenants": "two tenants (the fair claim)", "one-tenant": "one tenant (FIFO)"}
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    for n, wait in enumerate(waits):
+        label = labels[wait.mode] if n < 2 else None
+        counts = range(1, len(wait.ends_s) + 1)
+        ax.step(wait.ends_s, counts, where="post", color=colors[wait.mode], label=label)
+    alone = statistics.median(w.alone_s for w in waits)
+    ax.axvline(alone, color="grey", linestyle=":", label=f"alone: {alone:.2f} s")
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds since the small tenant submitted")
+    ax.set_ylabel(f"its {args.small} jobs ended")
+    ax.set_title(
+        f"A tenant's {args.small} jobs behind another's {args.backlog:,}"
+        f" ({args.delay_ms:.0f} ms calls, -c {args.concurrency})"
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}", file=sys.stderr)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backlog", type=int, default=2000, help="the big tenant's jobs")
@@ -221,6 +258,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", choices=["wait", "rate"], default=None)
     parser.add_argument("--smoke", action="store_true", help="tiny counts: proves it runs")
     parser.add_argument("--json", action="store_true", help="print one JSON object at the end")
+    parser.add_argument("--plot", type=Path, default=None, help="draw the fair waits (PNG)")
     args = parser.parse_args()
     if args.smoke:
         args.backlog, args.head, args.small, args.jobs, args.repeats = 40, 4, 3, 20, 1
@@ -251,6 +289,8 @@ def main() -> None:
         server.stop()
         broker.release()
         shutil.rmtree(scratch, ignore_errors=True)
+    if args.plot is not None and waits:
+        plot(waits, args, args.plot)
     medians = {
         mode: statistics.median(r.per_s for r in rates if r.mode == mode)
         for mode in {r.mode for r in rates}

@@ -4,7 +4,7 @@
 
     from pipeline.api.app import create_app
     from pipeline.api.context import ApiContext
-    app = create_app(ApiContext(...))   # a FastAPI app; pipeline.api.server.serve runs it
+    app = create_app(ApiContext(...))   # a FastAPI app; pipeline.site mounts the console beside it
 
 The composition root (``pipeline.cli``) builds the context (store, Celery publisher and fleet),
 so this package, like the rest of ``pipeline``, never imports Celery. This ``__init__`` imports

@@ -136,7 +136,8 @@ _SUBMIT_BODY: dict[str, Any] = {
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
-    """The API: ``/v1`` behind the bearer token, and the operations' routes without it."""
+    """The API: ``/v1`` behind the bearer token, and the operations' routes without it (the
+    console is mounted beside them by :mod:`pipeline.site`)."""
     app = FastAPI(
         title="doclane",
         summary="Document conversion jobs, their results, and the fleet's state.",
@@ -147,11 +148,6 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.add_middleware(AuditTrail, store=ctx.store)
     app.include_router(_v1(ctx))
     app.include_router(_operations(ctx))
-    # Imported here, not above: importing ``pipeline.console`` first runs this package's
-    # ``__init__`` (the console uses the API's errors and auth), which imports this module.
-    from pipeline.console.app import console_app
-
-    app.mount("/console", console_app(ctx))
     return app
 
 

@@ -1,7 +1,7 @@
 """What the API's handlers and the console's pages share, in a module of its own.
 
-The console is mounted by the API and needs the same context; with the context defined beside
-the API's routes (``pipeline.api.app``), the two packages imported each other.
+The console is served beside the API (:mod:`pipeline.site`) and needs the same context; with the
+context defined beside the API's routes (``pipeline.api.app``), the console imported them.
 """
 
 from __future__ import annotations

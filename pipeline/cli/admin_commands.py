@@ -192,7 +192,7 @@ def api(
 ) -> None:
     """Serve the HTTP API, /metrics and the status page (uvicorn)."""
     from pipeline.api.context import ApiContext
-    from pipeline.api.server import serve
+    from pipeline.site import serve
 
     overrides: dict[str, Any] = {}
     if host is not None:

@@ -2,7 +2,7 @@
 
 ::
 
-    app.mount("/console", console_app(ctx))     # what pipeline.api.app does
+    app.mount("/console", console_app(ctx))     # what pipeline.site does
 
 Sign in with the API token (a form; a signed, HttpOnly, SameSite=Strict cookie after it), then
 browse jobs by state, error code, queue and submission time (keyset pages, fast at a million

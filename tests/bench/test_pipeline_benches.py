@@ -12,6 +12,8 @@ with what a run must take), never a speed.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.fixtures.benches import run_bench
@@ -87,11 +89,13 @@ def test_celery_floor_smoke() -> None:
     assert out["ms_per_task"]["1"] > 0  # the tasks' stamps are apart: they ran one by one
 
 
-def test_tenant_fairness_smoke() -> None:
-    out = run_bench("tenant_fairness", "--smoke")
+def test_tenant_fairness_smoke(tmp_path: Path) -> None:
+    drawn = tmp_path / "fair-wait.png"
+    out = run_bench("tenant_fairness", "--smoke", "--plot", str(drawn))
     assert [w["mode"] for w in out["fair_wait"]] == ["tenants", "one-tenant"]
     for wait in out["fair_wait"]:
         assert wait["small_wait_s"] > 0 and wait["alone_s"] > 0
+    assert drawn.read_bytes().startswith(b"\x89PNG"), "the plot is drawn"
     assert [(r["mode"], r["jobs"]) for r in out["rate"]] == [
         ("one-tenant", 20),
         ("two-tenants", 20),

@@ -45,6 +45,45 @@ def test_no_import_cycle_in_pipeline() -> None:
     assert not cycles, "import cycles:\n" + "\n".join(cycles)
 
 
+def test_no_two_parts_of_pipeline_import_each_other() -> None:
+    """Between pipeline's parts (a subpackage, or a top-level module such as ``queues``) the
+    imports go one way, so the parts stack in layers: a part that imports a part importing it,
+    even through modules that form no cycle, ties the two into one to read and to move. The
+    message names each edge that closes a cycle and the modules behind it."""
+    graph = grimp.build_graph("pipeline", exclude_type_checking_imports=False)
+
+    def part(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    edges: dict[str, set[str]] = {}
+    behind: dict[tuple[str, str], list[str]] = {}
+    for importer in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(importer):
+            a, b = part(importer), part(imported)
+            if a != b and "." in a and "." in b:
+                edges.setdefault(a, set()).add(b)
+                behind.setdefault((a, b), []).append(f"{importer} -> {imported}")
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in edges.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+
+    closing = [
+        f"{a} -> {b} ({', '.join(sorted(behind[a, b]))})"
+        for a in sorted(edges)
+        for b in sorted(edges[a])
+        if reaches(b, a)
+    ]
+    assert not closing, "parts importing each other:\n" + "\n".join(closing)
+
+
 #: The packages whose ``__init__`` is code, not a list of names: the console script's module
 #: (``[project.scripts]``, ``doclane = "pipeline.cli:main"``), which every installed environment's
 #: ``doclane`` imports by that name.
