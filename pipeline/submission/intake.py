@@ -17,7 +17,9 @@ made: the webhook's address, and whether a configured server can give what is as
 rejection never stops the others. Jobs are made a chunk at a time as the sources are validated
 and hashed (64 sources, then twice as many each time, up to 500): each chunk's rows are
 committed in one transaction, then the queues it filled are rung (a bell says "drain this
-queue", :func:`pipeline.queues.bells_for`), and a bell the broker refuses leaves queued rows
+queue", :func:`pipeline.queues.bells_for`; a later chunk's bell only once the queue's last is
+half a second old, and the submission's end rings for the rest), and a bell the broker refuses
+leaves queued rows
 that the reconciler rings for later. Workers start on the first chunk while the rest is still being
 hashed (a thousand files used to keep every worker waiting for the whole folder; a million, for
 minutes). A submission the database drops halfway says how many of its jobs were made before.
@@ -28,6 +30,7 @@ Queues follow the size tier, so one huge document does not hold up a thousand sm
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
@@ -58,6 +61,12 @@ log = logging.getLogger("doclane.enqueue")
 #: one twice the last, up to one publish batch (one COPY and one broker round trip per chunk).
 CHUNK_FIRST = 64
 CHUNK_MAX = 500
+#: A later chunk rings a queue it filled only when the queue's last bell is this old (else the
+#: bell waits for a later chunk, or the submission's end): the drains its first bells started
+#: take every job while there is work, so a bell a chunk mostly woke no one and cost the
+#: submitter a publish (10 ms) and a worker an empty claim; one that ended between two chunks
+#: waits at most this long.
+RING_AGAIN_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +190,7 @@ def enqueue(
         )
         chunks.flush()
     finally:
+        chunks.ring_waiting()  # whatever ended the submission, its jobs are rung for
         if own_store:
             job_store.close()
     submission.skipped = dict(expansion.skipped)
@@ -232,8 +242,9 @@ class _Chunks:
     _: KW_ONLY
     dedup: bool
     dedup_engine: str | None
-    #: A submission rings a queue up to this many times in all, and once for each later chunk
-    #: that fills it (a drain that found the queue empty between two chunks has ended).
+    #: A submission rings a queue up to this many times in all, then once again for later
+    #: chunks that fill it (a drain that found the queue empty between two chunks has ended),
+    #: at most every ``RING_AGAIN_S`` and at its end.
     wake_bells: int
     new_job: Callable[[Candidate], NewJob]
     refusal: Callable[[Candidate], InputError | None]
@@ -241,8 +252,12 @@ class _Chunks:
     size: int = field(default=CHUNK_FIRST, init=False)
     pending: list[Candidate] = field(default_factory=list, init=False)
     broker_down: str | None = field(default=None, init=False)
-    #: Bells rung so far, by queue.
+    clock: Callable[[], float] = time.monotonic
+    #: Bells rung so far, by queue, and when the last.
     rung: dict[str, int] = field(default_factory=dict, init=False)
+    rung_at: dict[str, float] = field(default_factory=dict, init=False)
+    #: Jobs (and their top priority) of chunks whose bell waits, by queue.
+    unrung: dict[str, tuple[int, int]] = field(default_factory=dict, init=False)
 
     def add(self, item: Candidate | Rejected) -> None:
         if not isinstance(item, Rejected):
@@ -258,6 +273,7 @@ class _Chunks:
             self.size = min(self.size * 2, CHUNK_MAX)
 
     def flush(self) -> None:
+        """Make the pending sources jobs, and ring for them when it is useful."""
         candidates, self.pending = self.pending, []
         if not candidates:
             return
@@ -321,19 +337,39 @@ class _Chunks:
         if hits and url:
             WebhookOutbox(self.store.pool).tell_finished(hits, url)
 
-    def _ring(self, filled: dict[str, tuple[int, int]]) -> dict[str, str]:
-        """Ring each queue this chunk filled, as often as is useful; the queues the broker
-        refused (their jobs wait in PostgreSQL for the reconciler's bell), with why."""
+    def ring_waiting(self) -> None:
+        """The bells that waited for a later chunk, rung at the submission's end (a bell the
+        broker refuses is the reconciler's to ring again, as any)."""
+        if self.unrung:
+            self._ring({}, last=True)
+
+    def _ring(self, filled: dict[str, tuple[int, int]], *, last: bool = False) -> dict[str, str]:
+        """Ring each queue this chunk filled, as often as is useful (see ``wake_bells``); the
+        queues the broker refused (their jobs wait in PostgreSQL for the reconciler's bell),
+        with why."""
         if self.broker_down is not None:
             return dict.fromkeys(filled, self.broker_down)
+        for queue, (jobs, top) in filled.items():
+            before, high = self.unrung.get(queue, (0, top))
+            self.unrung[queue] = (before + jobs, max(high, top))
+        now = self.clock()
+        due = {
+            queue: waiting
+            for queue, waiting in self.unrung.items()
+            if last
+            or self.rung.get(queue, 0) < self.wake_bells
+            or now - self.rung_at.get(queue, now) >= RING_AGAIN_S
+        }
         wanted = {
             queue: (min(jobs, max(1, self.wake_bells - self.rung.get(queue, 0))), top)
-            for queue, (jobs, top) in filled.items()
+            for queue, (jobs, top) in due.items()
         }
         refused = ring(self.publisher, bells_for(wanted, self.wake_bells))
         for queue, (bells, _) in wanted.items():
+            del self.unrung[queue]
             if queue not in refused:
                 self.rung[queue] = self.rung.get(queue, 0) + max(bells, 0)
+                self.rung_at[queue] = now
         if refused and len(refused) == len(filled):
             self.broker_down = "not tried: the broker refused the bells before it"
         return refused

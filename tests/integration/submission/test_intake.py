@@ -23,6 +23,7 @@ from pipeline.store.pool import StorePool
 from pipeline.store.settings import StoreSettings
 from pipeline.store.store import JobStore
 from pipeline.store.submissions import Submissions
+from pipeline.submission import intake
 from pipeline.submission.door import Door, server_tools
 from pipeline.submission.intake import CHUNK_FIRST, CHUNK_MAX, enqueue
 from tests.fixtures.samples import write_mixed, write_sample
@@ -247,10 +248,11 @@ class CountingPublisher(RecordingPublisher):
 
 
 def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
-    store: JobStore, admin_store: JobStore, tmp_path: Path
+    store: JobStore, admin_store: JobStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Workers start on the first 64 sources while the rest are still being hashed: each
     chunk's rows are committed, then published, then the next chunk is made."""
+    monkeypatch.setattr(intake, "RING_AGAIN_S", 0.0)  # every chunk's bell due at once
     docs = tmp_path / "docs"
     for n in range(300):
         (docs / f"{n // 100}").mkdir(parents=True, exist_ok=True)
@@ -273,6 +275,35 @@ def test_jobs_are_made_and_published_a_chunk_at_a_time_in_order(
     assert [(r.code, Path(r.source).name) for r in submission.rejected] == [
         ("E106", "doc-150-empty.md")
     ]
+
+
+@pytest.mark.parametrize("ring_again_s", [0.0, float("inf")])
+def test_later_chunks_ring_again_when_the_last_bell_is_old_and_at_the_end(
+    store: JobStore,
+    admin_store: JobStore,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ring_again_s: float,
+) -> None:
+    """The first chunk rings up to the wake-up's bells; a later chunk rings its queue again
+    only once the queue's last bell is ``RING_AGAIN_S`` old (a drain it woke may have found the
+    queue empty and ended), and the submission's end rings for the chunks whose bell waited, so
+    the last rows are always rung for (here with that age always reached, and never)."""
+    monkeypatch.setattr(intake, "RING_AGAIN_S", ring_again_s)
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    for n in range(400):  # chunks of 64, 128, 208
+        (docs / f"doc-{n:03d}.md").write_text(f"# Document {n}\n")
+    publisher = CountingPublisher(admin_store)
+
+    submission = enqueue(SubmissionRequest([str(docs)]), publisher=publisher, store=store)
+
+    assert len(submission.job_ids) == 400 and all(a.published for a in submission.accepted)
+    if ring_again_s == 0:
+        assert publisher.rows_seen == [64] * 8 + [192, 400], "a bell a later chunk"
+    else:
+        assert publisher.rows_seen == [64] * 8 + [400], "the rest rung for once, at the end"
+    assert {m.queue for m in publisher.messages} == {"doclane.small"}
 
 
 def test_the_broker_found_down_is_not_tried_again_for_later_chunks(
