@@ -33,10 +33,10 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from bench.harness.store import bench_arguments, in_scratch_database, synthetic_history
-from pipeline.api.app import create_app
 from pipeline.api.context import ApiContext
 from pipeline.queues import Wakeup
 from pipeline.settings.tree import read_settings
+from pipeline.site import create_site
 from pipeline.store.admin import JobFilter
 from pipeline.store.database import apply_migrations
 from pipeline.store.store import JobStore
@@ -149,7 +149,7 @@ class _console:
             publisher=_NoPublisher(),
             fleet=None,
         )
-        self.client = TestClient(create_app(ctx), base_url="http://127.0.0.1")
+        self.client = TestClient(create_site(ctx), base_url="http://127.0.0.1")
         self.token = token
 
     def __enter__(self) -> TestClient:
