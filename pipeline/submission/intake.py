@@ -370,7 +370,7 @@ class _Chunks:
             if queue not in refused:
                 self.rung[queue] = self.rung.get(queue, 0) + max(bells, 0)
                 self.rung_at[queue] = now
-        if refused and len(refused) == len(filled):
+        if refused and len(refused) == len(wanted):  # every bell tried was refused
             self.broker_down = "not tried: the broker refused the bells before it"
         return refused
 
