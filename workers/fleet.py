@@ -1,4 +1,4 @@
-"""The broker's side of the admin views (``pipeline.adminfleet.Fleet``), asked through kombu alone.
+"""The broker's side of the admin views (``pipeline.admin.fleet.Fleet``), asked through kombu alone.
 
 Queue depth is a passive declare per queue (``workers.broker.waiting_in``), all on one plain
 ``kombu.Connection`` laid out as the Celery app lays its queues out: building the app to ask

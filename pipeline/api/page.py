@@ -1,6 +1,6 @@
 """The status page at ``/``: ``doclane stats`` for people who would rather look than read.
 
-One HTML document rendered on the server from the same :class:`~pipeline.adminstats.Stats` as
+One HTML document rendered on the server from the same :class:`~pipeline.admin.stats.Stats` as
 ``GET /v1/stats``: no JavaScript at all (a ``<meta http-equiv="refresh">`` reloads it), no asset
 from anywhere (styles inline, the chart an inline SVG). It shows aggregates only (counts,
 rates, codes, breakers, queues, worker names), the same figures ``/metrics`` publishes without a

@@ -61,7 +61,7 @@ def broker_fleet() -> Iterator[Fleet]:
 
 def counted_fleet(resilience: ResilienceSettings) -> Fleet:
     """Queue depths as the live workers' heartbeats carry them, the broker asked only when none
-    does (``pipeline.adminfleet.CountedFleet``): kombu and the worker settings, a tenth of a second
+    does (``pipeline.admin.fleet.CountedFleet``): kombu and the worker settings, a tenth of a second
     of a command's start, are loaded only then."""
     from pipeline.admin.fleet import CountedFleet
 

@@ -1,8 +1,8 @@
 """The console's job list: its filters read from the query string, and its keyset cursor.
 
-The list is ``pipeline.adminjobs.list_jobs`` (one index range scan whatever the page, newest first);
-the next page's link carries the last row's ``created_at`` and ``id`` as the cursor (and every
-filter, a submission's id too), so page 500 costs what page 1 costs at a million jobs
+The list is ``pipeline.admin.jobs.list_jobs`` (one index range scan whatever the page, newest
+first); the next page's link carries the last row's ``created_at`` and ``id`` as the cursor (and
+every filter, a submission's id too), so page 500 costs what page 1 costs at a million jobs
 (``python -m bench.console_pages`` measures it).
 """
 

@@ -67,7 +67,7 @@ log = logging.getLogger("doclane.processor")
 
 
 class UnitRunner(Protocol):
-    """The resilience layer as the processor uses it (``pipeline.resiliencefacade.Resilient``)."""
+    """The resilience layer as the processor uses it (``pipeline.resilience.facade.Resilient``)."""
 
     def run(
         self,

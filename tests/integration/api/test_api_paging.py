@@ -1,7 +1,8 @@
 """``GET /v1/jobs`` a page at a time over real HTTP: ``limit`` jobs, newest first, and the
 answer's ``next_before`` sent back as ``before`` for the next page, until it is null. The
-cursor is the console's (``<created_at>~<id>``, pipeline.adminjobs.page_cursor), so jobs made by one
-submission (one COPY, one created_at) are told apart by their ids, never repeated or skipped."""
+cursor is the console's (``<created_at>~<id>``, pipeline.admin.jobs.page_cursor), so jobs made by
+one submission (one COPY, one created_at) are told apart by their ids, never repeated or
+skipped."""
 
 from __future__ import annotations
 
